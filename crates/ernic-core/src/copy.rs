@@ -1,0 +1,247 @@
+//! The copy engine: moves bytes between checked segments, run by run.
+//!
+//! Both sides are walked as sequences of host-contiguous runs and each step
+//! copies the largest piece both runs allow, with `ptr::copy` (memmove, since
+//! source and destination may be the same MR). There is no bounce buffer and
+//! no allocation. Every pointer comes from [`DmaMemory::map`] or from a slice
+//! the caller lent, so the engine never reaches memory that was not
+//! registered or mapped.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::memory::{DmaMemory, MemError};
+use crate::mr::Seg;
+use crate::wr::SendOp;
+
+/// Where bytes come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Src<'a> {
+    /// Checked memory segments.
+    Segs(&'a [Seg<'a>]),
+    /// Bytes the engine holds (inline payloads, headers, wire payloads).
+    Bytes(&'a [u8]),
+}
+
+/// Where bytes go.
+pub(crate) enum Dst<'a> {
+    /// Checked memory segments.
+    Segs(&'a [Seg<'a>]),
+    /// A buffer the engine holds.
+    Bytes(&'a mut [u8]),
+}
+
+struct SegCursor<'a> {
+    segs: &'a [Seg<'a>],
+    idx: usize,
+    pos: u64,
+}
+
+impl SegCursor<'_> {
+    fn chunk<M: DmaMemory>(&mut self, mem: &M) -> Result<(NonNull<u8>, usize), MemError> {
+        while self.idx < self.segs.len() && self.pos == self.segs[self.idx].len {
+            self.idx += 1;
+            self.pos = 0;
+        }
+        let seg = self
+            .segs
+            .get(self.idx)
+            .ok_or(MemError::Unmapped { addr: 0 })?;
+        let (dma, len) = seg.dma_at(self.pos);
+        mem.map(dma, len)
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.pos += n as u64;
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst`. The caller has checked that both
+/// sides hold at least `len` bytes; a run that turns out to be unmapped stops
+/// the copy with an error (bytes before it have been moved).
+pub(crate) fn copy<M: DmaMemory>(
+    mem: &M,
+    dst: Dst<'_>,
+    src: Src<'_>,
+    len: u64,
+) -> Result<(), MemError> {
+    if len == 0 {
+        return Ok(());
+    }
+    match (dst, src) {
+        (Dst::Segs(d), Src::Segs(s)) => {
+            let mut d = SegCursor {
+                segs: d,
+                idx: 0,
+                pos: 0,
+            };
+            let mut s = SegCursor {
+                segs: s,
+                idx: 0,
+                pos: 0,
+            };
+            let mut left = len;
+            while left > 0 {
+                let (sp, sn) = s.chunk(mem)?;
+                let (dp, dn) = d.chunk(mem)?;
+                let n = sn.min(dn).min(usize::try_from(left).unwrap_or(usize::MAX));
+                // SAFETY: `map` promised `sn` readable bytes at `sp` and `dn`
+                // writable bytes at `dp`, valid while `mem` is borrowed; `n`
+                // is no more than either. `ptr::copy` allows overlap.
+                unsafe { std::ptr::copy(sp.as_ptr(), dp.as_ptr(), n) };
+                s.advance(n);
+                d.advance(n);
+                left -= n as u64;
+            }
+            Ok(())
+        }
+        (Dst::Segs(d), Src::Bytes(b)) => {
+            let mut d = SegCursor {
+                segs: d,
+                idx: 0,
+                pos: 0,
+            };
+            let total = usize::try_from(len).unwrap_or(usize::MAX).min(b.len());
+            let mut done = 0usize;
+            while done < total {
+                let (dp, dn) = d.chunk(mem)?;
+                let n = dn.min(total - done);
+                // SAFETY: `dp` is valid for `dn >= n` writes (see `map`), and
+                // `b[done..done + n]` is in bounds since `done + n <= b.len()`.
+                // The slice is engine-owned, so it cannot overlap mapped memory.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr().add(done), dp.as_ptr(), n) };
+                d.advance(n);
+                done += n;
+            }
+            Ok(())
+        }
+        (Dst::Bytes(b), Src::Segs(s)) => {
+            let mut s = SegCursor {
+                segs: s,
+                idx: 0,
+                pos: 0,
+            };
+            let total = usize::try_from(len).unwrap_or(usize::MAX).min(b.len());
+            let mut done = 0usize;
+            while done < total {
+                let (sp, sn) = s.chunk(mem)?;
+                let n = sn.min(total - done);
+                // SAFETY: `sp` is valid for `sn >= n` reads (see `map`), and
+                // `b[done..done + n]` is in bounds. The destination slice is
+                // engine-owned, so it cannot overlap mapped memory.
+                unsafe { std::ptr::copy_nonoverlapping(sp.as_ptr(), b.as_mut_ptr().add(done), n) };
+                s.advance(n);
+                done += n;
+            }
+            Ok(())
+        }
+        (Dst::Bytes(d), Src::Bytes(s)) => {
+            let n = usize::try_from(len)
+                .unwrap_or(usize::MAX)
+                .min(d.len())
+                .min(s.len());
+            d[..n].copy_from_slice(&s[..n]);
+            Ok(())
+        }
+    }
+}
+
+/// Why an atomic could not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomicError {
+    /// The target is not mapped.
+    Mem(MemError),
+    /// The target is not 8 contiguous, 8-byte aligned host bytes.
+    Misaligned,
+}
+
+/// Runs an 8-byte atomic (compare-and-swap or fetch-and-add) on the memory
+/// `seg` names, and returns the value it held before.
+pub(crate) fn atomic<M: DmaMemory>(mem: &M, seg: &Seg<'_>, op: SendOp) -> Result<u64, AtomicError> {
+    let (dma, run) = seg.dma_at(0);
+    if run < 8 {
+        return Err(AtomicError::Misaligned);
+    }
+    let (p, n) = mem.map(dma, 8).map_err(AtomicError::Mem)?;
+    if n < 8 || p.as_ptr() as usize % 8 != 0 {
+        return Err(AtomicError::Misaligned);
+    }
+    // SAFETY: `map` promised 8 valid bytes at `p` while `mem` is borrowed, and
+    // `p` is 8-byte aligned (checked above), which `AtomicU64::from_ptr`
+    // requires. Other writers of this memory use atomics or plain stores; an
+    // atomic here never makes their access undefined on this target.
+    let cell = unsafe { AtomicU64::from_ptr(p.as_ptr().cast::<u64>()) };
+    Ok(match op {
+        SendOp::AtomicCas { compare, swap, .. } => {
+            match cell.compare_exchange(compare, swap, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(v) | Err(v) => v,
+            }
+        }
+        SendOp::AtomicFa { add, .. } => cell.fetch_add(add, Ordering::SeqCst),
+        _ => return Err(AtomicError::Misaligned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::ProcessMemory;
+    use crate::mr::Run;
+
+    #[test]
+    fn copies_across_run_boundaries_both_ways() {
+        let mut a = vec![0u8; 256];
+        let mut b = vec![0u8; 256];
+        for (i, x) in a.iter_mut().enumerate() {
+            *x = i as u8;
+        }
+        let mut mem = ProcessMemory::new();
+        let pa = NonNull::new(a.as_mut_ptr()).unwrap();
+        let pb = NonNull::new(b.as_mut_ptr()).unwrap();
+        // SAFETY: both vectors outlive `mem`'s use below.
+        unsafe {
+            mem.add(pa, 256);
+            mem.add(pb, 256);
+        }
+        let (da, db) = (pa.as_ptr() as u64, pb.as_ptr() as u64);
+        // Source: an MR whose two runs are the two halves of `a`, swapped.
+        let src_runs = [
+            Run {
+                off: 0,
+                dma: da + 128,
+                len: 128,
+            },
+            Run {
+                off: 128,
+                dma: da,
+                len: 128,
+            },
+        ];
+        let src = [Seg {
+            runs: &src_runs,
+            off: 100,
+            len: 60,
+        }];
+        // Destination: two direct segments.
+        let dst = [Seg::direct(db + 10, 7), Seg::direct(db + 200, 53)];
+        copy(&mem, Dst::Segs(&dst), Src::Segs(&src), 60).unwrap();
+        let expect: Vec<u8> = (228..256).chain(0..32).map(|v| v as u8).collect();
+        assert_eq!(&b[10..17], &expect[..7]);
+        assert_eq!(&b[200..253], &expect[7..]);
+        assert_eq!(b[17], 0);
+        assert_eq!(b[199], 0);
+        assert_eq!(b[253], 0);
+        let mut out = [0u8; 60];
+        copy(&mem, Dst::Bytes(&mut out), Src::Segs(&dst), 60).unwrap();
+        assert_eq!(&out[..], &expect[..]);
+        mem.remove(pa);
+        mem.remove(pb);
+    }
+
+    #[test]
+    fn unmapped_memory_stops_the_copy() {
+        let mem = ProcessMemory::new();
+        let dst = [Seg::direct(0x1000, 8)];
+        assert!(copy(&mem, Dst::Segs(&dst), Src::Bytes(&[1; 8]), 8).is_err());
+    }
+}

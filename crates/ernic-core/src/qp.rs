@@ -1,0 +1,400 @@
+//! Queue pairs: types, states, attributes and the send/receive rings the
+//! engine keeps for them.
+//!
+//! The rings hold decoded work requests in slots allocated when the QP is
+//! created; posting fills a slot in place (clear, then copy the SGEs in), so
+//! no allocation happens per request.
+
+use std::time::Instant;
+
+use crate::counters::Counters;
+use crate::types::{CqId, DeviceId, Gid, PdId, Qpn, SrqId};
+use crate::wr::{Access, SendFlags, SendOp, Sge, UdDest, WcStatus};
+
+/// Transport type of a QP.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// The general services interface QP (QP1), a UD QP for management datagrams.
+    Gsi,
+}
+
+impl QpType {
+    /// Whether the QP talks to one peer QP.
+    pub fn is_connected(self) -> bool {
+        matches!(self, QpType::Rc | QpType::Uc)
+    }
+
+    /// Whether the QP sends and receives datagrams.
+    pub fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Gsi)
+    }
+}
+
+/// QP state, as verbs names them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum QpState {
+    /// Just created, or reset: queues empty, nothing runs.
+    Reset,
+    /// Receives may be posted.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drained: posted sends wait.
+    Sqd,
+    /// Send queue error (datagram QPs).
+    Sqe,
+    /// Error: everything outstanding is flushed.
+    Err,
+}
+
+impl QpState {
+    /// Whether verbs allows moving from `self` to `to`.
+    pub fn can_move_to(self, to: QpState) -> bool {
+        use QpState::*;
+        if matches!(to, Reset | Err) {
+            return true;
+        }
+        matches!(
+            (self, to),
+            (Reset, Init)
+                | (Init, Init)
+                | (Init, Rtr)
+                | (Rtr, Rts)
+                | (Rts, Rts)
+                | (Rts, Sqd)
+                | (Sqd, Rts)
+                | (Sqd, Sqd)
+                | (Sqe, Rts)
+        )
+    }
+
+    /// Whether a peer's messages are accepted in this state.
+    pub fn can_receive(self) -> bool {
+        matches!(
+            self,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        )
+    }
+}
+
+/// How big a QP's queues are.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct QpCaps {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth (ignored with an SRQ).
+    pub max_recv_wr: u32,
+    /// SGEs per send request.
+    pub max_send_sge: u32,
+    /// SGEs per receive request.
+    pub max_recv_sge: u32,
+    /// Bytes of inline payload per send request.
+    pub max_inline_data: u32,
+}
+
+impl Default for QpCaps {
+    fn default() -> QpCaps {
+        QpCaps {
+            max_send_wr: 128,
+            max_recv_wr: 128,
+            max_send_sge: 4,
+            max_recv_sge: 4,
+            max_inline_data: 64,
+        }
+    }
+}
+
+/// What creating a QP needs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct QpInit {
+    /// Transport type.
+    pub qp_type: QpType,
+    /// Protection domain.
+    pub pd: PdId,
+    /// CQ for send completions.
+    pub send_cq: CqId,
+    /// CQ for receive completions.
+    pub recv_cq: CqId,
+    /// Shared receive queue, if any.
+    pub srq: Option<SrqId>,
+    /// Queue sizes.
+    pub caps: QpCaps,
+    /// Every send completes to the CQ, signaled or not.
+    pub sq_sig_all: bool,
+    /// A QP number chosen by the front end (the ionic driver picks its own);
+    /// `None` lets the device choose. GSI QPs are always QP 1.
+    pub qpn: Option<Qpn>,
+}
+
+/// A transition and the attributes it sets (verbs' `ibv_qp_attr` with its mask
+/// folded into `Option`s).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct QpAttr {
+    /// The state to move to; `None` changes attributes only.
+    pub state: Option<QpState>,
+    /// Remote access rights the QP grants its peer.
+    pub access: Option<Access>,
+    /// Q_Key of a datagram QP.
+    pub qkey: Option<u32>,
+    /// Destination of a connected QP (at RTR): GID and QP number.
+    pub dest: Option<(Gid, Qpn)>,
+    /// Path MTU in bytes.
+    pub path_mtu: Option<u32>,
+    /// Receive PSN (recorded only; the emulated transport has no PSNs).
+    pub rq_psn: Option<u32>,
+    /// Send PSN (recorded only).
+    pub sq_psn: Option<u32>,
+}
+
+/// Where a connected QP's peer lives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Dest {
+    /// The peer's GID.
+    pub gid: Gid,
+    /// The peer's QP number.
+    pub qpn: Qpn,
+    /// The device of this engine that owns the GID.
+    pub device: DeviceId,
+}
+
+/// A snapshot of a QP's attributes (QUERY_QP).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct QpInfo {
+    /// Its number.
+    pub qpn: Qpn,
+    /// Its type.
+    pub qp_type: QpType,
+    /// Its state.
+    pub state: QpState,
+    /// Remote rights it grants.
+    pub access: Access,
+    /// Its Q_Key.
+    pub qkey: Option<u32>,
+    /// Its peer, if connected and past RTR.
+    pub dest: Option<Dest>,
+    /// Path MTU.
+    pub path_mtu: u32,
+    /// Receive PSN.
+    pub rq_psn: u32,
+    /// Send PSN.
+    pub sq_psn: u32,
+    /// Queue sizes.
+    pub caps: QpCaps,
+    /// Send requests posted and not yet completed.
+    pub sq_outstanding: u32,
+    /// Receives posted and not yet consumed (0 with an SRQ).
+    pub rq_outstanding: u32,
+}
+
+/// One send queue slot.
+#[derive(Debug)]
+pub(crate) struct SendSlot {
+    pub wr_id: u64,
+    pub op: SendOp,
+    pub flags: SendFlags,
+    pub sgl: Vec<Sge>,
+    pub inline: Vec<u8>,
+    pub ud: Option<UdDest>,
+    pub decode_error: Option<WcStatus>,
+    /// Set when the request has finished: status and bytes moved.
+    pub done: Option<(WcStatus, u32)>,
+}
+
+/// A ring of send slots: `head` is the oldest not yet completed, `exec` the
+/// next to execute, `tail` the next free. Indices run freely and wrap.
+#[derive(Debug)]
+pub(crate) struct SendQueue {
+    pub slots: Box<[SendSlot]>,
+    pub head: u32,
+    pub exec: u32,
+    pub tail: u32,
+}
+
+impl SendQueue {
+    pub fn new(depth: u32, max_sge: u32, max_inline: u32) -> SendQueue {
+        let slots = (0..depth)
+            .map(|_| SendSlot {
+                wr_id: 0,
+                op: SendOp::Send,
+                flags: SendFlags::default(),
+                sgl: Vec::with_capacity(max_sge as usize),
+                inline: Vec::with_capacity(max_inline as usize),
+                ud: None,
+                decode_error: None,
+                done: None,
+            })
+            .collect();
+        SendQueue {
+            slots,
+            head: 0,
+            exec: 0,
+            tail: 0,
+        }
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    pub fn outstanding(&self) -> u32 {
+        self.tail.wrapping_sub(self.head)
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.outstanding() >= self.depth()
+    }
+
+    pub fn index(&self, ctr: u32) -> usize {
+        (ctr % self.depth()) as usize
+    }
+}
+
+/// One receive slot.
+#[derive(Debug)]
+pub(crate) struct RecvSlot {
+    pub wr_id: u64,
+    pub sgl: Vec<Sge>,
+}
+
+/// A ring of receive slots (a QP's RQ or an SRQ).
+#[derive(Debug)]
+pub(crate) struct RecvQueue {
+    pub slots: Box<[RecvSlot]>,
+    pub head: u32,
+    pub tail: u32,
+}
+
+impl RecvQueue {
+    pub fn new(depth: u32, max_sge: u32) -> RecvQueue {
+        let slots = (0..depth)
+            .map(|_| RecvSlot {
+                wr_id: 0,
+                sgl: Vec::with_capacity(max_sge as usize),
+            })
+            .collect();
+        RecvQueue {
+            slots,
+            head: 0,
+            tail: 0,
+        }
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    pub fn outstanding(&self) -> u32 {
+        self.tail.wrapping_sub(self.head)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head == self.tail
+    }
+
+    pub fn push(&mut self, wr_id: u64, sgl: &[Sge]) {
+        let d = self.depth();
+        let slot = &mut self.slots[(self.tail % d) as usize];
+        slot.wr_id = wr_id;
+        slot.sgl.clear();
+        slot.sgl.extend_from_slice(sgl);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// The head slot's index, if any receive is posted.
+    pub fn head_index(&self) -> Option<usize> {
+        (!self.is_empty()).then(|| (self.head % self.depth()) as usize)
+    }
+
+    pub fn pop(&mut self) {
+        self.head = self.head.wrapping_add(1);
+    }
+}
+
+/// A queue pair.
+#[derive(Debug)]
+pub(crate) struct Qp {
+    pub qpn: Qpn,
+    pub incarnation: u64,
+    pub qp_type: QpType,
+    pub state: QpState,
+    pub pd: PdId,
+    pub send_cq: CqId,
+    pub recv_cq: CqId,
+    pub srq: Option<SrqId>,
+    pub caps: QpCaps,
+    pub sq_sig_all: bool,
+    pub access: Access,
+    pub qkey: Option<u32>,
+    pub dest: Option<Dest>,
+    pub path_mtu: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub sq: SendQueue,
+    pub rq: RecvQueue,
+    pub counters: Counters,
+    /// Since when the head send request has waited for a receive at its peer.
+    pub rnr_since: Option<Instant>,
+}
+
+impl Qp {
+    pub fn info(&self) -> QpInfo {
+        QpInfo {
+            qpn: self.qpn,
+            qp_type: self.qp_type,
+            state: self.state,
+            access: self.access,
+            qkey: self.qkey,
+            dest: self.dest,
+            path_mtu: self.path_mtu,
+            rq_psn: self.rq_psn,
+            sq_psn: self.sq_psn,
+            caps: self.caps,
+            sq_outstanding: self.sq.outstanding(),
+            rq_outstanding: if self.srq.is_some() {
+                0
+            } else {
+                self.rq.outstanding()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbs_transitions() {
+        use QpState::*;
+        assert!(Reset.can_move_to(Init));
+        assert!(Init.can_move_to(Rtr));
+        assert!(Rtr.can_move_to(Rts));
+        assert!(Rts.can_move_to(Sqd));
+        assert!(Sqd.can_move_to(Rts));
+        assert!(Rts.can_move_to(Err));
+        assert!(Err.can_move_to(Reset));
+        assert!(!Reset.can_move_to(Rts));
+        assert!(!Init.can_move_to(Rts));
+        assert!(!Err.can_move_to(Rts));
+        assert!(!Rtr.can_move_to(Init));
+    }
+
+    #[test]
+    fn recv_ring_wraps() {
+        let mut rq = RecvQueue::new(2, 1);
+        for i in 0..10u64 {
+            rq.push(i, &[]);
+            assert_eq!(rq.slots[rq.head_index().unwrap()].wr_id, i);
+            rq.pop();
+            assert!(rq.is_empty());
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Page-aligned, zeroed buffers that the device may read and write.
+//!
+//! A [`Buffer`] is allocated by the fabric and added to the engine's
+//! [`ProcessMemory`](ernic_core::ProcessMemory) registry for its whole life;
+//! it is removed from the registry (under the engine lock) before it is freed,
+//! so the device can never reach freed memory.
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::ptr::NonNull;
+
+/// Alignment of every buffer: one page.
+pub const PAGE: usize = 4096;
+
+/// An owned, page-aligned, zeroed allocation.
+#[derive(Debug)]
+pub(crate) struct Buffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the buffer is plain memory owned by this value; every access goes
+// through raw pointers under the fabric's rules (engine lock, or the
+// documented racy polling reads), never through shared references.
+unsafe impl Send for Buffer {}
+// SAFETY: as above: `&Buffer` only hands out the raw pointer.
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    /// Allocates `len` zeroed bytes (at least one page is reserved).
+    pub fn new(len: usize) -> Option<Buffer> {
+        let layout = Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
+        Some(Buffer { ptr, len })
+    }
+
+    pub fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    fn layout(&self) -> Layout {
+        Layout::from_size_align(self.len.max(1).next_multiple_of(PAGE), PAGE)
+            .expect("checked at allocation")
+    }
+
+    /// Copies `out.len()` bytes from offset `off` (bounds checked by the caller).
+    pub fn read(&self, off: usize, out: &mut [u8]) {
+        assert!(off.checked_add(out.len()).is_some_and(|e| e <= self.len));
+        // SAFETY: the range is inside the allocation (asserted above), and
+        // `out` is a distinct Rust slice, so the two cannot overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), out.as_mut_ptr(), out.len())
+        };
+    }
+
+    /// Copies `data` to offset `off` (bounds checked by the caller).
+    pub fn write(&self, off: usize, data: &[u8]) {
+        assert!(off.checked_add(data.len()).is_some_and(|e| e <= self.len));
+        // SAFETY: the range is inside the allocation, and `data` is a distinct
+        // Rust slice, so the two cannot overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len())
+        };
+    }
+
+    /// Reads one byte with a volatile load, for polling memory a peer writes.
+    pub fn read_volatile(&self, off: usize) -> u8 {
+        assert!(off < self.len);
+        // SAFETY: `off` is inside the allocation. The device may write this
+        // byte concurrently from another thread, as an RDMA NIC writes host
+        // memory; a volatile byte load observes either value, which is what
+        // polling needs.
+        unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(off)) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `alloc_zeroed` with this same layout.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout()) };
+    }
+}

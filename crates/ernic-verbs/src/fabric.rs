@@ -1,0 +1,211 @@
+//! The loopback fabric and its devices.
+//!
+//! A [`Fabric`] is one ernic engine behind a lock. Every verbs call takes the
+//! lock, calls the engine, and hands the completions the engine produced to
+//! their CQs before letting go; polling a CQ takes only that CQ's own lock.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use ernic_core::{AsyncEvent, CqId, DeviceId, Engine, EngineConfig, Gid, ProcessMemory};
+
+use crate::Error;
+use crate::cq::{Cq, CqRing};
+use crate::qp::Pd;
+
+/// The state behind the fabric's lock.
+pub(crate) struct State {
+    pub engine: Engine<ProcessMemory>,
+    /// CQ rings by device and CQ id.
+    pub cqs: Vec<Vec<Option<Arc<CqRing>>>>,
+    pub events: Vec<AsyncEvent>,
+}
+
+impl State {
+    /// Moves the engine's completions to their CQs. Unsignaled successful
+    /// send completions stop here, as a verbs driver hides them.
+    pub fn distribute(&mut self) {
+        let cqs = &self.cqs;
+        self.engine.drain_completions(|e| {
+            if !e.completion.signaled {
+                return;
+            }
+            if let Some(Some(ring)) = cqs
+                .get(e.device.0 as usize)
+                .and_then(|v| v.get(e.cq.0 as usize))
+            {
+                ring.push(e.completion);
+            }
+        });
+        if !self.engine.has_completions() {
+            let ev = self.engine.take_events();
+            self.events.extend(ev);
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Whether the engine has timers to run (read without the lock by pollers).
+    pub timers: AtomicBool,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the engine consistent between
+        // calls, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the engine, then distributes completions and records
+    /// whether timers are pending.
+    pub fn with<R>(&self, f: impl FnOnce(&mut State, Instant) -> R) -> R {
+        let mut st = self.lock();
+        let r = f(&mut st, Instant::now());
+        st.distribute();
+        self.timers.store(st.engine.has_timers(), Ordering::Relaxed);
+        r
+    }
+
+    /// Runs the engine's timers if it has any.
+    pub fn run_timers(&self) {
+        if self.timers.load(Ordering::Relaxed) {
+            self.with(|st, now| st.engine.poll(now));
+        }
+    }
+}
+
+/// An in-process RDMA fabric: devices on it reach each other by GID.
+#[derive(Clone)]
+pub struct Fabric {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Default for Fabric {
+    fn default() -> Fabric {
+        Fabric::new()
+    }
+}
+
+impl std::fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fabric").finish_non_exhaustive()
+    }
+}
+
+impl Fabric {
+    /// A loopback fabric with the default limits.
+    pub fn new() -> Fabric {
+        Fabric::with_config(EngineConfig::default())
+    }
+
+    /// A loopback fabric with these limits (verbs QP state rules always apply,
+    /// and the reserved key 0 is never usable from host programs).
+    pub fn with_config(mut cfg: EngineConfig) -> Fabric {
+        cfg.enforce_qp_state = true;
+        cfg.allow_reserved_lkey = false;
+        Fabric {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    engine: Engine::new(cfg, ProcessMemory::new()),
+                    cqs: Vec::new(),
+                    events: Vec::new(),
+                }),
+                timers: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Adds a device with this GID to the fabric and opens it.
+    pub fn open_device(&self, gid: Gid) -> Result<Device, Error> {
+        let mut st = self.shared.lock();
+        if let Some(d) = st.engine.device_of_gid(&gid) {
+            return Err(Error::Engine(ernic_core::EngineError::IdUnavailable {
+                what: "GID already owned by device",
+                id: u32::from(d.0),
+            }));
+        }
+        let id = st.engine.add_device(vec![gid]);
+        st.cqs.push(Vec::new());
+        Ok(Device {
+            inner: Arc::new(DeviceInner {
+                shared: self.shared.clone(),
+                id,
+                gid,
+            }),
+        })
+    }
+
+    /// Asynchronous events (SRQ limit reached, QP fatal) since the last call.
+    pub fn take_events(&self) -> Vec<AsyncEvent> {
+        std::mem::take(&mut self.shared.lock().events)
+    }
+}
+
+pub(crate) struct DeviceInner {
+    pub shared: Arc<Shared>,
+    pub id: DeviceId,
+    pub gid: Gid,
+}
+
+/// A device on a fabric.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({}, {})", self.inner.id, self.inner.gid)
+    }
+}
+
+impl Device {
+    /// The device's GID.
+    pub fn gid(&self) -> Gid {
+        self.inner.gid
+    }
+
+    /// Allocates a protection domain.
+    pub fn alloc_pd(&self) -> Result<Pd, Error> {
+        let id = self
+            .inner
+            .shared
+            .with(|st, _| st.engine.alloc_pd(self.inner.id))?;
+        Ok(Pd::new(self.clone(), id))
+    }
+
+    /// Creates a completion queue that holds `depth` completions.
+    pub fn create_cq(&self, depth: u32) -> Result<Cq, Error> {
+        let dev = self.inner.id;
+        let ring = Arc::new(CqRing::new(depth));
+        let id = self.inner.shared.with(|st, _| -> Result<CqId, Error> {
+            let id = st.engine.create_cq(dev, None, depth)?;
+            let v = &mut st.cqs[dev.0 as usize];
+            if v.len() <= id.0 as usize {
+                v.resize(id.0 as usize + 1, None);
+            }
+            v[id.0 as usize] = Some(ring.clone());
+            Ok(id)
+        })?;
+        Ok(Cq::new(self.clone(), id, ring))
+    }
+
+    /// The device's counters, by `hw_counters` name.
+    pub fn counters(&self) -> ernic_core::Counters {
+        let st = self.inner.shared.lock();
+        st.engine
+            .device_counters(self.inner.id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    pub(crate) fn id(&self) -> DeviceId {
+        self.inner.id
+    }
+}

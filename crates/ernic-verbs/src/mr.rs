@@ -1,0 +1,253 @@
+//! Memory regions: buffers the fabric allocates and registers, and MRs for
+//! fast registration.
+
+use std::sync::Arc;
+
+use ernic_core::mr::Run;
+use ernic_core::{Access, Lkey, PageSource, RegMr, RemoteAddr, Rkey, SendOp, SendWr, Sge};
+
+use crate::Error;
+use crate::buffer::Buffer;
+use crate::qp::Pd;
+
+/// A registered memory region over a buffer the fabric allocated.
+///
+/// The buffer lives as long as the `Mr`; dropping it deregisters the region
+/// and takes the buffer out of the device's reach before freeing it.
+#[derive(Clone)]
+pub struct Mr {
+    inner: Arc<MrInner>,
+}
+
+struct MrInner {
+    pd: Pd,
+    key: u32,
+    buf: Buffer,
+    access: Access,
+}
+
+impl Drop for MrInner {
+    fn drop(&mut self) {
+        let dev = self.pd.dev().id();
+        let (key, ptr) = (self.key, self.buf.ptr());
+        self.pd.dev().shared().with(|st, _| {
+            let _ = st.engine.dereg_mr(dev, key);
+            st.engine.memory_mut().remove(ptr);
+        });
+    }
+}
+
+impl std::fmt::Debug for Mr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Mr(key {:#x}, {} bytes at {:#x})",
+            self.inner.key,
+            self.len(),
+            self.addr()
+        )
+    }
+}
+
+impl Mr {
+    pub(crate) fn register(pd: &Pd, len: usize, access: Access) -> Result<Mr, Error> {
+        let buf = Buffer::new(len).ok_or(Error::Alloc { len })?;
+        let ptr = buf.ptr();
+        let addr = ptr.as_ptr() as u64;
+        let dev = pd.dev().id();
+        let pd_id = pd.id();
+        let key = pd.dev().shared().with(|st, _| {
+            // SAFETY: `buf` is a live allocation of `len` bytes; it is
+            // removed from the registry in `MrInner::drop` (or just below, on
+            // failure) before it is freed.
+            unsafe { st.engine.memory_mut().add(ptr, len) };
+            let runs = vec![Run {
+                off: 0,
+                dma: addr,
+                len: len as u64,
+            }];
+            let r = st
+                .engine
+                .reg_mr(dev, pd_id, None, addr, len as u64, access, runs);
+            if r.is_err() {
+                st.engine.memory_mut().remove(ptr);
+            }
+            r
+        })?;
+        Ok(Mr {
+            inner: Arc::new(MrInner {
+                pd: pd.clone(),
+                key,
+                buf,
+                access,
+            }),
+        })
+    }
+
+    /// The local key.
+    pub fn lkey(&self) -> Lkey {
+        Lkey(self.inner.key)
+    }
+
+    /// The remote key.
+    pub fn rkey(&self) -> Rkey {
+        Rkey(self.inner.key)
+    }
+
+    /// The region's first virtual address.
+    pub fn addr(&self) -> u64 {
+        self.inner.buf.ptr().as_ptr() as u64
+    }
+
+    /// The region's length.
+    pub fn len(&self) -> usize {
+        self.inner.buf.len()
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rights the region grants.
+    pub fn access(&self) -> Access {
+        self.inner.access
+    }
+
+    fn check(&self, offset: usize, len: usize) -> Result<(), Error> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len() => Ok(()),
+            _ => Err(Error::OutOfRange {
+                offset,
+                len,
+                size: self.len(),
+            }),
+        }
+    }
+
+    /// An SGE naming `len` bytes at `offset`.
+    pub fn sge(&self, offset: usize, len: u32) -> Result<Sge, Error> {
+        self.check(offset, len as usize)?;
+        Ok(Sge {
+            addr: self.addr() + offset as u64,
+            len,
+            lkey: self.lkey(),
+        })
+    }
+
+    /// The remote address of the byte at `offset`, for a peer's READ, WRITE or atomic.
+    pub fn remote(&self, offset: usize) -> Result<RemoteAddr, Error> {
+        self.check(offset, 0)?;
+        Ok(RemoteAddr {
+            addr: self.addr() + offset as u64,
+            rkey: self.rkey(),
+        })
+    }
+
+    /// Copies bytes out of the region. Taken under the fabric lock, so the
+    /// copy never overlaps one the device makes.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
+        self.check(offset, out.len())?;
+        let _st = self.inner.pd.dev().shared().lock();
+        self.inner.buf.read(offset, out);
+        Ok(())
+    }
+
+    /// Copies bytes into the region, under the fabric lock.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        self.check(offset, data.len())?;
+        let _st = self.inner.pd.dev().shared().lock();
+        self.inner.buf.write(offset, data);
+        Ok(())
+    }
+
+    /// Reads one byte without the fabric lock, for spinning on memory a peer
+    /// writes (as perftest's `write_lat` polls its buffer).
+    pub fn poll_byte(&self, offset: usize) -> Result<u8, Error> {
+        self.check(offset, 1)?;
+        Ok(self.inner.buf.read_volatile(offset))
+    }
+
+    /// Writes one byte without the fabric lock (the local half of `poll_byte`).
+    pub fn set_byte(&self, offset: usize, v: u8) -> Result<(), Error> {
+        self.check(offset, 1)?;
+        self.inner.buf.write(offset, &[v]);
+        Ok(())
+    }
+}
+
+/// An MR allocated for fast registration. Its key works only after a REG_MR
+/// work request binds pages to it, and stops at LOCAL_INV or the next REG_MR.
+pub struct FastMr {
+    pd: Pd,
+    key: u32,
+    max_len: u64,
+}
+
+impl std::fmt::Debug for FastMr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FastMr(key {:#x}, up to {} bytes)",
+            self.key, self.max_len
+        )
+    }
+}
+
+impl Drop for FastMr {
+    fn drop(&mut self) {
+        let dev = self.pd.dev().id();
+        let key = self.key;
+        self.pd.dev().shared().with(|st, _| {
+            let _ = st.engine.dereg_mr(dev, key);
+        });
+    }
+}
+
+impl FastMr {
+    pub(crate) fn alloc(pd: &Pd, max_len: u64) -> Result<FastMr, Error> {
+        let dev = pd.dev().id();
+        let pd_id = pd.id();
+        let key = pd
+            .dev()
+            .shared()
+            .with(|st, _| st.engine.alloc_fast_mr(dev, pd_id, None, max_len))?;
+        Ok(FastMr {
+            pd: pd.clone(),
+            key,
+            max_len,
+        })
+    }
+
+    /// The key with variant byte `variant`: what a REG_MR should bind.
+    pub fn key(&self, variant: u8) -> Lkey {
+        Lkey((self.key & !0xff) | u32::from(variant))
+    }
+
+    /// A REG_MR work request that binds bytes `offset..offset + len` of `mr`'s
+    /// buffer under key variant `variant`, with virtual address `iova`.
+    pub fn reg_wr<'a>(
+        &self,
+        wr_id: u64,
+        variant: u8,
+        mr: &Mr,
+        offset: usize,
+        len: usize,
+        iova: u64,
+        access: Access,
+    ) -> Result<SendWr<'a>, Error> {
+        mr.check(offset, len)?;
+        Ok(SendWr::new(
+            wr_id,
+            SendOp::RegMr(RegMr {
+                key: self.key(variant),
+                iova,
+                len: len as u64,
+                access,
+                pages: PageSource::Contiguous {
+                    dma: mr.addr() + offset as u64,
+                },
+            }),
+        ))
+    }
+}

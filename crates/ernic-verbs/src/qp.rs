@@ -1,0 +1,365 @@
+//! Protection domains, queue pairs, shared receive queues and address handles.
+
+use std::sync::Arc;
+
+use ernic_core::{
+    AhId, Gid, PdId, QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType, Qpn, RecvWr, SendWr, Sge,
+    SrqId,
+};
+
+use crate::cq::Cq;
+use crate::fabric::Device;
+use crate::mr::{FastMr, Mr};
+use crate::{Access, Error};
+
+/// A protection domain.
+#[derive(Clone)]
+pub struct Pd {
+    inner: Arc<PdInner>,
+}
+
+struct PdInner {
+    dev: Device,
+    id: PdId,
+}
+
+impl Drop for PdInner {
+    fn drop(&mut self) {
+        let (dev, id) = (self.dev.id(), self.id);
+        self.dev.shared().with(|st, _| {
+            let _ = st.engine.dealloc_pd(dev, id);
+        });
+    }
+}
+
+impl std::fmt::Debug for Pd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pd({})", self.inner.id)
+    }
+}
+
+impl Pd {
+    pub(crate) fn new(dev: Device, id: PdId) -> Pd {
+        Pd {
+            inner: Arc::new(PdInner { dev, id }),
+        }
+    }
+
+    pub(crate) fn dev(&self) -> &Device {
+        &self.inner.dev
+    }
+
+    pub(crate) fn id(&self) -> PdId {
+        self.inner.id
+    }
+
+    /// Allocates `len` zeroed bytes and registers them with `access`.
+    pub fn reg_mr(&self, len: usize, access: Access) -> Result<Mr, Error> {
+        Mr::register(self, len, access)
+    }
+
+    /// Allocates an MR for fast registration of up to `max_len` bytes.
+    pub fn alloc_fast_mr(&self, max_len: u64) -> Result<FastMr, Error> {
+        FastMr::alloc(self, max_len)
+    }
+
+    /// Creates a queue pair in the RESET state.
+    pub fn create_qp(
+        &self,
+        qp_type: QpType,
+        send_cq: &Cq,
+        recv_cq: &Cq,
+        caps: QpCaps,
+    ) -> Result<Qp, Error> {
+        self.create_qp_with(qp_type, send_cq, recv_cq, None, caps, false)
+    }
+
+    /// Creates a queue pair, with a shared receive queue and `sq_sig_all` if wanted.
+    pub fn create_qp_with(
+        &self,
+        qp_type: QpType,
+        send_cq: &Cq,
+        recv_cq: &Cq,
+        srq: Option<&Srq>,
+        caps: QpCaps,
+        sq_sig_all: bool,
+    ) -> Result<Qp, Error> {
+        let init = QpInit {
+            qp_type,
+            pd: self.id(),
+            send_cq: send_cq.id(),
+            recv_cq: recv_cq.id(),
+            srq: srq.map(|s| s.inner.id),
+            caps,
+            sq_sig_all,
+            qpn: None,
+        };
+        let dev = self.dev().id();
+        let qpn = self
+            .dev()
+            .shared()
+            .with(|st, _| st.engine.create_qp(dev, &init))?;
+        Ok(Qp {
+            inner: Arc::new(QpInner {
+                pd: self.clone(),
+                qpn,
+                qp_type,
+                _cqs: (send_cq.clone(), recv_cq.clone()),
+                _srq: srq.cloned(),
+            }),
+        })
+    }
+
+    /// Creates a shared receive queue of `depth` receives of up to `max_sge` SGEs.
+    pub fn create_srq(&self, depth: u32, max_sge: u32) -> Result<Srq, Error> {
+        let dev = self.dev().id();
+        let pd = self.id();
+        let id = self
+            .dev()
+            .shared()
+            .with(|st, _| st.engine.create_srq(dev, None, pd, depth, max_sge))?;
+        Ok(Srq {
+            inner: Arc::new(SrqInner {
+                pd: self.clone(),
+                id,
+            }),
+        })
+    }
+
+    /// Creates an address handle for datagrams to `dgid`.
+    pub fn create_ah(&self, dgid: Gid) -> Result<Ah, Error> {
+        let dev = self.dev().id();
+        let pd = self.id();
+        let id = self
+            .dev()
+            .shared()
+            .with(|st, _| st.engine.create_ah(dev, None, pd, dgid))?;
+        Ok(Ah {
+            inner: Arc::new(AhInner {
+                pd: self.clone(),
+                id,
+            }),
+        })
+    }
+}
+
+/// A queue pair.
+#[derive(Clone)]
+pub struct Qp {
+    inner: Arc<QpInner>,
+}
+
+struct QpInner {
+    pd: Pd,
+    qpn: Qpn,
+    qp_type: QpType,
+    _cqs: (Cq, Cq),
+    _srq: Option<Srq>,
+}
+
+impl Drop for QpInner {
+    fn drop(&mut self) {
+        let (dev, qpn) = (self.pd.dev().id(), self.qpn);
+        self.pd.dev().shared().with(|st, _| {
+            let _ = st.engine.destroy_qp(dev, qpn);
+        });
+    }
+}
+
+impl std::fmt::Debug for Qp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Qp({:?} {})", self.inner.qp_type, self.inner.qpn)
+    }
+}
+
+impl Qp {
+    fn dev(&self) -> &Device {
+        self.inner.pd.dev()
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> Qpn {
+        self.inner.qpn
+    }
+
+    /// The transport type.
+    pub fn qp_type(&self) -> QpType {
+        self.inner.qp_type
+    }
+
+    /// Changes attributes and state (`ibv_modify_qp`).
+    pub fn modify(&self, attr: &QpAttr) -> Result<(), Error> {
+        let (dev, qpn) = (self.dev().id(), self.qpn());
+        Ok(self
+            .dev()
+            .shared()
+            .with(|st, now| st.engine.modify_qp(dev, qpn, attr, now))?)
+    }
+
+    /// Moves to the error state: everything outstanding is flushed.
+    pub fn set_error(&self) -> Result<(), Error> {
+        self.modify(&QpAttr {
+            state: Some(QpState::Err),
+            ..QpAttr::default()
+        })
+    }
+
+    /// Takes a connected QP from RESET through INIT and RTR to RTS, talking to
+    /// QP `qpn` of the device with GID `gid`, granting it `access`.
+    pub fn connect(&self, gid: Gid, qpn: Qpn, access: Access) -> Result<(), Error> {
+        self.modify(&QpAttr {
+            state: Some(QpState::Init),
+            access: Some(access),
+            ..QpAttr::default()
+        })?;
+        self.modify(&QpAttr {
+            state: Some(QpState::Rtr),
+            dest: Some((gid, qpn)),
+            ..QpAttr::default()
+        })?;
+        self.modify(&QpAttr {
+            state: Some(QpState::Rts),
+            ..QpAttr::default()
+        })
+    }
+
+    /// Takes a datagram QP from RESET to RTS with this Q_Key.
+    pub fn ready_datagram(&self, qkey: u32) -> Result<(), Error> {
+        for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            self.modify(&QpAttr {
+                state: Some(state),
+                qkey: (state == QpState::Init).then_some(qkey),
+                ..QpAttr::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Posts a send work request (`ibv_post_send`).
+    pub fn post_send(&self, wr: &SendWr<'_>) -> Result<(), Error> {
+        let (dev, qpn) = (self.dev().id(), self.qpn());
+        Ok(self
+            .dev()
+            .shared()
+            .with(|st, now| st.engine.post_send(dev, qpn, wr, now))?)
+    }
+
+    /// Posts a receive work request (`ibv_post_recv`).
+    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<(), Error> {
+        let (dev, qpn) = (self.dev().id(), self.qpn());
+        let wr = RecvWr { wr_id, sgl };
+        Ok(self
+            .dev()
+            .shared()
+            .with(|st, now| st.engine.post_recv(dev, qpn, &wr, now))?)
+    }
+
+    /// The QP's attributes (`ibv_query_qp`).
+    pub fn query(&self) -> Result<QpInfo, Error> {
+        let st = self.dev().shared().lock();
+        Ok(st.engine.query_qp(self.dev().id(), self.qpn())?)
+    }
+
+    /// The QP's counters.
+    pub fn counters(&self) -> Result<ernic_core::Counters, Error> {
+        let st = self.dev().shared().lock();
+        Ok(st.engine.qp_counters(self.dev().id(), self.qpn())?.clone())
+    }
+}
+
+/// A shared receive queue.
+#[derive(Clone)]
+pub struct Srq {
+    inner: Arc<SrqInner>,
+}
+
+struct SrqInner {
+    pd: Pd,
+    id: SrqId,
+}
+
+impl Drop for SrqInner {
+    fn drop(&mut self) {
+        let (dev, id) = (self.pd.dev().id(), self.id);
+        self.pd.dev().shared().with(|st, _| {
+            let _ = st.engine.destroy_srq(dev, id);
+        });
+    }
+}
+
+impl std::fmt::Debug for Srq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Srq({})", self.inner.id)
+    }
+}
+
+impl Srq {
+    /// Posts a receive (`ibv_post_srq_recv`).
+    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<(), Error> {
+        let (dev, id) = (self.inner.pd.dev().id(), self.inner.id);
+        let wr = RecvWr { wr_id, sgl };
+        Ok(self
+            .inner
+            .pd
+            .dev()
+            .shared()
+            .with(|st, now| st.engine.post_srq_recv(dev, id, &wr, now))?)
+    }
+
+    /// Arms the low watermark: an [`AsyncEvent::SrqLimitReached`](crate::AsyncEvent)
+    /// fires once when fewer than `limit` receives remain.
+    pub fn set_limit(&self, limit: u32) -> Result<(), Error> {
+        let (dev, id) = (self.inner.pd.dev().id(), self.inner.id);
+        Ok(self
+            .inner
+            .pd
+            .dev()
+            .shared()
+            .with(|st, _| st.engine.modify_srq(dev, id, limit))?)
+    }
+
+    /// The armed limit (0 when disarmed) and the receives posted.
+    pub fn query(&self) -> Result<(u32, u32), Error> {
+        let st = self.inner.pd.dev().shared().lock();
+        Ok(st
+            .engine
+            .query_srq(self.inner.pd.dev().id(), self.inner.id)?)
+    }
+}
+
+/// An address handle.
+#[derive(Clone)]
+pub struct Ah {
+    inner: Arc<AhInner>,
+}
+
+struct AhInner {
+    pd: Pd,
+    id: AhId,
+}
+
+impl Drop for AhInner {
+    fn drop(&mut self) {
+        let (dev, id) = (self.pd.dev().id(), self.id);
+        self.pd.dev().shared().with(|st, _| {
+            let _ = st.engine.destroy_ah(dev, id);
+        });
+    }
+}
+
+impl std::fmt::Debug for Ah {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ah({})", self.inner.id)
+    }
+}
+
+impl Ah {
+    /// The destination of a datagram send through this AH.
+    pub fn dest(&self, remote_qpn: Qpn, remote_qkey: u32) -> ernic_core::UdDest {
+        ernic_core::UdDest {
+            ah: self.inner.id,
+            remote_qpn,
+            remote_qkey,
+        }
+    }
+}

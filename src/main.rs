@@ -1,0 +1,2 @@
+//! The `ernic` command.
+fn main() {}
