@@ -157,6 +157,14 @@ enum Delivery {
     Recv { recv: WcStatus, req: WcStatus },
 }
 
+/// One end of a request: a QP, its device and its protection domain.
+#[derive(Clone, Copy, Debug)]
+struct End {
+    dev: DeviceId,
+    qpn: Qpn,
+    pd: PdId,
+}
+
 /// Where a message consumes its receive from.
 #[derive(Clone, Copy)]
 enum RecvSource {
@@ -308,14 +316,20 @@ impl<M: DmaMemory> Engine<M> {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         }
         let (pdev, pqpn) = (dest.device, dest.qpn);
+        let me = End { dev, qpn, pd };
+        let them = End {
+            dev: pdev,
+            qpn: pqpn,
+            pd: peer.pd,
+        };
         let out = match req.op {
             SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::WriteImm(..) => {
                 self.exec_to_receive(dev, qpn, req, src, len, pdev, pqpn)
             }
-            SendOp::Write(ra) => self.exec_write(dev, pd, src, len, pdev, pqpn, ra),
-            SendOp::Read(ra) => self.exec_read(dev, pd, sgl, len, pdev, pqpn, ra),
+            SendOp::Write(ra) => self.exec_write(me, them, src, len, ra),
+            SendOp::Read(ra) => self.exec_read(me, them, sgl, len, ra),
             SendOp::AtomicCas { remote, .. } | SendOp::AtomicFa { remote, .. } => {
-                self.exec_atomic(dev, pd, sgl, len, pdev, pqpn, remote, req.op)
+                self.exec_atomic(me, them, sgl, len, remote, req.op)
             }
             SendOp::RegMr(_) | SendOp::LocalInv(_) => unreachable!("handled above"),
         };
@@ -590,107 +604,96 @@ impl<M: DmaMemory> Engine<M> {
 
     fn exec_write(
         &mut self,
-        dev: DeviceId,
-        pd: PdId,
+        me: End,
+        peer: End,
         src: Source<'_>,
         len: u64,
-        pdev: DeviceId,
-        pqpn: Qpn,
         ra: crate::wr::RemoteAddr,
     ) -> Outcome {
-        let Ok(peer) = self.qp(pdev, pqpn) else {
+        let Ok(peer_access) = self.qp(peer.dev, peer.qpn).map(|q| q.access) else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        let (peer_pd, peer_access) = (peer.pd, peer.access);
         let result = (|| {
-            let sd = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-            let pdv = self.dev(pdev).map_err(|_| WcStatus::RetryExcErr)?;
+            let sd = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
+            let pdv = self.dev(peer.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let mut sseg: SegArray<'_> = Default::default();
-            let src = src.resolve(sd, &self.cfg, pd, &mut sseg)?;
+            let src = src.resolve(sd, &self.cfg, me.pd, &mut sseg)?;
             if len == 0 {
                 return Ok(0);
             }
             if !peer_access.contains(Access::REMOTE_WRITE) {
                 return Err(WcStatus::RemAccessErr);
             }
-            let seg = resolve_rkey(pdv, peer_pd, ra.rkey, ra.addr, len, Access::REMOTE_WRITE)?;
+            let seg = resolve_rkey(pdv, peer.pd, ra.rkey, ra.addr, len, Access::REMOTE_WRITE)?;
             copy::copy(&self.mem, Dst::Segs(&[seg]), src, len)
                 .map_err(|_| WcStatus::RemAccessErr)?;
             Ok(len as u32)
         })();
         match result {
             Ok(n) => {
-                self.count_rx(pdev, pqpn, Counter::RxWriteRequests, u64::from(n));
+                self.count_rx(peer.dev, peer.qpn, Counter::RxWriteRequests, u64::from(n));
                 Outcome::Done(WcStatus::Success, n)
             }
             Err(s) => Outcome::Done(s, 0),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn exec_read(
         &mut self,
-        dev: DeviceId,
-        pd: PdId,
+        me: End,
+        peer: End,
         sgl: &[Sge],
         len: u64,
-        pdev: DeviceId,
-        pqpn: Qpn,
         ra: crate::wr::RemoteAddr,
     ) -> Outcome {
-        let Ok(peer) = self.qp(pdev, pqpn) else {
+        let Ok(peer_access) = self.qp(peer.dev, peer.qpn).map(|q| q.access) else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        let (peer_pd, peer_access) = (peer.pd, peer.access);
         let result = (|| {
-            let sd = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-            let pdv = self.dev(pdev).map_err(|_| WcStatus::RetryExcErr)?;
+            let sd = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
+            let pdv = self.dev(peer.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let mut dseg: SegArray<'_> = Default::default();
-            let (dn, _) = resolve_sgl(sd, &self.cfg, pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+            let (dn, _) = resolve_sgl(sd, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
             if len == 0 {
                 return Ok(0);
             }
             if !peer_access.contains(Access::REMOTE_READ) {
                 return Err(WcStatus::RemAccessErr);
             }
-            let seg = resolve_rkey(pdv, peer_pd, ra.rkey, ra.addr, len, Access::REMOTE_READ)?;
+            let seg = resolve_rkey(pdv, peer.pd, ra.rkey, ra.addr, len, Access::REMOTE_READ)?;
             copy::copy(&self.mem, Dst::Segs(&dseg[..dn]), Src::Segs(&[seg]), len)
                 .map_err(|_| WcStatus::RemAccessErr)?;
             Ok(len as u32)
         })();
         match result {
             Ok(n) => {
-                self.count_rx(pdev, pqpn, Counter::RxReadRequests, 0);
+                self.count_rx(peer.dev, peer.qpn, Counter::RxReadRequests, 0);
                 Outcome::Done(WcStatus::Success, n)
             }
             Err(s) => Outcome::Done(s, 0),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn exec_atomic(
         &mut self,
-        dev: DeviceId,
-        pd: PdId,
+        me: End,
+        peer: End,
         sgl: &[Sge],
         len: u64,
-        pdev: DeviceId,
-        pqpn: Qpn,
         remote: crate::wr::RemoteAddr,
         op: SendOp,
     ) -> Outcome {
-        let Ok(peer) = self.qp(pdev, pqpn) else {
+        let Ok(peer_access) = self.qp(peer.dev, peer.qpn).map(|q| q.access) else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        let (peer_pd, peer_access) = (peer.pd, peer.access);
         let result = (|| {
             if len != 8 {
                 return Err(WcStatus::LocLenErr);
             }
-            let sd = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-            let pdv = self.dev(pdev).map_err(|_| WcStatus::RetryExcErr)?;
+            let sd = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
+            let pdv = self.dev(peer.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let mut dseg: SegArray<'_> = Default::default();
-            let (dn, _) = resolve_sgl(sd, &self.cfg, pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+            let (dn, _) = resolve_sgl(sd, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
             if !peer_access.contains(Access::REMOTE_ATOMIC) {
                 return Err(WcStatus::RemAccessErr);
             }
@@ -699,7 +702,7 @@ impl<M: DmaMemory> Engine<M> {
             }
             let seg = resolve_rkey(
                 pdv,
-                peer_pd,
+                peer.pd,
                 remote.rkey,
                 remote.addr,
                 8,
@@ -720,7 +723,7 @@ impl<M: DmaMemory> Engine<M> {
         })();
         match result {
             Ok(n) => {
-                self.count_rx(pdev, pqpn, Counter::RxAtomicRequests, 0);
+                self.count_rx(peer.dev, peer.qpn, Counter::RxAtomicRequests, 0);
                 Outcome::Done(WcStatus::Success, n)
             }
             Err(s) => Outcome::Done(s, 0),

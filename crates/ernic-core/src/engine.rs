@@ -219,6 +219,37 @@ pub enum EngineError {
     },
 }
 
+/// What registering a memory region needs.
+#[derive(Clone, Debug)]
+pub struct MrSpec {
+    /// Its protection domain.
+    pub pd: PdId,
+    /// A key chosen by the front end, or `None` for the lowest free slot.
+    pub key: Option<u32>,
+    /// First virtual address.
+    pub iova: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Rights through its key.
+    pub access: Access,
+    /// Its pages as DMA runs, covering exactly `len` bytes.
+    pub runs: Vec<crate::mr::Run>,
+}
+
+impl MrSpec {
+    /// A region over one contiguous DMA range.
+    pub fn contiguous(pd: PdId, iova: u64, len: u64, access: Access, dma: u64) -> MrSpec {
+        MrSpec {
+            pd,
+            key: None,
+            iova,
+            len,
+            access,
+            runs: vec![crate::mr::Run { off: 0, dma, len }],
+        }
+    }
+}
+
 /// An event the device reports outside any CQ.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum AsyncEvent {
@@ -526,19 +557,18 @@ impl<M: DmaMemory> Engine<M> {
 
     // ---- memory regions ----
 
-    /// Registers `len` bytes at virtual address `iova` whose pages are the
-    /// given DMA runs. With `key` the front end chooses the key (its slot must
-    /// be free); without, the lowest free slot is used. Returns the key.
-    pub fn reg_mr(
-        &mut self,
-        dev: DeviceId,
-        pd: PdId,
-        key: Option<u32>,
-        iova: u64,
-        len: u64,
-        access: Access,
-        runs: Vec<crate::mr::Run>,
-    ) -> Result<u32, EngineError> {
+    /// Registers a memory region. With `spec.key` the front end chooses the
+    /// key (its slot must be free); without, the lowest free slot is used.
+    /// Returns the key.
+    pub fn reg_mr(&mut self, dev: DeviceId, spec: MrSpec) -> Result<u32, EngineError> {
+        let MrSpec {
+            pd,
+            key,
+            iova,
+            len,
+            access,
+            runs,
+        } = spec;
         self.check_pd(dev, pd)?;
         if !access.is_consistent() {
             return Err(EngineError::BadAccess(access));

@@ -39,7 +39,7 @@ pub mod types;
 pub mod wr;
 
 pub use counters::{Counter, Counters};
-pub use engine::{AsyncEvent, Engine, EngineConfig, EngineError, GSI_QKEY, MAX_SGE};
+pub use engine::{AsyncEvent, Engine, EngineConfig, EngineError, GSI_QKEY, MAX_SGE, MrSpec};
 pub use memory::{DmaMemory, MemError, ProcessMemory};
 pub use qp::{QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
 pub use types::{AhId, CqId, DeviceId, Gid, Lkey, PdId, Qpn, Rkey, SrqId};

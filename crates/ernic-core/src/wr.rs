@@ -417,6 +417,24 @@ pub struct Completion {
     pub solicited: bool,
 }
 
+impl Completion {
+    /// A placeholder, for filling output buffers before a poll.
+    pub const EMPTY: Completion = Completion {
+        wr_id: 0,
+        status: WcStatus::Success,
+        opcode: WcOpcode::Send,
+        qpn: Qpn(0),
+        byte_len: 0,
+        imm: None,
+        invalidated: None,
+        src_qpn: Qpn(0),
+        grh: false,
+        signaled: false,
+        sq_index: 0,
+        solicited: false,
+    };
+}
+
 /// A completion bound for a CQ.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct CqEvent {

@@ -1,11 +1,10 @@
 //! A test bench over the engine: one arena of process memory, two devices,
 //! helpers to register ranges of the arena and to connect QPs.
-#![allow(dead_code, unsafe_code)]
+#![allow(dead_code, unsafe_code, missing_docs, clippy::new_without_default)]
 
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-use ernic_core::mr::Run;
 use ernic_core::*;
 
 pub const ARENA: usize = 1 << 20;
@@ -79,16 +78,7 @@ impl Bench {
         self.e
             .reg_mr(
                 s.dev,
-                s.pd,
-                None,
-                addr,
-                len as u64,
-                access,
-                vec![Run {
-                    off: 0,
-                    dma: addr,
-                    len: len as u64,
-                }],
+                MrSpec::contiguous(s.pd, addr, len as u64, access, addr),
             )
             .unwrap()
     }
@@ -117,7 +107,7 @@ impl Bench {
             .unwrap()
     }
 
-    pub fn to_rts(&mut self, s: Side, q: Qpn, dest: Option<(Gid, Qpn)>, qkey: Option<u32>) {
+    pub fn connect_rts(&mut self, s: Side, q: Qpn, dest: Option<(Gid, Qpn)>, qkey: Option<u32>) {
         let now = self.now;
         for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
             let attr = QpAttr {
@@ -135,8 +125,8 @@ impl Bench {
     pub fn pair(&mut self, t: QpType) -> (Qpn, Qpn) {
         let (qa, qb) = (self.qp(self.a, t), self.qp(self.b, t));
         let (a, b) = (self.a, self.b);
-        self.to_rts(a, qa, Some((b.gid, qb)), None);
-        self.to_rts(b, qb, Some((a.gid, qa)), None);
+        self.connect_rts(a, qa, Some((b.gid, qb)), None);
+        self.connect_rts(b, qb, Some((a.gid, qa)), None);
         (qa, qb)
     }
 

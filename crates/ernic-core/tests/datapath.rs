@@ -251,20 +251,8 @@ fn remote_key_failures_are_remote_access_errors() {
     let kb_other_pd = {
         let pd2 = t.e.alloc_pd(t.b.dev).unwrap();
         let addr = t.addr(80000);
-        t.e.reg_mr(
-            t.b.dev,
-            pd2,
-            None,
-            addr,
-            64,
-            RW,
-            vec![ernic_core::mr::Run {
-                off: 0,
-                dma: addr,
-                len: 64,
-            }],
-        )
-        .unwrap()
+        t.e.reg_mr(t.b.dev, MrSpec::contiguous(pd2, addr, 64, RW, addr))
+            .unwrap()
     };
     let b0 = t.addr(65536);
     let cases = [
@@ -300,20 +288,8 @@ fn sge_lengths_summing_past_4_gib_fail_with_length_error() {
     let addr = 0x1000_0000_0000u64;
     let len = 3u64 << 30;
     let k =
-        t.e.reg_mr(
-            t.a.dev,
-            t.a.pd,
-            None,
-            addr,
-            len,
-            RW,
-            vec![ernic_core::mr::Run {
-                off: 0,
-                dma: addr,
-                len,
-            }],
-        )
-        .unwrap();
+        t.e.reg_mr(t.a.dev, MrSpec::contiguous(t.a.pd, addr, len, RW, addr))
+            .unwrap();
     let kb = t.mr(t.b, 65536, 4096, RW);
     let s = sge(addr, 3 << 29, k);
     let sgl = [s, s, s]; // 4.5 GiB
@@ -335,20 +311,29 @@ fn registration_refuses_wrapping_ranges_and_bad_rights() {
             len: l,
         }]
     };
-    let e =
-        t.e.reg_mr(t.a.dev, t.a.pd, None, u64::MAX - 10, 100, RW, r(0, 100));
+    let e = t.e.reg_mr(
+        t.a.dev,
+        MrSpec {
+            runs: r(0, 100),
+            ..MrSpec::contiguous(t.a.pd, u64::MAX - 10, 100, RW, 0)
+        },
+    );
     assert!(matches!(e, Err(EngineError::Wraps { .. })), "{e:?}");
     let e = t.e.reg_mr(
         t.a.dev,
-        t.a.pd,
-        None,
-        0,
-        100,
-        Access::REMOTE_WRITE,
-        r(0, 100),
+        MrSpec {
+            runs: r(0, 100),
+            ..MrSpec::contiguous(t.a.pd, 0, 100, Access::REMOTE_WRITE, 0)
+        },
     );
     assert!(matches!(e, Err(EngineError::BadAccess(_))), "{e:?}");
-    let e = t.e.reg_mr(t.a.dev, t.a.pd, None, 0, 100, RW, r(0, 99));
+    let e = t.e.reg_mr(
+        t.a.dev,
+        MrSpec {
+            runs: r(0, 99),
+            ..MrSpec::contiguous(t.a.pd, 0, 100, RW, 0)
+        },
+    );
     assert!(matches!(e, Err(EngineError::BadSize { .. })), "{e:?}");
 }
 
@@ -488,10 +473,10 @@ fn srq_feeds_several_qps_and_fires_its_limit_once() {
     let (b1, b2) = (mk(&mut t), mk(&mut t));
     let (a1, a2) = (t.qp(t.a, QpType::Rc), t.qp(t.a, QpType::Rc));
     let (a, b) = (t.a, t.b);
-    t.to_rts(a, a1, Some((b.gid, b1)), None);
-    t.to_rts(a, a2, Some((b.gid, b2)), None);
-    t.to_rts(b, b1, Some((a.gid, a1)), None);
-    t.to_rts(b, b2, Some((a.gid, a2)), None);
+    t.connect_rts(a, a1, Some((b.gid, b1)), None);
+    t.connect_rts(a, a2, Some((b.gid, b2)), None);
+    t.connect_rts(b, b1, Some((a.gid, a1)), None);
+    t.connect_rts(b, b2, Some((a.gid, a2)), None);
     let now = t.now;
     for i in 0..4 {
         let s = [sge(t.addr(65536 + 64 * i as usize), 64, kb)];
@@ -596,7 +581,7 @@ fn fast_registration_reads_a_page_table_and_checks_its_length() {
     let mut t = Bench::new();
     let qb = t.qp(t.b, QpType::Rc);
     let b = t.b;
-    t.to_rts(b, qb, Some((t.a.gid, Qpn(99))), None);
+    t.connect_rts(b, qb, Some((t.a.gid, Qpn(99))), None);
     let fmr = t.e.alloc_fast_mr(t.b.dev, t.b.pd, None, 1 << 20).unwrap();
     // Two 4 KiB pages, deliberately out of order in the arena.
     let (p0, p1) = (t.addr(0x30000), t.addr(0x20000));
@@ -686,7 +671,7 @@ mod datagrams {
     fn ud(t: &mut Bench, on_b: bool, qkey: u32) -> Qpn {
         let s = if on_b { t.b } else { t.a };
         let q = t.qp(s, QpType::Ud);
-        t.to_rts(s, q, None, Some(qkey));
+        t.connect_rts(s, q, None, Some(qkey));
         q
     }
 
@@ -795,7 +780,7 @@ mod datagrams {
             .unwrap();
         assert_eq!(gsi, Qpn::GSI);
         let b = t.b;
-        t.to_rts(b, gsi, None, None);
+        t.connect_rts(b, gsi, None, None);
         t.recv(t.b, gsi, 7, &[sge(t.addr(65536 + 64), 64, kb)]);
         let dest = UdDest {
             ah,
@@ -900,8 +885,8 @@ fn a_datagram_receive_without_room_for_the_grh_is_a_length_error() {
     let qa = t.qp(t.a, QpType::Ud);
     let qb = t.qp(t.b, QpType::Ud);
     let (a, b) = (t.a, t.b);
-    t.to_rts(a, qa, None, Some(1));
-    t.to_rts(b, qb, None, Some(1));
+    t.connect_rts(a, qa, None, Some(1));
+    t.connect_rts(b, qb, None, Some(1));
     let ah = t.e.create_ah(t.a.dev, None, t.a.pd, t.b.gid).unwrap();
     let kb = t.mr(t.b, 65536, 4096, RW);
     t.recv(t.b, qb, 1, &[sge(t.addr(65536), 41, kb)]);

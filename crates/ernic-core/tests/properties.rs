@@ -77,7 +77,7 @@ impl World {
             ..EngineConfig::default()
         });
         let mut keys = [[0; 3]; 2];
-        for side in 0..2 {
+        for (side, side_keys) in keys.iter_mut().enumerate() {
             let s = if side == 0 { t.a } else { t.b };
             let base = side * 65536;
             t.fill(base, &[GUARD_BYTE; 4 * (SIZE + GUARD)]);
@@ -85,7 +85,7 @@ impl World {
                 let off = region_off(side, i);
                 let content: Vec<u8> = (0..SIZE).map(|j| (j * 7 + i * 3 + side) as u8).collect();
                 t.fill(off, &content);
-                keys[side][i] = t.mr(s, off, SIZE, *rights);
+                side_keys[i] = t.mr(s, off, SIZE, *rights);
             }
         }
         let (qa, qb) = t.pair(QpType::Rc);
@@ -129,8 +129,8 @@ impl World {
         self.t.collect();
         let (a, b) = (self.t.a, self.t.b);
         let (qa, qb) = (self.qps[0], self.qps[1]);
-        self.t.to_rts(a, qa, Some((b.gid, qb)), None);
-        self.t.to_rts(b, qb, Some((a.gid, qa)), None);
+        self.t.connect_rts(a, qa, Some((b.gid, qb)), None);
+        self.t.connect_rts(b, qb, Some((a.gid, qa)), None);
     }
 
     fn side(&self, i: usize) -> Side {

@@ -4,7 +4,7 @@
 //! spinning on `poll` does not slow the threads posting work.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,9 @@ pub(crate) struct CqRing {
     depth: u32,
     overrun: AtomicBool,
     waiters: AtomicU32,
+    /// Completions in the ring, readable without the lock so an empty poll
+    /// never contends with the thread that fills the ring.
+    len: AtomicUsize,
 }
 
 impl CqRing {
@@ -29,6 +32,7 @@ impl CqRing {
             depth,
             overrun: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
+            len: AtomicUsize::new(0),
         }
     }
 
@@ -40,6 +44,7 @@ impl CqRing {
             return;
         }
         r.push_back(c);
+        self.len.store(r.len(), Ordering::Release);
         drop(r);
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.cond.notify_all();
@@ -50,11 +55,15 @@ impl CqRing {
         if self.overrun.load(Ordering::Relaxed) {
             return Err(Error::CqOverrun { depth: self.depth });
         }
+        if self.len.load(Ordering::Acquire) == 0 {
+            return Ok(0);
+        }
         let mut r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let n = out.len().min(r.len());
         for (slot, c) in out.iter_mut().zip(r.drain(..n)) {
             *slot = c;
         }
+        self.len.store(r.len(), Ordering::Release);
         Ok(n)
     }
 }
@@ -142,7 +151,7 @@ impl Cq {
 
     /// Waits up to `timeout` for one completion.
     pub fn wait_one(&self, timeout: Duration) -> Result<Option<Completion>, Error> {
-        let mut c = [EMPTY];
+        let mut c = [Completion::EMPTY];
         Ok((self.wait(&mut c, timeout)? == 1).then_some(c[0]))
     }
 
@@ -166,19 +175,3 @@ impl Cq {
         self.inner.ring.depth
     }
 }
-
-/// A placeholder completion for output buffers.
-pub const EMPTY: Completion = Completion {
-    wr_id: 0,
-    status: ernic_core::WcStatus::Success,
-    opcode: ernic_core::WcOpcode::Send,
-    qpn: ernic_core::Qpn(0),
-    byte_len: 0,
-    imm: None,
-    invalidated: None,
-    src_qpn: ernic_core::Qpn(0),
-    grh: false,
-    signaled: false,
-    sq_index: 0,
-    solicited: false,
-};

@@ -64,7 +64,12 @@ impl Shared {
         let mut st = self.lock();
         let r = f(&mut st, Instant::now());
         st.distribute();
-        self.timers.store(st.engine.has_timers(), Ordering::Relaxed);
+        // Written only on change: the flag is read by every spinning poller,
+        // and a store would pull its cache line away from them each call.
+        let t = st.engine.has_timers();
+        if self.timers.load(Ordering::Relaxed) != t {
+            self.timers.store(t, Ordering::Relaxed);
+        }
         r
     }
 

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use ernic_core::mr::Run;
-use ernic_core::{Access, Lkey, PageSource, RegMr, RemoteAddr, Rkey, SendOp, SendWr, Sge};
+use ernic_core::{Access, Lkey, MrSpec, PageSource, RegMr, RemoteAddr, Rkey, SendOp, SendWr, Sge};
 
 use crate::Error;
 use crate::buffer::Buffer;
@@ -61,14 +60,10 @@ impl Mr {
             // removed from the registry in `MrInner::drop` (or just below, on
             // failure) before it is freed.
             unsafe { st.engine.memory_mut().add(ptr, len) };
-            let runs = vec![Run {
-                off: 0,
-                dma: addr,
-                len: len as u64,
-            }];
-            let r = st
-                .engine
-                .reg_mr(dev, pd_id, None, addr, len as u64, access, runs);
+            let r = st.engine.reg_mr(
+                dev,
+                MrSpec::contiguous(pd_id, addr, len as u64, access, addr),
+            );
             if r.is_err() {
                 st.engine.memory_mut().remove(ptr);
             }
@@ -224,29 +219,28 @@ impl FastMr {
         Lkey((self.key & !0xff) | u32::from(variant))
     }
 
-    /// A REG_MR work request that binds bytes `offset..offset + len` of `mr`'s
-    /// buffer under key variant `variant`, with virtual address `iova`.
+    /// A REG_MR work request that binds bytes `range` of `mr`'s buffer under
+    /// key variant `variant`. The region's virtual addresses are those of the
+    /// buffer, so an SGE or remote address names the same bytes either way.
     pub fn reg_wr<'a>(
         &self,
         wr_id: u64,
         variant: u8,
         mr: &Mr,
-        offset: usize,
-        len: usize,
-        iova: u64,
+        range: std::ops::Range<usize>,
         access: Access,
     ) -> Result<SendWr<'a>, Error> {
-        mr.check(offset, len)?;
+        let len = range.end.saturating_sub(range.start);
+        mr.check(range.start, len)?;
+        let addr = mr.addr() + range.start as u64;
         Ok(SendWr::new(
             wr_id,
             SendOp::RegMr(RegMr {
                 key: self.key(variant),
-                iova,
+                iova: addr,
                 len: len as u64,
                 access,
-                pages: PageSource::Contiguous {
-                    dma: mr.addr() + offset as u64,
-                },
+                pages: PageSource::Contiguous { dma: addr },
             }),
         ))
     }

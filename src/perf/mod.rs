@@ -1,0 +1,209 @@
+//! `ernic perf`: perftest's `ib_*` tools over ernic.
+//!
+//! Each test is written once, as what the client side and the server side
+//! each do with a connected RC QP ([`tests`]); the two sides meet only at
+//! barriers of an out-of-band channel ([`Oob`]). In one process the two sides
+//! are two threads on the loopback fabric ([`loopback`]).
+
+mod baseline;
+mod loopback;
+mod report;
+mod tests;
+
+use std::fmt;
+
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+
+/// The perftest tests ernic runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum Test {
+    /// RDMA WRITE bandwidth (ib_write_bw).
+    WriteBw,
+    /// RDMA WRITE ping-pong latency, polling memory (ib_write_lat).
+    WriteLat,
+    /// RDMA READ bandwidth (ib_read_bw).
+    ReadBw,
+    /// RDMA READ latency (ib_read_lat).
+    ReadLat,
+    /// SEND bandwidth (ib_send_bw).
+    SendBw,
+    /// SEND ping-pong latency (ib_send_lat).
+    SendLat,
+    /// Fetch-and-add latency (ib_atomic_lat).
+    AtomicLat,
+}
+
+impl Test {
+    /// Whether the test measures bandwidth (else latency).
+    pub fn is_bw(self) -> bool {
+        matches!(self, Test::WriteBw | Test::ReadBw | Test::SendBw)
+    }
+
+    /// The name perftest prints in its banner.
+    pub fn banner(self) -> &'static str {
+        match self {
+            Test::WriteBw => "RDMA_Write BW Test",
+            Test::WriteLat => "RDMA_Write Latency Test",
+            Test::ReadBw => "RDMA_Read BW Test",
+            Test::ReadLat => "RDMA_Read Latency Test",
+            Test::SendBw => "Send BW Test",
+            Test::SendLat => "Send Latency Test",
+            Test::AtomicLat => "Atomic FETCH_AND_ADD Latency Test",
+        }
+    }
+}
+
+impl fmt::Display for Test {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            self.to_possible_value()
+                .expect("no skipped variants")
+                .get_name(),
+        )
+    }
+}
+
+/// Arguments of `ernic perf`.
+#[derive(Args, Debug, Clone)]
+#[command(after_help = "\
+Both sides run in this process, each on its own thread, over the loopback fabric.
+
+Bandwidth is reported in MB/sec (2^20 bytes) in the table, as perftest does, and
+in Gbit/s (10^9 bits) as bw_gbps in JSON. Latency is one-way (half the round
+trip) for write_lat and send_lat, the full round trip for read_lat and atomic_lat.
+
+--baseline measures, in the same run, memcpy of the same size (bandwidth tests)
+or a ping-pong between two threads through shared memory (latency tests), and
+prints ratio = ernic's figure / the baseline's: for bandwidth higher is better,
+for latency lower is better.
+
+Examples:
+  ernic perf write_bw -s 1M --baseline
+  ernic perf send_lat -s 8 -n 100000
+  ernic perf read_bw -a --json")]
+pub struct PerfArgs {
+    /// The test to run.
+    pub test: Test,
+    /// Message size in bytes; K, M and G suffixes are powers of 1024 (4K, 1M).
+    /// Default: 65536 for bandwidth tests, 2 for latency tests (8 for atomic_lat).
+    #[arg(short = 's', long = "size", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Iterations per size. Default: 5000 for bandwidth, 1000 for latency.
+    #[arg(short = 'n', long = "iters")]
+    pub iters: Option<u64>,
+    /// Run every size from 2 bytes to 8 MiB in powers of two.
+    #[arg(short = 'a', long = "all", conflicts_with = "size")]
+    pub all: bool,
+    /// Also measure a baseline in the same run and print the ratio.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Print one JSON object per size instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Send requests kept in flight by bandwidth tests.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=8192))]
+    pub tx_depth: u32,
+}
+
+/// Reads `64`, `4K`, `1M`, `2G` (powers of 1024; `KiB`, `KB` and `B` also accepted).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num.parse().map_err(|_| {
+        format!("{s:?} is not a size: give bytes, or a number with K, M or G (4K, 1M)")
+    })?;
+    let mult: u64 = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?}; use K, M or G (powers of 1024)"
+            ));
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// Largest message `ernic perf` runs (it allocates two buffers of this size).
+const MAX_SIZE: u64 = 1 << 30;
+
+/// The sizes and iteration count a run covers.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub test: Test,
+    pub sizes: Vec<u64>,
+    pub iters: u64,
+    pub tx_depth: u32,
+}
+
+impl Plan {
+    pub fn from_args(a: &PerfArgs) -> Result<Plan> {
+        let sizes = if a.all {
+            (1..=23).map(|p| 1u64 << p).collect()
+        } else {
+            let default = match a.test {
+                t if t.is_bw() => 65536,
+                Test::AtomicLat => 8,
+                _ => 2,
+            };
+            vec![a.size.unwrap_or(default)]
+        };
+        for &s in &sizes {
+            if s == 0 || s > MAX_SIZE {
+                bail!("message size {s} is outside 1 byte ..= 1 GiB");
+            }
+            if a.test == Test::AtomicLat && s != 8 {
+                bail!("atomic_lat moves exactly 8 bytes; leave out -s or give -s 8");
+            }
+        }
+        let iters = a.iters.unwrap_or(if a.test.is_bw() { 5000 } else { 1000 });
+        if iters == 0 {
+            bail!("-n must be at least 1");
+        }
+        Ok(Plan {
+            test: a.test,
+            sizes,
+            iters,
+            tx_depth: a.tx_depth,
+        })
+    }
+}
+
+/// The out-of-band channel the two sides synchronise over.
+pub trait Oob: Send + Sync {
+    /// Waits until the other side reaches the same barrier.
+    fn barrier(&self);
+}
+
+/// Runs `ernic perf`.
+pub fn run(a: &PerfArgs) -> Result<()> {
+    let plan = Plan::from_args(a)?;
+    let mut out = report::Reporter::new(plan.test, a.json, a.baseline);
+    out.header(&plan);
+    loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?;
+    out.footer();
+    Ok(())
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_perftest() {
+        assert_eq!(parse_size("64"), Ok(64));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert!(parse_size("1X").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("K").unwrap_err().contains("not a size"));
+        assert!(parse_size("99999999999999999999").is_err());
+    }
+}

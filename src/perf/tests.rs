@@ -1,0 +1,325 @@
+//! What each side of each perftest test does, given a connected RC QP.
+//!
+//! The client measures; the server serves (posts receives, answers
+//! ping-pongs). Both meet at the [`Oob`] barrier before and after each size.
+//! Every wait is a poll loop bounded by [`STALL`]: a side that sees no
+//! progress for that long gives up with an error instead of hanging.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use ernic_verbs::{Cq, Mr, Qp, RemoteAddr, SendOp, SendWr, Wc, WcStatus};
+
+use super::{Oob, Test};
+
+/// How long a side waits without progress before giving up.
+pub const STALL: Duration = Duration::from_secs(10);
+
+/// Receives kept posted by the receiving side of send tests.
+pub const RX_DEPTH: u32 = 512;
+
+/// One side's resources: a connected QP, its CQs, and a buffer whose first
+/// half is the source of what it sends and whose second half receives.
+pub struct Side {
+    pub qp: Qp,
+    pub scq: Cq,
+    pub rcq: Cq,
+    pub mr: Mr,
+    /// Offset of the receiving half in `mr`.
+    pub half: usize,
+    /// The peer's receiving half.
+    pub remote: RemoteAddr,
+}
+
+/// What a client measured for one size.
+#[derive(Debug, Clone)]
+pub enum Measure {
+    /// Bandwidth, in bytes per second.
+    Bw {
+        /// Over the whole run.
+        avg: f64,
+        /// Over the best completion interval.
+        peak: f64,
+        /// Messages per second.
+        msg_rate: f64,
+    },
+    /// Latency samples in microseconds, sorted.
+    Lat(Vec<f64>),
+}
+
+const NO_WC: Wc = Wc::EMPTY;
+
+/// Notices a side that makes no progress. It reads the clock only every
+/// few thousand idle spins, so a short wait costs no clock reads at all.
+struct Watchdog {
+    since: Option<Instant>,
+    spins: u32,
+}
+
+impl Watchdog {
+    fn new() -> Watchdog {
+        Watchdog {
+            since: None,
+            spins: 0,
+        }
+    }
+
+    fn progress(&mut self) {
+        self.spins = 0;
+        self.since = None;
+    }
+
+    fn idle(&mut self, what: &str) -> Result<()> {
+        self.spins = self.spins.wrapping_add(1);
+        if self.spins % 4096 == 0 {
+            let since = *self.since.get_or_insert_with(Instant::now);
+            if since.elapsed() > STALL {
+                bail!("no progress for {} s while {what}", STALL.as_secs());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check(wc: &Wc, what: &str) -> Result<()> {
+    if wc.status != WcStatus::Success {
+        bail!(
+            "{what} failed: completion status \"{}\" (wr_id {})",
+            wc.status,
+            wc.wr_id
+        );
+    }
+    Ok(())
+}
+
+/// Polls `cq` until one completion arrives.
+fn poll_one(cq: &Cq, what: &str) -> Result<Wc> {
+    let mut wc = [NO_WC];
+    let mut dog = Watchdog::new();
+    loop {
+        if cq.poll(&mut wc)? == 1 {
+            check(&wc[0], what)?;
+            return Ok(wc[0]);
+        }
+        dog.idle(what)?;
+    }
+}
+
+/// A tag for iteration `i` that differs from the previous one and is never 0.
+fn tag(i: u64) -> u8 {
+    (i % 255 + 1) as u8
+}
+
+/// Runs the client side of `test` for one size.
+pub fn client(
+    test: Test,
+    s: &Side,
+    size: u64,
+    iters: u64,
+    tx_depth: u32,
+    oob: &dyn Oob,
+) -> Result<Measure> {
+    oob.barrier();
+    let m = match test {
+        Test::WriteBw | Test::ReadBw | Test::SendBw => stream(test, s, size, iters, tx_depth)?,
+        Test::WriteLat => write_pingpong(s, size, iters, true)?,
+        Test::SendLat => send_pingpong(s, size, iters, true)?,
+        Test::ReadLat | Test::AtomicLat => one_sided_lat(test, s, size, iters)?,
+    };
+    oob.barrier();
+    Ok(m)
+}
+
+/// Runs the server side of `test` for one size.
+pub fn server(test: Test, s: &Side, size: u64, iters: u64, oob: &dyn Oob) -> Result<()> {
+    match test {
+        Test::SendBw => {
+            let first = u64::from(RX_DEPTH).min(iters);
+            for i in 0..first {
+                s.qp.post_recv(i, &[s.mr.sge(s.half, size as u32)?])?;
+            }
+            oob.barrier();
+            sink(s, size, iters, first)?;
+        }
+        Test::SendLat => {
+            post_lat_recvs(s, size)?;
+            oob.barrier();
+            send_pingpong(s, size, iters, false)?;
+        }
+        Test::WriteLat => {
+            oob.barrier();
+            write_pingpong(s, size, iters, false)?;
+        }
+        Test::WriteBw | Test::ReadBw | Test::ReadLat | Test::AtomicLat => oob.barrier(),
+    }
+    oob.barrier();
+    Ok(())
+}
+
+/// Bandwidth: keep `tx_depth` requests in flight, signal one in `cq_mod`.
+fn stream(test: Test, s: &Side, size: u64, iters: u64, tx_depth: u32) -> Result<Measure> {
+    let cq_mod = u64::from((tx_depth / 2).clamp(1, 100));
+    let sge = [s.mr.sge(0, size as u32)?];
+    let op = match test {
+        Test::WriteBw => SendOp::Write(s.remote),
+        Test::ReadBw => SendOp::Read(s.remote),
+        _ => SendOp::Send,
+    };
+    let mut wc = [NO_WC; 16];
+    let (mut posted, mut done) = (0u64, 0u64);
+    let mut dog = Watchdog::new();
+    let start = Instant::now();
+    let (mut last_t, mut last_done, mut peak) = (start, 0u64, 0f64);
+    while done < iters {
+        while posted < iters && posted - done < u64::from(tx_depth) {
+            let signaled = (posted + 1) % cq_mod == 0 || posted + 1 == iters;
+            s.qp.post_send(&SendWr::new(posted, op).sgl(&sge).signaled(signaled))?;
+            posted += 1;
+        }
+        let n = s.scq.poll(&mut wc)?;
+        if n == 0 {
+            dog.idle("waiting for send completions")?;
+            continue;
+        }
+        dog.progress();
+        for c in &wc[..n] {
+            check(c, test.banner())?;
+            done = done.max(c.wr_id + 1);
+        }
+        let now = Instant::now();
+        let dt = now.duration_since(last_t).as_secs_f64();
+        if dt > 0.0 {
+            peak = peak.max((done - last_done) as f64 * size as f64 / dt);
+        }
+        (last_t, last_done) = (now, done);
+    }
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    let avg = (iters * size) as f64 / secs;
+    Ok(Measure::Bw {
+        avg,
+        peak: peak.max(avg),
+        msg_rate: iters as f64 / secs,
+    })
+}
+
+/// The receiving side of send_bw: take `iters` messages, keeping receives posted.
+fn sink(s: &Side, size: u64, iters: u64, mut posted: u64) -> Result<()> {
+    let mut wc = [NO_WC; 16];
+    let mut got = 0u64;
+    let mut dog = Watchdog::new();
+    let sge = [s.mr.sge(s.half, size as u32)?];
+    while got < iters {
+        let n = s.rcq.poll(&mut wc)?;
+        if n == 0 {
+            dog.idle("waiting for messages")?;
+            continue;
+        }
+        dog.progress();
+        for c in &wc[..n] {
+            check(c, "receive")?;
+            got += 1;
+            if posted < iters {
+                s.qp.post_recv(posted, &sge)?;
+                posted += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// write_lat: each side writes into the peer's receiving half and spins on
+/// the last byte of its own until the peer's write lands.
+fn write_pingpong(s: &Side, size: u64, iters: u64, client: bool) -> Result<Measure> {
+    let last = size as usize - 1;
+    let sge = [s.mr.sge(0, size as u32)?];
+    let mut samples = Vec::with_capacity(if client { iters as usize } else { 0 });
+    let wait = |i: u64| -> Result<()> {
+        let mut dog = Watchdog::new();
+        while s.mr.poll_byte(s.half + last)? != tag(i) {
+            dog.idle("waiting for the peer's write")?;
+        }
+        Ok(())
+    };
+    let write = |i: u64| -> Result<()> {
+        s.mr.set_byte(last, tag(i))?;
+        s.qp.post_send(&SendWr::new(i, SendOp::Write(s.remote)).sgl(&sge))?;
+        poll_one(&s.scq, "RDMA WRITE")?;
+        Ok(())
+    };
+    for i in 0..iters {
+        if client {
+            let t0 = Instant::now();
+            write(i)?;
+            wait(i)?;
+            samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+        } else {
+            wait(i)?;
+            write(i)?;
+        }
+    }
+    Ok(Measure::Lat(samples))
+}
+
+/// Receives posted ahead by each side of send_lat.
+const LAT_RECVS: u64 = 16;
+
+fn post_lat_recvs(s: &Side, size: u64) -> Result<()> {
+    for i in 0..LAT_RECVS {
+        s.qp.post_recv(i, &[s.mr.sge(s.half, size as u32)?])?;
+    }
+    Ok(())
+}
+
+/// send_lat: SEND ping-pong. Each side keeps [`LAT_RECVS`] receives posted
+/// and replaces the one a message used after it has answered, so the repost
+/// is off the timed path.
+fn send_pingpong(s: &Side, size: u64, iters: u64, client: bool) -> Result<Measure> {
+    if client {
+        post_lat_recvs(s, size)?;
+    }
+    let sge = [s.mr.sge(0, size as u32)?];
+    let rsge = [s.mr.sge(s.half, size as u32)?];
+    let mut samples = Vec::with_capacity(if client { iters as usize } else { 0 });
+    let send = |i: u64| -> Result<()> {
+        s.qp.post_send(&SendWr::new(i, SendOp::Send).sgl(&sge))?;
+        poll_one(&s.scq, "SEND")?;
+        Ok(())
+    };
+    let repost = |i: u64| -> Result<()> {
+        s.qp.post_recv(LAT_RECVS + i, &rsge)?;
+        Ok(())
+    };
+    for i in 0..iters {
+        if client {
+            let t0 = Instant::now();
+            send(i)?;
+            poll_one(&s.rcq, "receive")?;
+            samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+        } else {
+            poll_one(&s.rcq, "receive")?;
+            send(i)?;
+        }
+        repost(i)?;
+    }
+    Ok(Measure::Lat(samples))
+}
+
+/// read_lat and atomic_lat: one request at a time, timed to its completion.
+fn one_sided_lat(test: Test, s: &Side, size: u64, iters: u64) -> Result<Measure> {
+    let sge = [s.mr.sge(0, size as u32)?];
+    let op = match test {
+        Test::ReadLat => SendOp::Read(s.remote),
+        _ => SendOp::AtomicFa {
+            remote: s.remote,
+            add: 1,
+        },
+    };
+    let mut samples = Vec::with_capacity(iters as usize);
+    for i in 0..iters {
+        let t0 = Instant::now();
+        s.qp.post_send(&SendWr::new(i, op).sgl(&sge))?;
+        poll_one(&s.scq, test.banner())?;
+        samples.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(Measure::Lat(samples))
+}
