@@ -1,0 +1,100 @@
+//! `ernic` as a user runs it: real processes, real output.
+
+use std::process::Command;
+
+fn ernic(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(args)
+        .output()
+        .expect("run ernic");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn perf_json_has_one_object_per_size_with_the_documented_fields() {
+    let (ok, out, err) = ernic(&[
+        "perf",
+        "write_bw",
+        "-s",
+        "4K",
+        "-n",
+        "200",
+        "--baseline",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(v["test"], "write_bw");
+    assert_eq!(v["size"], 4096);
+    assert_eq!(v["iters"], 200);
+    for k in ["bw_gbps", "baseline_gbps", "ratio"] {
+        assert!(v[k].as_f64().is_some_and(|x| x > 0.0), "{k} in {v}");
+    }
+}
+
+#[test]
+fn every_test_runs_and_latency_json_has_percentiles() {
+    for t in [
+        "write_bw",
+        "read_bw",
+        "send_bw",
+        "write_lat",
+        "read_lat",
+        "send_lat",
+        "atomic_lat",
+    ] {
+        let (ok, out, err) = ernic(&["perf", t, "-n", "50", "--json"]);
+        assert!(ok, "{t}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        assert_eq!(v["test"], t);
+        if t.ends_with("_lat") {
+            assert!(v["lat_us_typical"].as_f64().unwrap() > 0.0);
+            assert!(v["lat_us_p99"].as_f64().unwrap() >= v["lat_us_typical"].as_f64().unwrap());
+        }
+    }
+}
+
+#[test]
+fn all_sizes_prints_a_row_per_power_of_two() {
+    let (ok, out, err) = ernic(&["perf", "send_bw", "-a", "-n", "20", "--json"]);
+    assert!(ok, "{err}");
+    let sizes: Vec<u64> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["size"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(sizes, (1..=23).map(|p| 1u64 << p).collect::<Vec<_>>());
+}
+
+#[test]
+fn the_table_looks_like_perftest() {
+    let (ok, out, _) = ernic(&["perf", "send_lat", "-n", "100"]);
+    assert!(ok);
+    assert!(out.contains("Send Latency Test"), "{out}");
+    assert!(out.contains("t_typical[usec]"), "{out}");
+}
+
+#[test]
+fn bad_input_gets_one_clear_line_and_a_failure_code() {
+    let (ok, _, err) = ernic(&["perf", "write_bw", "-s", "12X"]);
+    assert!(!ok);
+    assert!(err.contains("unknown unit"), "{err}");
+    let (ok, _, err) = ernic(&["perf", "atomic_lat", "-s", "16"]);
+    assert!(!ok);
+    assert!(err.contains("exactly 8 bytes"), "{err}");
+    let (ok, _, err) = ernic(&["perf", "write_bw", "-s", "0"]);
+    assert!(!ok);
+    assert!(err.contains("outside"), "{err}");
+    let (ok, _, err) = ernic(&["perf", "nonsense"]);
+    assert!(!ok);
+    assert!(err.contains("write_bw"), "lists the valid tests: {err}");
+}
