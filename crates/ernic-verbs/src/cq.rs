@@ -1,9 +1,10 @@
 //! Completion queues: a ring the fabric fills and the application polls.
 //!
-//! Polling takes only the CQ's own lock, never the fabric's, so a thread
-//! spinning on `poll` does not slow the threads posting work.
+//! Polling never takes the fabric's lock, and never a lock the producer
+//! takes, so a thread spinning on `poll` does not slow the threads posting
+//! work.
 
-use std::collections::VecDeque;
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -13,57 +14,101 @@ use ernic_core::{Completion, CqId};
 use crate::Error;
 use crate::fabric::Device;
 
+/// The ring of one CQ.
+///
+/// One producer at a time (the thread holding the fabric lock, which calls
+/// [`CqRing::push`] from the fabric's completion hand-off) and any number of
+/// consumers, serialised among themselves by `consumer`. Producer and
+/// consumers share no lock: the producer publishes entries by advancing
+/// `tail` (release), consumers free slots by advancing `head` (release).
 pub(crate) struct CqRing {
-    ring: Mutex<VecDeque<Completion>>,
+    slots: Box<[UnsafeCell<Completion>]>,
+    /// Next entry to consume (a running count; the slot is `head % depth`).
+    head: AtomicUsize,
+    /// Next entry to produce.
+    tail: AtomicUsize,
+    consumer: Mutex<()>,
+    /// For blocking waits: sleepers wait on `cond` holding `sleep`.
+    sleep: Mutex<()>,
     cond: Condvar,
     depth: u32,
     overrun: AtomicBool,
     waiters: AtomicU32,
-    /// Completions in the ring, readable without the lock so an empty poll
-    /// never contends with the thread that fills the ring.
-    len: AtomicUsize,
 }
+
+// SAFETY: the slots are reached only under the protocol above: a slot is
+// written by the single producer only while it is outside `head..tail`, and
+// read by a consumer (holding `consumer`) only inside it after the release
+// store of `tail` that published it, so no slot is ever read and written at
+// once. All other fields are Sync.
+unsafe impl Sync for CqRing {}
 
 impl CqRing {
     pub fn new(depth: u32) -> CqRing {
         CqRing {
-            ring: Mutex::new(VecDeque::with_capacity(depth as usize)),
+            slots: (0..depth.max(1))
+                .map(|_| UnsafeCell::new(Completion::EMPTY))
+                .collect(),
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            consumer: Mutex::new(()),
+            sleep: Mutex::new(()),
             cond: Condvar::new(),
             depth,
             overrun: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
-            len: AtomicUsize::new(0),
         }
     }
 
+    fn slot(&self, n: usize) -> *mut Completion {
+        self.slots[n % self.slots.len()].get()
+    }
+
     /// Adds a completion; a full ring overruns and drops it.
-    pub fn push(&self, c: Completion) {
-        let mut r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        if r.len() >= self.depth as usize {
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the fabric lock: there is one producer at a time.
+    pub unsafe fn push(&self, c: Completion) {
+        let t = self.tail.load(Ordering::Relaxed);
+        let h = self.head.load(Ordering::Acquire);
+        if t - h >= self.depth as usize {
             self.overrun.store(true, Ordering::Relaxed);
             return;
         }
-        r.push_back(c);
-        self.len.store(r.len(), Ordering::Release);
-        drop(r);
+        // SAFETY: slot `t` is outside `h..t`, so no consumer reads it (the
+        // acquire load of `head` orders this write after their reads), and
+        // the caller guarantees no other producer writes it.
+        unsafe { self.slot(t).write(c) };
+        self.tail.store(t + 1, Ordering::Release);
         if self.waiters.load(Ordering::Acquire) > 0 {
+            let _g = self.sleep.lock().unwrap_or_else(|p| p.into_inner());
             self.cond.notify_all();
         }
+    }
+
+    fn len(&self) -> usize {
+        self.tail.load(Ordering::Acquire) - self.head.load(Ordering::Acquire)
     }
 
     fn pop_into(&self, out: &mut [Completion]) -> Result<usize, Error> {
         if self.overrun.load(Ordering::Relaxed) {
             return Err(Error::CqOverrun { depth: self.depth });
         }
-        if self.len.load(Ordering::Acquire) == 0 {
+        if self.len() == 0 {
             return Ok(0);
         }
-        let mut r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        let n = out.len().min(r.len());
-        for (slot, c) in out.iter_mut().zip(r.drain(..n)) {
-            *slot = c;
+        let _g = self.consumer.lock().unwrap_or_else(|p| p.into_inner());
+        let h = self.head.load(Ordering::Relaxed);
+        let t = self.tail.load(Ordering::Acquire);
+        let n = out.len().min(t - h);
+        for (i, slot) in out[..n].iter_mut().enumerate() {
+            // SAFETY: entry `h + i` is inside `h..t`, published by the release
+            // store of `tail` we acquired; the producer does not write it
+            // until `head` moves past it, which only we (holding `consumer`) do.
+            *slot = unsafe { self.slot(h + i).read() };
         }
-        self.len.store(r.len(), Ordering::Release);
+        self.head.store(h + n, Ordering::Release);
         Ok(n)
     }
 }
@@ -113,7 +158,7 @@ impl Cq {
     /// returns how many. Never blocks.
     pub fn poll(&self, out: &mut [Completion]) -> Result<usize, Error> {
         let n = self.inner.ring.pop_into(out)?;
-        if n == 0 && self.inner.dev.shared().timers.load(Ordering::Relaxed) {
+        if n == 0 && self.inner.dev.shared().has_timers() {
             self.inner.dev.shared().run_timers();
             return self.inner.ring.pop_into(out);
         }
@@ -137,12 +182,12 @@ impl Cq {
             // Sleep until a completion arrives, the deadline, or (when the
             // fabric has timers) a short tick to run them.
             let mut slice = deadline - now;
-            if self.inner.dev.shared().timers.load(Ordering::Relaxed) {
+            if self.inner.dev.shared().has_timers() {
                 slice = slice.min(Duration::from_millis(5));
             }
             ring.waiters.fetch_add(1, Ordering::AcqRel);
-            let guard = ring.ring.lock().unwrap_or_else(|p| p.into_inner());
-            if guard.is_empty() && !ring.overrun.load(Ordering::Relaxed) {
+            let guard = ring.sleep.lock().unwrap_or_else(|p| p.into_inner());
+            if ring.len() == 0 && !ring.overrun.load(Ordering::Relaxed) {
                 let _ = ring.cond.wait_timeout(guard, slice);
             }
             ring.waiters.fetch_sub(1, Ordering::AcqRel);
@@ -157,12 +202,7 @@ impl Cq {
 
     /// Number of completions waiting.
     pub fn len(&self) -> usize {
-        self.inner
-            .ring
-            .ring
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.inner.ring.len()
     }
 
     /// Whether no completion is waiting.

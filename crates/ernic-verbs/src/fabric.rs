@@ -4,7 +4,7 @@
 //! lock, calls the engine, and hands the completions the engine produced to
 //! their CQs before letting go; polling a CQ takes only that CQ's own lock.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -35,7 +35,9 @@ impl State {
                 .get(e.device.0 as usize)
                 .and_then(|v| v.get(e.cq.0 as usize))
             {
-                ring.push(e.completion);
+                // SAFETY: `distribute` takes `&mut State`, which exists only
+                // under the fabric lock: this is the one producer.
+                unsafe { ring.push(e.completion) };
             }
         });
         if !self.engine.has_completions() {
@@ -47,9 +49,14 @@ impl State {
 
 pub(crate) struct Shared {
     state: Mutex<State>,
-    /// Whether the engine has timers to run (read without the lock by pollers).
-    pub timers: AtomicBool,
+    /// When the engine's next timer is due, in nanoseconds since `epoch`
+    /// (`NO_TIMER` when none): read without the lock by pollers, so an empty
+    /// poll takes the lock only once something is actually due.
+    deadline: AtomicU64,
+    epoch: Instant,
 }
+
+const NO_TIMER: u64 = u64::MAX;
 
 impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, State> {
@@ -64,18 +71,33 @@ impl Shared {
         let mut st = self.lock();
         let r = f(&mut st, Instant::now());
         st.distribute();
-        // Written only on change: the flag is read by every spinning poller,
-        // and a store would pull its cache line away from them each call.
-        let t = st.engine.has_timers();
-        if self.timers.load(Ordering::Relaxed) != t {
-            self.timers.store(t, Ordering::Relaxed);
+        // Written only on change: every spinning poller reads it, and a store
+        // would pull its cache line away from them on each call.
+        let d = st
+            .engine
+            .next_deadline()
+            .map_or(NO_TIMER, |t| self.since_epoch(t));
+        if self.deadline.load(Ordering::Relaxed) != d {
+            self.deadline.store(d, Ordering::Relaxed);
         }
         r
     }
 
-    /// Runs the engine's timers if it has any.
+    fn since_epoch(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch)
+            .as_nanos()
+            .min(u128::from(NO_TIMER - 1)) as u64
+    }
+
+    /// Whether the engine has timers at all.
+    pub fn has_timers(&self) -> bool {
+        self.deadline.load(Ordering::Relaxed) != NO_TIMER
+    }
+
+    /// Runs the engine's timers if one is due.
     pub fn run_timers(&self) {
-        if self.timers.load(Ordering::Relaxed) {
+        let d = self.deadline.load(Ordering::Relaxed);
+        if d != NO_TIMER && self.since_epoch(Instant::now()) >= d {
             self.with(|st, now| st.engine.poll(now));
         }
     }
@@ -117,7 +139,8 @@ impl Fabric {
                     cqs: Vec::new(),
                     events: Vec::new(),
                 }),
-                timers: AtomicBool::new(false),
+                deadline: AtomicU64::new(NO_TIMER),
+                epoch: Instant::now(),
             }),
         }
     }

@@ -45,7 +45,9 @@
 
 #[allow(unsafe_code)]
 mod buffer;
+#[allow(unsafe_code)]
 mod cq;
+#[allow(unsafe_code)]
 mod fabric;
 #[allow(unsafe_code)]
 mod mr;

@@ -254,6 +254,17 @@ impl Qp {
             .with(|st, now| st.engine.post_recv(dev, qpn, &wr, now))?)
     }
 
+    /// Posts several receives under one acquisition of the fabric lock, as
+    /// `ibv_post_recv` takes a list. Stops at the first refused request and
+    /// returns its error; the ones before it stay posted.
+    pub fn post_recv_list(&self, wrs: &[RecvWr<'_>]) -> Result<(), Error> {
+        let (dev, qpn) = (self.dev().id(), self.qpn());
+        Ok(self.dev().shared().with(|st, now| {
+            wrs.iter()
+                .try_for_each(|wr| st.engine.post_recv(dev, qpn, wr, now))
+        })?)
+    }
+
     /// The QP's attributes (`ibv_query_qp`).
     pub fn query(&self) -> Result<QpInfo, Error> {
         let st = self.dev().shared().lock();
