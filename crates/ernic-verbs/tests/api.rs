@@ -258,3 +258,87 @@ fn out_of_range_buffers_are_refused_before_posting() {
         .unwrap_err();
     assert!(e.to_string().contains("5 SGEs"), "{e}");
 }
+
+#[test]
+fn a_busy_cq_loses_nothing_and_keeps_order_across_threads() {
+    let p = pair();
+    let (qa, qb) = rc(&p);
+    const N: u64 = 50_000;
+    let mb = p.pb.reg_mr(4096, ALL).unwrap();
+    let consumer = {
+        let (cb, qb) = (p.cb.clone(), qb.clone());
+        let sge = [mb.sge(0, 4096).unwrap()];
+        std::thread::spawn(move || {
+            for i in 0..128 {
+                qb.post_recv(i, &sge).unwrap();
+            }
+            let mut wc = [Wc::EMPTY; 32];
+            let (mut next, mut posted) = (0u64, 128u64);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while next < N {
+                assert!(Instant::now() < deadline, "stuck at {next}");
+                let n = cb.poll(&mut wc).unwrap();
+                for c in &wc[..n] {
+                    assert_eq!(
+                        (c.wr_id, c.imm, c.status),
+                        (next, Some(next as u32), WcStatus::Success)
+                    );
+                    next += 1;
+                }
+                for _ in 0..n {
+                    if posted < N {
+                        qb.post_recv(posted, &sge).unwrap();
+                        posted += 1;
+                    }
+                }
+            }
+        })
+    };
+    let mut wc = [Wc::EMPTY; 32];
+    let mut done = 0u64;
+    for i in 0..N {
+        let wr = SendWr::new(i, SendOp::WriteImm(mb.remote(0).unwrap(), i as u32))
+            .signaled(i % 64 == 63 || i + 1 == N);
+        // A full send queue (the receiver is behind: RNR) is retried after polling.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match qa.post_send(&wr) {
+                Ok(()) => break,
+                Err(Error::Engine(EngineError::QueueFull { .. })) => {
+                    assert!(Instant::now() < deadline)
+                }
+                Err(e) => panic!("{e}"),
+            }
+            done += p.ca.poll(&mut wc).unwrap() as u64;
+        }
+        done += p.ca.poll(&mut wc).unwrap() as u64;
+    }
+    while done < N / 64 + 1 {
+        done += p.ca.wait(&mut wc, T).unwrap() as u64;
+    }
+    consumer.join().unwrap();
+}
+
+#[test]
+fn an_overfull_cq_reports_an_overrun() {
+    let p = pair();
+    let small = p.a.create_cq(4).unwrap();
+    let qa =
+        p.pa.create_qp(QpType::Rc, &small, &small, QpCaps::default())
+            .unwrap();
+    let qb =
+        p.pb.create_qp(QpType::Rc, &p.cb, &p.cb, QpCaps::default())
+            .unwrap();
+    qa.connect(p.b.gid(), qb.qpn(), ALL).unwrap();
+    qb.connect(p.a.gid(), qa.qpn(), ALL).unwrap();
+    let mb = p.pb.reg_mr(64, ALL).unwrap();
+    for i in 0..5 {
+        qa.post_send(&SendWr::new(i, SendOp::Write(mb.remote(0).unwrap())).inline(b"x"))
+            .unwrap();
+    }
+    let mut wc = [Wc::EMPTY; 8];
+    assert!(matches!(
+        small.poll(&mut wc),
+        Err(Error::CqOverrun { depth: 4 })
+    ));
+}
