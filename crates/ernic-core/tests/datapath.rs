@@ -186,18 +186,8 @@ fn receive_too_small_is_local_length_error_there_and_invalid_request_here() {
         QpState::Err,
         "an RC error moves the QP to ERROR"
     );
-    assert_eq!(
-        t.e.device_counters(t.b.dev)
-            .unwrap()
-            .get(Counter::RespLocalLengthError),
-        1
-    );
-    assert_eq!(
-        t.e.device_counters(t.a.dev)
-            .unwrap()
-            .get(Counter::ReqRemoteInvalidRequest),
-        1
-    );
+    assert_eq!(t.count(t.b, Counter::RespLocalLengthError), 1);
+    assert_eq!(t.count(t.a, Counter::ReqRemoteInvalidRequest), 1);
 }
 
 #[test]
@@ -398,12 +388,7 @@ fn rnr_retry_exceeded_after_the_timeout_and_the_rest_is_flushed() {
     assert_eq!(t.take(t.a, qa, 1).status, WcStatus::RnrRetryExcErr);
     assert_eq!(t.take(t.a, qa, 2).status, WcStatus::WrFlushErr);
     assert!(!t.e.has_timers());
-    assert_eq!(
-        t.e.device_counters(t.a.dev)
-            .unwrap()
-            .get(Counter::RnrNakRetryErr),
-        1
-    );
+    assert_eq!(t.count(t.a, Counter::RnrNakRetryErr), 1);
 }
 
 #[test]
@@ -655,12 +640,7 @@ fn uc_drops_a_send_without_a_receive_and_refuses_read() {
     t.send(t.a, qa, &SendWr::new(1, SendOp::Send).inline(b"x"));
     assert_eq!(t.take(t.a, qa, 1).status, WcStatus::Success);
     assert!(t.none_for(t.b, qb, 0));
-    assert_eq!(
-        t.e.device_counters(t.b.dev)
-            .unwrap()
-            .get(Counter::OutOfBuffer),
-        1
-    );
+    assert_eq!(t.count(t.b, Counter::OutOfBuffer), 1);
     t.send(t.a, qa, &SendWr::new(2, SendOp::Read(ra(0, 1))));
     assert_eq!(t.take(t.a, qa, 2).status, WcStatus::LocQpOpErr);
 }
@@ -735,12 +715,7 @@ mod datagrams {
             t.none_for(t.b, qb, 1) && t.none_for(t.b, rc, 2),
             "neither was delivered"
         );
-        assert_eq!(
-            t.e.device_counters(t.b.dev)
-                .unwrap()
-                .get(Counter::RxDatagramsDropped),
-            2
-        );
+        assert_eq!(t.count(t.b, Counter::RxDatagramsDropped), 2);
     }
 
     #[test]

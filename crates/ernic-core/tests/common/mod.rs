@@ -175,6 +175,11 @@ impl Bench {
             .any(|c| c.device == s.dev && c.completion.qpn == qpn && c.completion.wr_id == wr_id)
     }
 
+    /// A device counter of side `s`.
+    pub fn count(&self, s: Side, c: Counter) -> u64 {
+        self.e.device_counters(s.dev).unwrap().get(c)
+    }
+
     pub fn advance(&mut self, d: Duration) {
         self.now += d;
         let now = self.now;
