@@ -1,8 +1,9 @@
 //! The data path: executing send queues, as seed 001's "Executing a Send
-//! Queue" and "Datagrams" describe.
+//! Queue" and "Datagrams" describe, and the responder's half of every
+//! operation, shared by requests from this engine and from peers.
 //!
-//! Each request is executed in three phases so the borrow of the key tables
-//! never overlaps a change to the queues:
+//! A request runs in three phases so the borrow of the key tables never
+//! overlaps a change to the queues:
 //!
 //! 1. checks that need no memory (types, destination, a receive to land in),
 //!    and lending the destination receive's SGE list out of its slot;
@@ -10,34 +11,45 @@
 //!    copying, with the tables borrowed read-only;
 //! 3. consuming the receive, posting the receive completion, counting.
 //!
+//! The responder's operations ([`Engine::respond_receive`],
+//! [`Engine::respond_write`], [`Engine::respond_read`],
+//! [`Engine::respond_atomic`]) take their payload as a [`Source`] and put
+//! results into a [`Sink`]: the requester's own SGEs when both ends are in
+//! this engine (copied directly, no bounce), or a message's bytes when the
+//! requester is another node (see [`crate::remote`]).
+//!
 //! A request that fails a check in phase 2 consumes nothing at the peer
 //! unless the failure is the peer's own (its receive buffer too small or
 //! badly keyed), which completes that receive in error, as hardware does.
-//! Every status a request can end with is chosen here, and every key failure
-//! maps to a status in [`local_status`] or [`remote_status`] only.
+//! Every key failure maps to a status in [`local_status`] or
+//! [`remote_status`] only.
 
 use std::time::Instant;
 
 use crate::copy::{self, Dst, Src};
 use crate::counters::Counter;
 use crate::engine::{AsyncEvent, Device, Engine, EngineConfig, MAX_SGE};
-use crate::grh;
+use crate::grh::{self, GRH_LEN};
 use crate::memory::DmaMemory;
 use crate::mr::{self, KeyError, MrKind, Run, Seg};
-use crate::qp::{QpState, QpType};
-use crate::types::{DeviceId, Gid, Lkey, PdId, Qpn, Rkey, SrqId};
+use crate::qp::{OpenRecv, QpState, QpType};
+use crate::types::{DeviceId, Gid, Lkey, PdId, Qpn, Route, SrqId};
 use crate::wr::{
-    Access, Completion, CqEvent, PageSource, RegMr, SendFlags, SendOp, Sge, UdDest, WcOpcode,
-    WcStatus,
+    Access, Completion, CqEvent, PageSource, RegMr, RemoteAddr, SendFlags, SendOp, Sge, UdDest,
+    WcOpcode, WcStatus,
 };
 
-/// How executing one request ended.
+/// How executing one request ended, for now.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Outcome {
+pub(crate) enum Outcome {
     /// Finished with this status, having moved this many bytes.
     Done(WcStatus, u32),
     /// The peer has no receive posted; try again later.
     Rnr,
+    /// Sent to a peer node; its reply completes the request.
+    InFlight,
+    /// No room toward the peer node now; the queue stops here and retries.
+    Blocked,
 }
 
 /// A local key failure, as the requester's status.
@@ -64,19 +76,19 @@ pub(crate) fn error_counter(s: WcStatus) -> Option<Counter> {
 }
 
 /// The pieces of a send slot that execution reads.
-#[derive(Clone, Copy)]
-struct Req {
-    op: SendOp,
-    flags: SendFlags,
-    ud: Option<UdDest>,
-    decode_error: Option<WcStatus>,
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Req {
+    pub op: SendOp,
+    pub flags: SendFlags,
+    pub ud: Option<UdDest>,
+    pub decode_error: Option<WcStatus>,
 }
 
-type SegArray<'a> = [Seg<'a>; MAX_SGE];
+pub(crate) type SegArray<'a> = [Seg<'a>; MAX_SGE];
 
 /// Resolves an SGE list against a device's MRs. Zero-length SGEs are skipped
 /// without a key check. Returns the number of segments and the total length.
-fn resolve_sgl<'a>(
+pub(crate) fn resolve_sgl<'a>(
     dev: &'a Device,
     cfg: &EngineConfig,
     pd: PdId,
@@ -109,30 +121,30 @@ fn resolve_sgl<'a>(
 }
 
 /// Sum of an SGE list's lengths, without checking keys.
-fn sgl_len(sgl: &[Sge]) -> u64 {
+pub(crate) fn sgl_len(sgl: &[Sge]) -> u64 {
     sgl.iter().map(|s| u64::from(s.len)).sum()
 }
 
-/// Resolves an rkey named by a peer. Key 0 is refused: a peer may name
+/// Resolves an rkey named by a requester. Key 0 is refused: a peer may name
 /// memory only through keys this device issued.
 fn resolve_rkey<'a>(
     dev: &'a Device,
     pd: PdId,
-    rkey: Rkey,
+    rkey: u32,
     addr: u64,
     len: u64,
     need: Access,
 ) -> Result<Seg<'a>, WcStatus> {
-    if rkey.0 == 0 {
+    if rkey == 0 {
         return Err(remote_status(KeyError::ReservedKey));
     }
-    let mr = dev.mrs.get(rkey.0).map_err(remote_status)?;
+    let mr = dev.mrs.get(rkey).map_err(remote_status)?;
     mr.check(pd, addr, len, need).map_err(remote_status)
 }
 
 /// Drops the first `n` bytes of a segment list, in place; returns the index
 /// of the first segment left.
-fn skip_prefix(segs: &mut [Seg<'_>], mut n: u64) -> usize {
+pub(crate) fn skip_prefix(segs: &mut [Seg<'_>], mut n: u64) -> usize {
     let mut i = 0;
     while n > 0 && i < segs.len() {
         if segs[i].len <= n {
@@ -147,6 +159,72 @@ fn skip_prefix(segs: &mut [Seg<'_>], mut n: u64) -> usize {
     i
 }
 
+/// One end of a request: a QP, its device, its protection domain and the
+/// remote rights it grants.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct End {
+    pub dev: DeviceId,
+    pub qpn: Qpn,
+    pub pd: PdId,
+    pub access: Access,
+}
+
+/// Where a request's payload comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Source<'r> {
+    /// The SGEs of a QP on `dev` in `pd`, from byte `skip` on.
+    Sgl {
+        dev: DeviceId,
+        pd: PdId,
+        sgl: &'r [Sge],
+        skip: u64,
+    },
+    /// Bytes in hand: an inline payload, or a message from a peer.
+    Bytes(&'r [u8]),
+}
+
+/// Where a request's result goes.
+pub(crate) enum Sink<'r> {
+    /// The SGEs of a QP on `dev` in `pd` (they need LOCAL_WRITE), from byte `skip` on.
+    Sgl {
+        dev: DeviceId,
+        pd: PdId,
+        sgl: &'r [Sge],
+        skip: u64,
+    },
+    /// A reply message's payload.
+    Bytes(&'r mut [u8]),
+}
+
+/// Where a message consumes its receive from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RecvSource {
+    Qp(DeviceId, Qpn),
+    Srq(DeviceId, SrqId),
+}
+
+/// A message (or one piece of it) for a receive queue.
+pub(crate) struct Incoming<'r> {
+    /// SEND, SEND_IMM, SEND_INV or WRITE_IMM, and the solicited flag.
+    pub req: Req,
+    /// The payload of this piece.
+    pub src: Source<'r>,
+    /// Bytes in this piece.
+    pub len: u64,
+    /// Where this piece starts within the whole message.
+    pub offset: u64,
+    /// Length of the whole message.
+    pub total: u64,
+    /// Whether this piece ends the message.
+    pub last: bool,
+    /// The GRH a datagram lands with.
+    pub grh: Option<&'r [u8; GRH_LEN]>,
+    /// For datagrams: the sending QP.
+    pub src_qpn: Option<Qpn>,
+    /// UC: with no receive posted the message is dropped, not retried.
+    pub unreliable: bool,
+}
+
 /// Result of the memory phase of a delivery into a receive.
 enum Delivery {
     /// Delivered this many bytes.
@@ -157,28 +235,30 @@ enum Delivery {
     Recv { recv: WcStatus, req: WcStatus },
 }
 
-/// One end of a request: a QP, its device and its protection domain.
-#[derive(Clone, Copy, Debug)]
-struct End {
-    dev: DeviceId,
-    qpn: Qpn,
-    pd: PdId,
-}
-
-/// Where a message consumes its receive from.
-#[derive(Clone, Copy)]
-enum RecvSource {
-    Qp(DeviceId, Qpn),
-    Srq(DeviceId, SrqId),
-}
-
 impl<M: DmaMemory> Engine<M> {
+    /// Resolves a source into copyable segments.
+    pub(crate) fn resolve_source<'a>(
+        &'a self,
+        s: &Source<'a>,
+        segs: &'a mut SegArray<'a>,
+    ) -> Result<Src<'a>, WcStatus> {
+        match *s {
+            Source::Bytes(b) => Ok(Src::Bytes(b)),
+            Source::Sgl { dev, pd, sgl, skip } => {
+                let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
+                let (n, _) = resolve_sgl(d, &self.cfg, pd, sgl, Access::NONE, segs)?;
+                let first = skip_prefix(&mut segs[..n], skip);
+                Ok(Src::Segs(&segs[first..n]))
+            }
+        }
+    }
+
     /// Executes what can run of a send queue, then emits completions in order.
     pub(crate) fn progress_sq(&mut self, dev: DeviceId, qpn: Qpn, now: Instant) {
         let enforce = self.cfg.enforce_qp_state;
         let rnr_timeout = self.cfg.rnr_timeout;
         let mut fatal = false;
-        let mut waiting = false;
+        let mut stalled = false;
         loop {
             let Ok(qp) = self.qp_mut(dev, qpn) else {
                 return;
@@ -194,7 +274,8 @@ impl<M: DmaMemory> Engine<M> {
             if !runnable {
                 break;
             }
-            let idx = qp.sq.index(qp.sq.exec);
+            let ctr = qp.sq.exec;
+            let idx = qp.sq.index(ctr);
             let outcome = if qp
                 .rnr_since
                 .is_some_and(|t| now.saturating_duration_since(t) >= rnr_timeout)
@@ -210,7 +291,7 @@ impl<M: DmaMemory> Engine<M> {
                 };
                 let sgl = std::mem::take(&mut slot.sgl);
                 let inline = std::mem::take(&mut slot.inline);
-                let outcome = self.execute(dev, qpn, &req, &sgl, &inline);
+                let outcome = self.execute(dev, qpn, ctr, &req, &sgl, &inline, now);
                 let qp = self
                     .qp_mut(dev, qpn)
                     .expect("execution never destroys a QP");
@@ -232,37 +313,53 @@ impl<M: DmaMemory> Engine<M> {
                         break;
                     }
                 }
+                Outcome::InFlight => {
+                    qp.sq.exec = qp.sq.exec.wrapping_add(1);
+                    qp.rnr_since = None;
+                }
                 Outcome::Rnr => {
                     qp.rnr_since.get_or_insert(now);
-                    waiting = true;
+                    stalled = true;
+                    break;
+                }
+                Outcome::Blocked => {
+                    stalled = true;
                     break;
                 }
             }
         }
-        if waiting {
-            if !self.rnr_waiters.contains(&(dev, qpn)) {
-                self.rnr_waiters.push((dev, qpn));
+        if stalled {
+            if !self.stalled.contains(&(dev, qpn)) {
+                self.stalled.push((dev, qpn));
             }
         } else {
-            self.rnr_waiters.retain(|w| *w != (dev, qpn));
+            self.stalled.retain(|w| *w != (dev, qpn));
         }
         self.retire_sq(dev, qpn);
         if fatal {
-            if let Ok(qp) = self.qp_mut(dev, qpn) {
-                qp.state = QpState::Err;
-            }
-            self.events.push(AsyncEvent::QpFatal { device: dev, qpn });
-            self.flush_qp(dev, qpn);
+            self.fail_qp(dev, qpn);
         }
     }
 
+    /// Moves a QP to ERROR after a failed request and flushes it.
+    pub(crate) fn fail_qp(&mut self, dev: DeviceId, qpn: Qpn) {
+        if let Ok(qp) = self.qp_mut(dev, qpn) {
+            qp.state = QpState::Err;
+        }
+        self.events.push(AsyncEvent::QpFatal { device: dev, qpn });
+        self.flush_qp(dev, qpn);
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn execute(
         &mut self,
         dev: DeviceId,
         qpn: Qpn,
+        ctr: u32,
         req: &Req,
         sgl: &[Sge],
         inline: &[u8],
+        now: Instant,
     ) -> Outcome {
         if let Some(status) = req.decode_error {
             return Outcome::Done(status, 0);
@@ -295,57 +392,104 @@ impl<M: DmaMemory> Engine<M> {
         if len > self.cfg.max_msg_size {
             return Outcome::Done(WcStatus::LocLenErr, 0);
         }
-        let src = Source {
-            sgl,
-            inline,
-            inline_on: req.flags.inline,
+        let src = if req.flags.inline {
+            Source::Bytes(inline)
+        } else {
+            Source::Sgl {
+                dev,
+                pd,
+                sgl,
+                skip: 0,
+            }
         };
         if qp_type.is_datagram() {
-            return self.exec_datagram(dev, qpn, req, src, len);
+            return self.exec_datagram(dev, qpn, req, src, len, now);
         }
         // A connected QP: find its peer.
         let Some(dest) = qp.dest else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        let Ok(peer) = self.qp(dest.device, dest.qpn) else {
+        let pdev = match dest.route {
+            Route::Local(d) => d,
+            Route::Remote(node) => {
+                let out = self.exec_remote(dev, qpn, ctr, req, sgl, inline, len, node, &dest, now);
+                return out;
+            }
+        };
+        let Ok(peer) = self.qp(pdev, dest.qpn) else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
         let enforce = self.cfg.enforce_qp_state;
-        let connected_back = peer.dest.is_none_or(|d| d.qpn == qpn && d.device == dev);
+        let connected_back = peer
+            .dest
+            .is_none_or(|d| d.qpn == qpn && d.route == Route::Local(dev));
         if peer.qp_type != qp_type || (enforce && (!peer.state.can_receive() || !connected_back)) {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         }
-        let (pdev, pqpn) = (dest.device, dest.qpn);
-        let me = End { dev, qpn, pd };
         let them = End {
             dev: pdev,
-            qpn: pqpn,
+            qpn: dest.qpn,
             pd: peer.pd,
+            access: peer.access,
         };
         let out = match req.op {
             SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::WriteImm(..) => {
-                self.exec_to_receive(dev, qpn, req, src, len, pdev, pqpn)
+                let inc = Incoming {
+                    req: *req,
+                    src,
+                    len,
+                    offset: 0,
+                    total: len,
+                    last: true,
+                    grh: None,
+                    src_qpn: None,
+                    unreliable: qp_type == QpType::Uc,
+                };
+                self.respond_receive(them, &inc)
             }
-            SendOp::Write(ra) => self.exec_write(me, them, src, len, ra),
-            SendOp::Read(ra) => self.exec_read(me, them, sgl, len, ra),
+            SendOp::Write(ra) => Self::done(self.respond_write(them, ra, src, len)),
+            SendOp::Read(ra) => Self::done(self.respond_read(
+                them,
+                ra,
+                Sink::Sgl {
+                    dev,
+                    pd,
+                    sgl,
+                    skip: 0,
+                },
+                len,
+            )),
             SendOp::AtomicCas { remote, .. } | SendOp::AtomicFa { remote, .. } => {
-                self.exec_atomic(me, them, sgl, len, remote, req.op)
+                Self::done(self.local_atomic(
+                    End {
+                        dev,
+                        qpn,
+                        pd,
+                        access: Access::NONE,
+                    },
+                    them,
+                    sgl,
+                    len,
+                    remote,
+                    req.op,
+                ))
             }
             SendOp::RegMr(_) | SendOp::LocalInv(_) => unreachable!("handled above"),
         };
         if let Outcome::Done(WcStatus::Success, n) = out {
-            let c = match req.op {
-                SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) => Counter::RdmaSends,
-                SendOp::Write(_) | SendOp::WriteImm(..) => Counter::RdmaWrites,
-                SendOp::Read(_) => Counter::RdmaReads,
-                _ => Counter::RdmaAtomics,
-            };
-            self.count_tx(dev, qpn, c, u64::from(n));
+            self.count_tx(dev, qpn, tx_counter(req.op), u64::from(n));
         }
         out
     }
 
-    fn count_tx(&mut self, dev: DeviceId, qpn: Qpn, c: Counter, bytes: u64) {
+    fn done(r: Result<u32, WcStatus>) -> Outcome {
+        match r {
+            Ok(n) => Outcome::Done(WcStatus::Success, n),
+            Err(s) => Outcome::Done(s, 0),
+        }
+    }
+
+    pub(crate) fn count_tx(&mut self, dev: DeviceId, qpn: Qpn, c: Counter, bytes: u64) {
         if let Ok(d) = self.dev_mut(dev) {
             d.counters.inc(c);
             d.counters.add(Counter::TxBytes, bytes);
@@ -356,7 +500,7 @@ impl<M: DmaMemory> Engine<M> {
         }
     }
 
-    fn count_rx(&mut self, dev: DeviceId, qpn: Qpn, c: Counter, bytes: u64) {
+    pub(crate) fn count_rx(&mut self, dev: DeviceId, qpn: Qpn, c: Counter, bytes: u64) {
         if let Ok(d) = self.dev_mut(dev) {
             d.counters.inc(c);
             d.counters.add(Counter::RxBytes, bytes);
@@ -432,125 +576,166 @@ impl<M: DmaMemory> Engine<M> {
         });
     }
 
-    /// SEND, SEND_IMM, SEND_INV and WRITE_IMM on a connected QP: all consume a
-    /// receive at the peer.
-    #[allow(clippy::too_many_arguments)]
-    fn exec_to_receive(
-        &mut self,
-        dev: DeviceId,
-        qpn: Qpn,
-        req: &Req,
-        src: Source<'_>,
-        len: u64,
-        pdev: DeviceId,
-        pqpn: Qpn,
-    ) -> Outcome {
-        let qp_type = self.qp(dev, qpn).map(|q| q.qp_type).unwrap_or(QpType::Rc);
-        let peer_pd = self.qp(pdev, pqpn).map(|q| q.pd).unwrap_or_default();
-        let peer_access = self.qp(pdev, pqpn).map(|q| q.access).unwrap_or_default();
+    /// A message (or piece of one) arriving at QP `at`'s receive queue:
+    /// SEND, SEND_IMM, SEND_INV, WRITE_IMM, or a datagram. Consumes a receive
+    /// on its first piece and completes it on its last.
+    pub(crate) fn respond_receive(&mut self, at: End, inc: &Incoming<'_>) -> Outcome {
         // Checks that consume nothing.
-        if let SendOp::WriteImm(ra, _) = req.op {
-            if len > 0 && !peer_access.contains(Access::REMOTE_WRITE) {
-                return Outcome::Done(WcStatus::RemAccessErr, 0);
-            }
-            if len > 0 {
-                let Ok(pd_dev) = self.dev(pdev) else {
+        if let SendOp::WriteImm(ra, _) = inc.req.op {
+            if inc.len > 0 {
+                if !at.access.contains(Access::REMOTE_WRITE) {
+                    return Outcome::Done(WcStatus::RemAccessErr, 0);
+                }
+                let Ok(d) = self.dev(at.dev) else {
                     return Outcome::Done(WcStatus::RetryExcErr, 0);
                 };
                 if let Err(s) =
-                    resolve_rkey(pd_dev, peer_pd, ra.rkey, ra.addr, len, Access::REMOTE_WRITE)
+                    resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, inc.len, Access::REMOTE_WRITE)
                 {
                     return Outcome::Done(s, 0);
                 }
             }
         }
-        if let SendOp::SendInv(rkey) = req.op {
-            let ok = self
-                .dev(pdev)
-                .ok()
-                .and_then(|d| d.mrs.get(rkey.0).ok())
-                .is_some_and(|m| m.pd == peer_pd && matches!(m.kind, MrKind::FastReg { .. }));
-            if !ok {
-                return Outcome::Done(WcStatus::RemInvReqErr, 0);
-            }
-        }
-        let Some((rs, posted)) = self.recv_source(pdev, pqpn) else {
-            return Outcome::Done(WcStatus::RetryExcErr, 0);
-        };
-        if !posted {
-            if qp_type == QpType::Uc {
-                // UC has no RNR: the message is dropped and the sender never knows.
-                if let Ok(d) = self.dev_mut(pdev) {
-                    d.counters.inc(Counter::OutOfBuffer);
+        if let SendOp::SendInv(rkey) = inc.req.op {
+            if inc.last {
+                let ok = self
+                    .dev(at.dev)
+                    .ok()
+                    .and_then(|d| d.mrs.get(rkey.0).ok())
+                    .is_some_and(|m| m.pd == at.pd && matches!(m.kind, MrKind::FastReg { .. }));
+                if !ok {
+                    return Outcome::Done(WcStatus::RemInvReqErr, 0);
                 }
-                return Outcome::Done(WcStatus::Success, len as u32);
             }
-            return Outcome::Rnr;
         }
-        let (wr_id, rsgl) = self.take_recv(rs);
-        let my_pd = self.qp(dev, qpn).map(|q| q.pd).unwrap_or_default();
-        let result = self.deliver((dev, my_pd), req, src, len, pdev, peer_pd, &rsgl, None);
-        let (consume, out) = match result {
-            Delivery::Local(s) => (false, Outcome::Done(s, 0)),
-            Delivery::Recv { recv, req: rstatus } => {
+        // The receive: one left open by an earlier piece, or the next posted.
+        let open = self
+            .qp_mut(at.dev, at.qpn)
+            .ok()
+            .and_then(|q| q.open_recv.take());
+        let (rs, wr_id, rsgl) = match open {
+            Some(o) if inc.offset > 0 => (o.source, o.wr_id, o.sgl),
+            Some(o) => {
+                // A new message while one was open: the open one is lost.
                 self.push_recv_completion(
-                    pdev,
-                    pqpn,
-                    recv_completion(wr_id, recv, pqpn, 0, req, None),
+                    at.dev,
+                    at.qpn,
+                    recv_completion(o.wr_id, WcStatus::RemOpErr, at.qpn, 0, &inc.req, None),
                 );
-                (true, Outcome::Done(rstatus, 0))
+                return self.respond_receive(at, inc);
             }
+            None if inc.offset > 0 => return Outcome::Done(WcStatus::RemOpErr, 0),
+            None => {
+                let Some((rs, posted)) = self.recv_source(at.dev, at.qpn) else {
+                    return Outcome::Done(WcStatus::RetryExcErr, 0);
+                };
+                if !posted {
+                    if inc.unreliable || inc.grh.is_some() {
+                        // UC and datagrams have no RNR: the message is dropped.
+                        if let Ok(d) = self.dev_mut(at.dev) {
+                            d.counters.inc(Counter::OutOfBuffer);
+                        }
+                        return Outcome::Done(WcStatus::Success, inc.len as u32);
+                    }
+                    return Outcome::Rnr;
+                }
+                let (wr_id, sgl) = self.take_recv(rs);
+                (rs, wr_id, sgl)
+            }
+        };
+        let result = self.deliver(at, inc, &rsgl);
+        let hdr = inc.grh.map_or(0, |_| GRH_LEN as u64);
+        let (consume, keep_open, out) = match result {
+            Delivery::Local(s) => (false, false, Outcome::Done(s, 0)),
+            Delivery::Recv { recv, req } => {
+                let c = recv_completion(wr_id, recv, at.qpn, 0, &inc.req, inc.src_qpn);
+                self.push_recv_completion(at.dev, at.qpn, c);
+                (true, false, Outcome::Done(req, 0))
+            }
+            Delivery::Ok(n) if !inc.last => (true, true, Outcome::Done(WcStatus::Success, n)),
             Delivery::Ok(n) => {
-                let mut c = recv_completion(wr_id, WcStatus::Success, pqpn, n, req, None);
-                if let SendOp::SendInv(rkey) = req.op {
-                    if let Some(mr) = self.dev_mut(pdev).ok().and_then(|d| d.mrs.slot_mut(rkey.0)) {
+                let whole = (hdr + inc.total) as u32;
+                let mut c = recv_completion(
+                    wr_id,
+                    WcStatus::Success,
+                    at.qpn,
+                    whole,
+                    &inc.req,
+                    inc.src_qpn,
+                );
+                if let SendOp::SendInv(rkey) = inc.req.op {
+                    if let Some(mr) = self
+                        .dev_mut(at.dev)
+                        .ok()
+                        .and_then(|d| d.mrs.slot_mut(rkey.0))
+                    {
                         mr.valid = false;
                     }
                     c.invalidated = Some(rkey);
                 }
-                let counter = if matches!(req.op, SendOp::WriteImm(..)) {
+                let counter = if matches!(inc.req.op, SendOp::WriteImm(..)) {
                     Counter::RxWriteRequests
                 } else {
                     Counter::RdmaRecvs
                 };
-                self.count_rx(pdev, pqpn, counter, u64::from(n));
-                self.push_recv_completion(pdev, pqpn, c);
-                (true, Outcome::Done(WcStatus::Success, n))
+                self.count_rx(at.dev, at.qpn, counter, inc.total);
+                self.push_recv_completion(at.dev, at.qpn, c);
+                (true, false, Outcome::Done(WcStatus::Success, n))
             }
         };
-        self.return_recv(rs, rsgl, consume);
+        let continuing = inc.offset > 0;
+        if keep_open {
+            let sgl = if continuing {
+                rsgl
+            } else {
+                // The message goes on in later pieces: the receive leaves its
+                // ring now and stays open on the QP.
+                let copy = rsgl.clone();
+                self.return_recv(rs, rsgl, true);
+                copy
+            };
+            if let Ok(q) = self.qp_mut(at.dev, at.qpn) {
+                q.open_recv = Some(OpenRecv {
+                    source: rs,
+                    wr_id,
+                    sgl,
+                });
+            }
+        } else if !continuing {
+            self.return_recv(rs, rsgl, consume);
+        } else if !consume {
+            // A piece of an open message failed on the sender's side; the
+            // receive stays open for the rest.
+            if let Ok(q) = self.qp_mut(at.dev, at.qpn) {
+                q.open_recv = Some(OpenRecv {
+                    source: rs,
+                    wr_id,
+                    sgl: rsgl,
+                });
+            }
+        }
         out
     }
 
     /// The memory phase of a delivery into a receive (phase 2): the sender's
-    /// buffers, then the receive's (or the WRITE_IMM target), then the copy.
-    /// With `grh`, the receive gets the 40-byte header before the payload.
-    #[allow(clippy::too_many_arguments)]
-    fn deliver(
-        &self,
-        (dev, my_pd): (DeviceId, PdId),
-        req: &Req,
-        src: Source<'_>,
-        len: u64,
-        pdev: DeviceId,
-        peer_pd: PdId,
-        rsgl: &[Sge],
-        grh: Option<&[u8; grh::GRH_LEN]>,
-    ) -> Delivery {
-        let (Ok(sd), Ok(pd_dev)) = (self.dev(dev), self.dev(pdev)) else {
+    /// bytes, then the receive's buffers (or the WRITE_IMM target), then the
+    /// copy. A datagram's receive gets the 40-byte GRH before the payload.
+    fn deliver(&self, at: End, inc: &Incoming<'_>, rsgl: &[Sge]) -> Delivery {
+        let Ok(pd_dev) = self.dev(at.dev) else {
             return Delivery::Local(WcStatus::GeneralErr);
         };
         let mut sseg: SegArray<'_> = Default::default();
-        let src = match src.resolve(sd, &self.cfg, my_pd, &mut sseg) {
+        let src = match self.resolve_source(&inc.src, &mut sseg) {
             Ok(s) => s,
             Err(st) => return Delivery::Local(st),
         };
-        if let SendOp::WriteImm(ra, _) = req.op {
+        let len = inc.len;
+        if let SendOp::WriteImm(ra, _) = inc.req.op {
             if len == 0 {
                 return Delivery::Ok(0);
             }
             let seg =
-                match resolve_rkey(pd_dev, peer_pd, ra.rkey, ra.addr, len, Access::REMOTE_WRITE) {
+                match resolve_rkey(pd_dev, at.pd, ra.rkey.0, ra.addr, len, Access::REMOTE_WRITE) {
                     Ok(s) => s,
                     Err(st) => return Delivery::Local(st),
                 };
@@ -560,174 +745,177 @@ impl<M: DmaMemory> Engine<M> {
             };
         }
         let mut dseg: SegArray<'_> = Default::default();
-        let (dn, dlen) = match resolve_sgl(
+        let bad_recv = Delivery::Recv {
+            recv: WcStatus::LocProtErr,
+            req: WcStatus::RemOpErr,
+        };
+        let Ok((dn, dlen)) = resolve_sgl(
             pd_dev,
             &self.cfg,
-            peer_pd,
+            at.pd,
             rsgl,
             Access::LOCAL_WRITE,
             &mut dseg,
-        ) {
-            Ok(x) => x,
-            Err(_) => {
-                return Delivery::Recv {
-                    recv: WcStatus::LocProtErr,
-                    req: WcStatus::RemOpErr,
-                };
-            }
+        ) else {
+            return bad_recv;
         };
-        let hdr = grh.map_or(0, |g| g.len() as u64);
-        if dlen < hdr + len {
+        let hdr = inc.grh.map_or(0, |_| GRH_LEN as u64);
+        if dlen < hdr + inc.total {
             return Delivery::Recv {
                 recv: WcStatus::LocLenErr,
                 req: WcStatus::RemInvReqErr,
             };
         }
         let dst = &mut dseg[..dn];
-        if let Some(g) = grh {
+        if let Some(g) = inc.grh {
             if copy::copy(&self.mem, Dst::Segs(dst), Src::Bytes(g), hdr).is_err() {
-                return Delivery::Recv {
-                    recv: WcStatus::LocProtErr,
-                    req: WcStatus::RemOpErr,
-                };
+                return bad_recv;
             }
         }
-        let first = skip_prefix(dst, hdr);
+        let first = skip_prefix(dst, hdr + inc.offset);
         match copy::copy(&self.mem, Dst::Segs(&dst[first..]), src, len) {
-            Ok(()) => Delivery::Ok((hdr + len) as u32),
-            Err(_) => Delivery::Recv {
-                recv: WcStatus::LocProtErr,
-                req: WcStatus::RemOpErr,
-            },
+            Ok(()) => Delivery::Ok(len as u32),
+            Err(_) => bad_recv,
         }
     }
 
-    fn exec_write(
+    /// RDMA WRITE of `len` bytes from `src` to `(ra.rkey, ra.addr)` at QP `at`.
+    pub(crate) fn respond_write(
         &mut self,
-        me: End,
-        peer: End,
+        at: End,
+        ra: RemoteAddr,
         src: Source<'_>,
         len: u64,
-        ra: crate::wr::RemoteAddr,
-    ) -> Outcome {
-        let Ok(peer_access) = self.qp(peer.dev, peer.qpn).map(|q| q.access) else {
-            return Outcome::Done(WcStatus::RetryExcErr, 0);
-        };
+    ) -> Result<u32, WcStatus> {
         let result = (|| {
-            let sd = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
-            let pdv = self.dev(peer.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let mut sseg: SegArray<'_> = Default::default();
-            let src = src.resolve(sd, &self.cfg, me.pd, &mut sseg)?;
+            let src = self.resolve_source(&src, &mut sseg)?;
             if len == 0 {
                 return Ok(0);
             }
-            if !peer_access.contains(Access::REMOTE_WRITE) {
+            if !at.access.contains(Access::REMOTE_WRITE) {
                 return Err(WcStatus::RemAccessErr);
             }
-            let seg = resolve_rkey(pdv, peer.pd, ra.rkey, ra.addr, len, Access::REMOTE_WRITE)?;
+            let d = self.dev(at.dev).map_err(|_| WcStatus::RetryExcErr)?;
+            let seg = resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, len, Access::REMOTE_WRITE)?;
             copy::copy(&self.mem, Dst::Segs(&[seg]), src, len)
                 .map_err(|_| WcStatus::RemAccessErr)?;
             Ok(len as u32)
         })();
-        match result {
-            Ok(n) => {
-                self.count_rx(peer.dev, peer.qpn, Counter::RxWriteRequests, u64::from(n));
-                Outcome::Done(WcStatus::Success, n)
-            }
-            Err(s) => Outcome::Done(s, 0),
+        if let Ok(n) = result {
+            self.count_rx(at.dev, at.qpn, Counter::RxWriteRequests, u64::from(n));
         }
+        result
     }
 
-    fn exec_read(
+    /// RDMA READ of `len` bytes at `(ra.rkey, ra.addr)` of QP `at` into `sink`.
+    pub(crate) fn respond_read(
         &mut self,
-        me: End,
-        peer: End,
-        sgl: &[Sge],
+        at: End,
+        ra: RemoteAddr,
+        sink: Sink<'_>,
         len: u64,
-        ra: crate::wr::RemoteAddr,
-    ) -> Outcome {
-        let Ok(peer_access) = self.qp(peer.dev, peer.qpn).map(|q| q.access) else {
-            return Outcome::Done(WcStatus::RetryExcErr, 0);
-        };
+    ) -> Result<u32, WcStatus> {
         let result = (|| {
-            let sd = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
-            let pdv = self.dev(peer.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let mut dseg: SegArray<'_> = Default::default();
-            let (dn, _) = resolve_sgl(sd, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+            let dst = match sink {
+                Sink::Bytes(b) => Dst::Bytes(b),
+                Sink::Sgl { dev, pd, sgl, skip } => {
+                    let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
+                    let (n, _) =
+                        resolve_sgl(d, &self.cfg, pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+                    let first = skip_prefix(&mut dseg[..n], skip);
+                    Dst::Segs(&dseg[first..n])
+                }
+            };
             if len == 0 {
                 return Ok(0);
             }
-            if !peer_access.contains(Access::REMOTE_READ) {
+            if !at.access.contains(Access::REMOTE_READ) {
                 return Err(WcStatus::RemAccessErr);
             }
-            let seg = resolve_rkey(pdv, peer.pd, ra.rkey, ra.addr, len, Access::REMOTE_READ)?;
-            copy::copy(&self.mem, Dst::Segs(&dseg[..dn]), Src::Segs(&[seg]), len)
+            let d = self.dev(at.dev).map_err(|_| WcStatus::RetryExcErr)?;
+            let seg = resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, len, Access::REMOTE_READ)?;
+            copy::copy(&self.mem, dst, Src::Segs(&[seg]), len)
                 .map_err(|_| WcStatus::RemAccessErr)?;
             Ok(len as u32)
         })();
-        match result {
-            Ok(n) => {
-                self.count_rx(peer.dev, peer.qpn, Counter::RxReadRequests, 0);
-                Outcome::Done(WcStatus::Success, n)
-            }
-            Err(s) => Outcome::Done(s, 0),
+        if result.is_ok() {
+            self.count_rx(at.dev, at.qpn, Counter::RxReadRequests, 0);
         }
+        result
     }
 
-    fn exec_atomic(
+    /// An 8-byte atomic at `(ra.rkey, ra.addr)` of QP `at`; returns the old value.
+    pub(crate) fn respond_atomic(
         &mut self,
-        me: End,
-        peer: End,
-        sgl: &[Sge],
-        len: u64,
-        remote: crate::wr::RemoteAddr,
+        at: End,
+        ra: RemoteAddr,
         op: SendOp,
-    ) -> Outcome {
-        let Ok(peer_access) = self.qp(peer.dev, peer.qpn).map(|q| q.access) else {
-            return Outcome::Done(WcStatus::RetryExcErr, 0);
-        };
+    ) -> Result<u64, WcStatus> {
         let result = (|| {
-            if len != 8 {
-                return Err(WcStatus::LocLenErr);
-            }
-            let sd = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
-            let pdv = self.dev(peer.dev).map_err(|_| WcStatus::RetryExcErr)?;
-            let mut dseg: SegArray<'_> = Default::default();
-            let (dn, _) = resolve_sgl(sd, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
-            if !peer_access.contains(Access::REMOTE_ATOMIC) {
+            if !at.access.contains(Access::REMOTE_ATOMIC) {
                 return Err(WcStatus::RemAccessErr);
             }
-            if remote.addr % 8 != 0 {
+            if ra.addr % 8 != 0 {
                 return Err(WcStatus::RemInvReqErr);
             }
-            let seg = resolve_rkey(
-                pdv,
-                peer.pd,
-                remote.rkey,
-                remote.addr,
-                8,
-                Access::REMOTE_ATOMIC,
-            )?;
-            let old = copy::atomic(&self.mem, &seg, op).map_err(|e| match e {
+            let d = self.dev(at.dev).map_err(|_| WcStatus::RetryExcErr)?;
+            let seg = resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, 8, Access::REMOTE_ATOMIC)?;
+            copy::atomic(&self.mem, &seg, op).map_err(|e| match e {
                 copy::AtomicError::Mem(_) => WcStatus::RemAccessErr,
                 copy::AtomicError::Misaligned => WcStatus::RemInvReqErr,
-            })?;
-            copy::copy(
-                &self.mem,
-                Dst::Segs(&dseg[..dn]),
-                Src::Bytes(&old.to_ne_bytes()),
-                8,
-            )
-            .map_err(|_| WcStatus::LocProtErr)?;
-            Ok(8)
+            })
         })();
-        match result {
-            Ok(n) => {
-                self.count_rx(peer.dev, peer.qpn, Counter::RxAtomicRequests, 0);
-                Outcome::Done(WcStatus::Success, n)
-            }
-            Err(s) => Outcome::Done(s, 0),
+        if result.is_ok() {
+            self.count_rx(at.dev, at.qpn, Counter::RxAtomicRequests, 0);
         }
+        result
+    }
+
+    /// Checks that an atomic's local buffer is 8 writable bytes.
+    pub(crate) fn check_atomic_target(
+        &self,
+        me: End,
+        sgl: &[Sge],
+        len: u64,
+    ) -> Result<(), WcStatus> {
+        if len != 8 {
+            return Err(WcStatus::LocLenErr);
+        }
+        let d = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
+        let mut dseg: SegArray<'_> = Default::default();
+        resolve_sgl(d, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+        Ok(())
+    }
+
+    /// Writes an atomic's old value into its local buffer.
+    pub(crate) fn put_atomic_result(&self, me: End, sgl: &[Sge], old: u64) -> Result<(), WcStatus> {
+        let d = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
+        let mut dseg: SegArray<'_> = Default::default();
+        let (n, _) = resolve_sgl(d, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+        copy::copy(
+            &self.mem,
+            Dst::Segs(&dseg[..n]),
+            Src::Bytes(&old.to_ne_bytes()),
+            8,
+        )
+        .map_err(|_| WcStatus::LocProtErr)
+    }
+
+    fn local_atomic(
+        &mut self,
+        me: End,
+        them: End,
+        sgl: &[Sge],
+        len: u64,
+        ra: RemoteAddr,
+        op: SendOp,
+    ) -> Result<u32, WcStatus> {
+        self.check_atomic_target(me, sgl, len)?;
+        let old = self.respond_atomic(them, ra, op)?;
+        self.put_atomic_result(me, sgl, old)?;
+        Ok(8)
     }
 
     /// A datagram send: delivered by QP number to the device the AH names (or
@@ -739,6 +927,7 @@ impl<M: DmaMemory> Engine<M> {
         req: &Req,
         src: Source<'_>,
         len: u64,
+        now: Instant,
     ) -> Outcome {
         let Some(ud) = req.ud else {
             return Outcome::Done(WcStatus::LocQpOpErr, 0);
@@ -766,29 +955,12 @@ impl<M: DmaMemory> Engine<M> {
         } else {
             ud.remote_qkey
         };
-        let pdev = ah.device.unwrap_or(dev);
-        let enforce = self.cfg.enforce_qp_state;
-        let accepted = self.qp(pdev, ud.remote_qpn).ok().filter(|p| {
-            p.qp_type.is_datagram()
-                && (!enforce || p.state.can_receive())
-                && p.qkey.is_none_or(|k| k == qkey)
-        });
-        let Some(peer) = accepted else {
-            if let Ok(d) = self.dev_mut(pdev) {
-                d.counters.inc(Counter::RxDatagramsDropped);
+        // The sender's payload must be readable before anything goes anywhere.
+        {
+            let mut sseg: SegArray<'_> = Default::default();
+            if let Err(st) = self.resolve_source(&src, &mut sseg) {
+                return Outcome::Done(st, 0);
             }
-            return Outcome::Done(WcStatus::Success, len as u32);
-        };
-        let peer_pd = peer.pd;
-        let pqpn = ud.remote_qpn;
-        let Some((rs, posted)) = self.recv_source(pdev, pqpn) else {
-            return Outcome::Done(WcStatus::Success, len as u32);
-        };
-        if !posted {
-            if let Ok(d) = self.dev_mut(pdev) {
-                d.counters.inc(Counter::OutOfBuffer);
-            }
-            return Outcome::Done(WcStatus::Success, len as u32);
         }
         let sgid = self
             .dev(dev)
@@ -802,37 +974,69 @@ impl<M: DmaMemory> Engine<M> {
             hop_limit: 64,
         }
         .to_bytes();
-        let (wr_id, rsgl) = self.take_recv(rs);
-        let result = self.deliver(
-            (dev, pd),
-            req,
-            src,
-            len,
-            pdev,
-            peer_pd,
-            &rsgl,
-            Some(&header),
-        );
-        let (consume, out) = match result {
-            Delivery::Local(s) => (false, Outcome::Done(s, 0)),
-            Delivery::Recv { recv, .. } => {
-                let c = recv_completion(wr_id, recv, pqpn, 0, req, Some(qpn));
-                self.push_recv_completion(pdev, pqpn, c);
-                // A datagram's sender never hears of the receiver's trouble.
-                (true, Outcome::Done(WcStatus::Success, len as u32))
+        let pdev = match ah.route {
+            Some(Route::Remote(node)) => {
+                return self.send_datagram(dev, qpn, req, src, len, node, ud, qkey, &header, now);
             }
-            Delivery::Ok(n) => {
-                let c = recv_completion(wr_id, WcStatus::Success, pqpn, n, req, Some(qpn));
-                self.count_rx(pdev, pqpn, Counter::RdmaRecvs, len);
-                self.push_recv_completion(pdev, pqpn, c);
-                (true, Outcome::Done(WcStatus::Success, len as u32))
-            }
+            Some(Route::Local(d)) => d,
+            None => dev,
         };
-        self.return_recv(rs, rsgl, consume);
+        let out = self.deliver_datagram(pdev, ud.remote_qpn, qkey, req, src, len, &header, qpn);
         if let Outcome::Done(WcStatus::Success, _) = out {
             self.count_tx(dev, qpn, Counter::RdmaSends, len);
         }
         out
+    }
+
+    /// Delivers a datagram to QP `pqpn` of device `pdev` after the datagram
+    /// rules (UD/GSI destination, Q_Key). A datagram's sender never hears of
+    /// the receiver's trouble: refused and undeliverable ones are dropped and
+    /// counted.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn deliver_datagram(
+        &mut self,
+        pdev: DeviceId,
+        pqpn: Qpn,
+        qkey: u32,
+        req: &Req,
+        src: Source<'_>,
+        len: u64,
+        header: &[u8; GRH_LEN],
+        src_qpn: Qpn,
+    ) -> Outcome {
+        let enforce = self.cfg.enforce_qp_state;
+        let accepted = self.qp(pdev, pqpn).ok().filter(|p| {
+            p.qp_type.is_datagram()
+                && (!enforce || p.state.can_receive())
+                && p.qkey.is_none_or(|k| k == qkey)
+        });
+        let Some(peer) = accepted else {
+            if let Ok(d) = self.dev_mut(pdev) {
+                d.counters.inc(Counter::RxDatagramsDropped);
+            }
+            return Outcome::Done(WcStatus::Success, len as u32);
+        };
+        let at = End {
+            dev: pdev,
+            qpn: pqpn,
+            pd: peer.pd,
+            access: peer.access,
+        };
+        let inc = Incoming {
+            req: *req,
+            src,
+            len,
+            offset: 0,
+            total: len,
+            last: true,
+            grh: Some(header),
+            src_qpn: Some(src_qpn),
+            unreliable: true,
+        };
+        // The receiver's troubles stay with the receiver (the sender's own
+        // buffers were checked before).
+        self.respond_receive(at, &inc);
+        Outcome::Done(WcStatus::Success, len as u32)
     }
 
     fn exec_reg_mr(&mut self, dev: DeviceId, pd: PdId, r: &RegMr) -> Outcome {
@@ -934,8 +1138,18 @@ impl<M: DmaMemory> Engine<M> {
     }
 }
 
+/// The counter a successful request bumps at its requester.
+pub(crate) fn tx_counter(op: SendOp) -> Counter {
+    match op {
+        SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) => Counter::RdmaSends,
+        SendOp::Write(_) | SendOp::WriteImm(..) => Counter::RdmaWrites,
+        SendOp::Read(_) => Counter::RdmaReads,
+        _ => Counter::RdmaAtomics,
+    }
+}
+
 /// A receive completion for a message `req` delivered to `qpn`.
-fn recv_completion(
+pub(crate) fn recv_completion(
     wr_id: u64,
     status: WcStatus,
     qpn: Qpn,
@@ -961,32 +1175,5 @@ fn recv_completion(
         signaled: true,
         sq_index: 0,
         solicited: req.flags.solicited,
-    }
-}
-
-/// The payload source of a request: its SGEs, or its inline bytes.
-#[derive(Clone, Copy)]
-struct Source<'r> {
-    sgl: &'r [Sge],
-    inline: &'r [u8],
-    inline_on: bool,
-}
-
-impl<'r> Source<'r> {
-    fn resolve<'a>(
-        &self,
-        dev: &'a Device,
-        cfg: &EngineConfig,
-        pd: PdId,
-        segs: &'a mut SegArray<'a>,
-    ) -> Result<Src<'a>, WcStatus>
-    where
-        'r: 'a,
-    {
-        if self.inline_on {
-            return Ok(Src::Bytes(self.inline));
-        }
-        let (n, _) = resolve_sgl(dev, cfg, pd, self.sgl, Access::NONE, segs)?;
-        Ok(Src::Segs(&segs[..n]))
     }
 }

@@ -17,7 +17,8 @@ use crate::counters::{Counter, Counters};
 use crate::memory::DmaMemory;
 use crate::mr::{Mr, MrKind, MrTable};
 use crate::qp::{Dest, Qp, QpAttr, QpInfo, QpInit, QpState, QpType, RecvQueue, SendQueue};
-use crate::types::{AhId, CqId, DeviceId, Gid, PdId, Qpn, SrqId};
+use crate::remote::RemoteState;
+use crate::types::{AhId, CqId, DeviceId, Gid, PdId, Qpn, Route, SrqId};
 use crate::wr::{Access, Completion, CqEvent, RecvWr, SendWr, WcOpcode, WcStatus};
 
 /// Most SGEs one work request may carry.
@@ -60,6 +61,11 @@ pub struct EngineConfig {
     /// Whether local SGEs may use key 0, the reserved DMA key, whose address
     /// is a DMA address used without an MR. Never allowed from a peer.
     pub allow_reserved_lkey: bool,
+    /// How long a request to another node waits for its answer before it
+    /// completes with transport retry exceeded (seed: 30 s).
+    pub request_timeout: Duration,
+    /// Most READ reply bytes asked of one node at once (seed: 32 MiB).
+    pub read_reply_budget: u64,
 }
 
 impl Default for EngineConfig {
@@ -79,6 +85,8 @@ impl Default for EngineConfig {
             rnr_timeout: Duration::from_secs(5),
             enforce_qp_state: true,
             allow_reserved_lkey: false,
+            request_timeout: Duration::from_secs(30),
+            read_reply_budget: 32 << 20,
         }
     }
 }
@@ -373,9 +381,9 @@ pub(crate) struct Srq {
 pub(crate) struct Ah {
     pub pd: PdId,
     pub dgid: Gid,
-    /// The device of this engine that owns `dgid`; `None` when no one owns it
-    /// (such an AH is treated as local: delivery by QP number on the sender's device).
-    pub device: Option<DeviceId>,
+    /// Where `dgid` lives; `None` when no one owns it (such an AH is treated
+    /// as local: delivery by QP number on the sender's device).
+    pub route: Option<Route>,
 }
 
 /// One device's resources.
@@ -399,9 +407,11 @@ pub struct Engine<M> {
     pub(crate) devices: Vec<Device>,
     pub(crate) outbox: Vec<CqEvent>,
     pub(crate) events: Vec<AsyncEvent>,
-    /// Send queues whose head waits for a receive at a peer (RNR).
-    pub(crate) rnr_waiters: Vec<(DeviceId, Qpn)>,
+    /// Send queues whose head waits: for a receive at a peer (RNR), or for
+    /// room toward another node.
+    pub(crate) stalled: Vec<(DeviceId, Qpn)>,
     pub(crate) incarnations: u64,
+    pub(crate) remote: RemoteState,
 }
 
 impl<M: DmaMemory> Engine<M> {
@@ -415,8 +425,9 @@ impl<M: DmaMemory> Engine<M> {
             devices: Vec::new(),
             outbox: Vec::with_capacity(1024),
             events: Vec::new(),
-            rnr_waiters: Vec::new(),
+            stalled: Vec::new(),
             incarnations: 0,
+            remote: RemoteState::default(),
         }
     }
 
@@ -464,6 +475,14 @@ impl<M: DmaMemory> Engine<M> {
         Ok(())
     }
 
+    /// Where `gid` lives: a device of this engine, else the node that owns it.
+    pub fn route_of(&self, gid: &Gid) -> Option<Route> {
+        if let Some(d) = self.device_of_gid(gid) {
+            return Some(Route::Local(d));
+        }
+        self.remote.carrier.as_ref()?.owner(gid).map(Route::Remote)
+    }
+
     /// The device of this engine that owns `gid`.
     pub fn device_of_gid(&self, gid: &Gid) -> Option<DeviceId> {
         self.devices
@@ -506,6 +525,17 @@ impl<M: DmaMemory> Engine<M> {
 
     /// Forgets every object of a device (the ionic RESET_LIF), with no completions.
     pub fn reset_device(&mut self, dev: DeviceId) -> Result<(), EngineError> {
+        // Held messages go back to the carrier's budget; answers to pending
+        // requests will be ignored.
+        for (d, q) in self.remote.held_qps.clone() {
+            if d == dev {
+                self.drop_held(d, q);
+            }
+        }
+        let qpns: Vec<Qpn> = self.dev(dev)?.qps.iter().map(|(q, _)| Qpn(q)).collect();
+        for q in qpns {
+            self.forget_pending(dev, q);
+        }
         let d = self.dev_mut(dev)?;
         d.pds.clear();
         d.mrs.clear();
@@ -513,7 +543,9 @@ impl<M: DmaMemory> Engine<M> {
         d.qps.clear();
         d.srqs.clear();
         d.ahs.clear();
-        self.rnr_waiters.retain(|(dv, _)| *dv != dev);
+        self.stalled.retain(|(dv, _)| *dv != dev);
+        self.remote.held_qps.retain(|(dv, _)| *dv != dev);
+        self.remote.held_qps.retain(|(dv, _)| *dv != dev);
         self.outbox.retain(|e| e.device != dev);
         Ok(())
     }
@@ -783,7 +815,7 @@ impl<M: DmaMemory> Engine<M> {
         let ah = Ah {
             pd,
             dgid,
-            device: self.device_of_gid(&dgid),
+            route: self.route_of(&dgid),
         };
         let d = self.dev_mut(dev)?;
         match id {
@@ -890,6 +922,8 @@ impl<M: DmaMemory> Engine<M> {
             rq,
             counters: Counters::default(),
             rnr_since: None,
+            open_recv: None,
+            held: Default::default(),
         };
         let d = self.dev_mut(dev)?;
         let qpn = match qpn {
@@ -925,13 +959,19 @@ impl<M: DmaMemory> Engine<M> {
         Ok(self.qp(dev, qpn)?.incarnation)
     }
 
-    /// Destroys a QP. Its outstanding work is dropped without completions.
+    /// Destroys a QP. Its outstanding work is dropped without completions;
+    /// what it still has queued for other nodes goes out (a consumer may
+    /// destroy a QP right after an unsignaled WRITE, counting on it), but
+    /// answers to it are ignored.
     pub fn destroy_qp(&mut self, dev: DeviceId, qpn: Qpn) -> Result<(), EngineError> {
+        self.qp(dev, qpn)?;
+        self.drop_held(dev, qpn);
+        self.forget_pending(dev, qpn);
         self.dev_mut(dev)?
             .qps
             .remove(qpn.0)
             .ok_or(EngineError::NoQp(qpn))?;
-        self.rnr_waiters.retain(|w| *w != (dev, qpn));
+        self.stalled.retain(|w| *w != (dev, qpn));
         Ok(())
     }
 
@@ -957,11 +997,11 @@ impl<M: DmaMemory> Engine<M> {
         }
         let mut dest = qp.dest;
         if let Some((gid, dqpn)) = attr.dest {
-            let device = self.device_of_gid(&gid).ok_or(EngineError::NoRoute(gid))?;
+            let route = self.route_of(&gid).ok_or(EngineError::NoRoute(gid))?;
             dest = Some(Dest {
                 gid,
                 qpn: dqpn,
-                device,
+                route,
             });
         }
         if enforce
@@ -1013,13 +1053,16 @@ impl<M: DmaMemory> Engine<M> {
         match to {
             QpState::Err if from != QpState::Err => self.flush_qp(dev, qpn),
             QpState::Reset => {
+                self.drop_held(dev, qpn);
+                self.forget_pending(dev, qpn);
                 let qp = self.qp_mut(dev, qpn)?;
                 qp.sq.head = qp.sq.tail;
                 qp.sq.exec = qp.sq.tail;
                 qp.rq.head = qp.rq.tail;
                 qp.rnr_since = None;
                 qp.dest = None;
-                self.rnr_waiters.retain(|w| *w != (dev, qpn));
+                qp.open_recv = None;
+                self.stalled.retain(|w| *w != (dev, qpn));
             }
             QpState::Rts => self.progress_sq(dev, qpn, now),
             _ => {}
@@ -1138,8 +1181,11 @@ impl<M: DmaMemory> Engine<M> {
             });
         }
         qp.rq.push(wr.wr_id, wr.sgl);
+        let has_held = !qp.held.is_empty();
         if qp.state == QpState::Err {
             self.flush_qp(dev, qpn);
+        } else if has_held {
+            self.retry_held(dev, qpn, now, false);
         }
         self.retry_rnr(now);
         Ok(())
@@ -1168,42 +1214,53 @@ impl<M: DmaMemory> Engine<M> {
             });
         }
         s.rq.push(wr.wr_id, wr.sgl);
+        for (d, q) in self.remote.held_qps.clone() {
+            if d == dev && self.qp(d, q).is_ok_and(|qp| qp.srq == Some(srq)) {
+                self.retry_held(d, q, now, false);
+            }
+        }
         self.retry_rnr(now);
         Ok(())
     }
 
     // ---- progress and completions ----
 
-    /// Runs timers: send requests waiting for a receive past the RNR timeout
-    /// fail with RNR retry exceeded.
+    /// Runs timers and retries: send queues stalled on RNR or on room toward
+    /// another node go on (or fail, past the RNR timeout), requests to other
+    /// nodes past their timeout fail, held messages are retried.
     pub fn poll(&mut self, now: Instant) {
         self.retry_rnr(now);
+        self.poll_remote(now);
     }
 
-    /// The next instant [`poll`](Engine::poll) has work to do, if any.
+    /// The next instant [`poll`](Engine::poll) has timed work to do, if any.
+    /// Queues stalled for room toward another node want a poll as soon as
+    /// room appears, which [`has_timers`](Engine::has_timers) reports.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.rnr_waiters
+        let rnr = self
+            .stalled
             .iter()
             .filter_map(|(d, q)| self.qp(*d, *q).ok()?.rnr_since)
             .map(|t| t + self.cfg.rnr_timeout)
+            .min();
+        [rnr, self.next_remote_deadline()]
+            .into_iter()
+            .flatten()
             .min()
     }
 
-    /// Whether any send request waits on a timer.
+    /// Whether any work waits on a timer or a retry.
     pub fn has_timers(&self) -> bool {
-        !self.rnr_waiters.is_empty()
+        !self.stalled.is_empty() || self.pending_remote() > 0 || self.has_held()
     }
 
     fn retry_rnr(&mut self, now: Instant) {
-        if self.rnr_waiters.is_empty() {
-            return;
-        }
         let mut i = 0;
-        while i < self.rnr_waiters.len() {
-            let (d, q) = self.rnr_waiters[i];
+        while i < self.stalled.len() {
+            let (d, q) = self.stalled[i];
             self.progress_sq(d, q, now);
             // progress_sq removes the entry when the head stops waiting.
-            if self.rnr_waiters.get(i) == Some(&(d, q)) {
+            if self.stalled.get(i) == Some(&(d, q)) {
                 i += 1;
             }
         }
@@ -1227,9 +1284,16 @@ impl<M: DmaMemory> Engine<M> {
         std::mem::take(&mut self.events)
     }
 
-    /// Completes every outstanding request of the QP with a flush error.
+    /// Completes every outstanding request of the QP with a flush error; what
+    /// it still has queued for other nodes is taken back, and answers that
+    /// come later are ignored.
     pub(crate) fn flush_qp(&mut self, dev: DeviceId, qpn: Qpn) {
-        self.rnr_waiters.retain(|w| *w != (dev, qpn));
+        self.stalled.retain(|w| *w != (dev, qpn));
+        self.forget_pending(dev, qpn);
+        self.drop_held(dev, qpn);
+        if let Ok(inc) = self.qp(dev, qpn).map(|q| q.incarnation) {
+            self.cancel_queued(inc);
+        }
         let Some(d) = self.devices.get_mut(dev.0 as usize) else {
             return;
         };
@@ -1237,6 +1301,32 @@ impl<M: DmaMemory> Engine<M> {
             return;
         };
         qp.rnr_since = None;
+        let recv_cq = qp.recv_cq;
+        if let Some(open) = qp.open_recv.take() {
+            // A message that was arriving in pieces: its receive is flushed.
+            qp.counters.inc(Counter::RespCqeFlushError);
+            d.counters.inc(Counter::RespCqeFlushError);
+            self.outbox.push(CqEvent {
+                device: dev,
+                cq: recv_cq,
+                completion: Completion {
+                    wr_id: open.wr_id,
+                    status: WcStatus::WrFlushErr,
+                    opcode: WcOpcode::Recv,
+                    qpn,
+                    ..Completion::EMPTY
+                },
+            });
+        }
+        // Requests in flight to another node are flushed too.
+        let mut c = qp.sq.head;
+        while c != qp.sq.exec {
+            let i = qp.sq.index(c);
+            if qp.sq.slots[i].done.is_none() {
+                qp.sq.slots[i].done = Some((WcStatus::WrFlushErr, 0));
+            }
+            c = c.wrapping_add(1);
+        }
         let mut c = qp.sq.exec;
         while c != qp.sq.tail {
             let i = qp.sq.index(c);

@@ -35,14 +35,17 @@ pub mod grh;
 pub mod memory;
 pub mod mr;
 pub mod qp;
+mod remote;
 pub mod types;
+pub mod wire;
 pub mod wr;
 
 pub use counters::{Counter, Counters};
 pub use engine::{AsyncEvent, Engine, EngineConfig, EngineError, GSI_QKEY, MAX_SGE, MrSpec};
 pub use memory::{DmaMemory, MemError, ProcessMemory};
 pub use qp::{QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
-pub use types::{AhId, CqId, DeviceId, Gid, Lkey, PdId, Qpn, Rkey, SrqId};
+pub use remote::{Outgoing, Remote, RemoteStats, SendError};
+pub use types::{AhId, CqId, DeviceId, Gid, Lkey, NodeId, PdId, Qpn, Rkey, Route, SrqId};
 pub use wr::{
     Access, Completion, CqEvent, PageSource, RecvWr, RegMr, RemoteAddr, SendFlags, SendOp, SendWr,
     Sge, UdDest, WcOpcode, WcStatus,

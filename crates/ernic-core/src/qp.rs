@@ -5,10 +5,12 @@
 //! created; posting fills a slot in place (clear, then copy the SGEs in), so
 //! no allocation happens per request.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use crate::counters::Counters;
-use crate::types::{CqId, DeviceId, Gid, PdId, Qpn, SrqId};
+use crate::datapath::RecvSource;
+use crate::types::{CqId, Gid, NodeId, PdId, Qpn, Route, SrqId};
 use crate::wr::{Access, SendFlags, SendOp, Sge, UdDest, WcStatus};
 
 /// Transport type of a QP.
@@ -161,8 +163,8 @@ pub struct Dest {
     pub gid: Gid,
     /// The peer's QP number.
     pub qpn: Qpn,
-    /// The device of this engine that owns the GID.
-    pub device: DeviceId,
+    /// Where the GID lives.
+    pub route: Route,
 }
 
 /// A snapshot of a QP's attributes (QUERY_QP).
@@ -206,6 +208,11 @@ pub(crate) struct SendSlot {
     pub decode_error: Option<WcStatus>,
     /// Set when the request has finished: status and bytes moved.
     pub done: Option<(WcStatus, u32)>,
+    /// For a request to another node: bytes already sent (a request larger
+    /// than one message goes out over several passes).
+    pub sent: u64,
+    /// For a request to another node: its id in the pending table.
+    pub req_id: u64,
 }
 
 /// A ring of send slots: `head` is the oldest not yet completed, `exec` the
@@ -230,6 +237,8 @@ impl SendQueue {
                 ud: None,
                 decode_error: None,
                 done: None,
+                sent: 0,
+                req_id: 0,
             })
             .collect();
         SendQueue {
@@ -318,6 +327,23 @@ impl RecvQueue {
     }
 }
 
+/// A receive taken by the first piece of a message that arrives in several.
+#[derive(Debug)]
+pub(crate) struct OpenRecv {
+    pub source: RecvSource,
+    pub wr_id: u64,
+    pub sgl: Vec<Sge>,
+}
+
+/// A message from a peer held back because its QP had no receive posted
+/// (or an earlier message for the QP is held).
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub from: NodeId,
+    pub msg: Vec<u8>,
+    pub since: Instant,
+}
+
 /// A queue pair.
 #[derive(Debug)]
 pub(crate) struct Qp {
@@ -342,6 +368,10 @@ pub(crate) struct Qp {
     pub counters: Counters,
     /// Since when the head send request has waited for a receive at its peer.
     pub rnr_since: Option<Instant>,
+    /// A message arriving in pieces, between its first and last.
+    pub open_recv: Option<OpenRecv>,
+    /// Peers' messages waiting for a receive, in arrival order.
+    pub held: VecDeque<Held>,
 }
 
 impl Qp {

@@ -153,6 +153,25 @@ impl fmt::Display for DeviceId {
     }
 }
 
+/// A node of the mesh: one server (or process) with its own engine.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct NodeId(pub u16);
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node {}", self.0)
+    }
+}
+
+/// Where a GID lives: a device of this engine, or another node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Route {
+    /// A device of this engine.
+    Local(DeviceId),
+    /// Another node of the mesh.
+    Remote(NodeId),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,494 @@
+//! The data path's wire format between servers: one fixed header, then the
+//! payload (at most [`MAX_PAYLOAD`] bytes).
+//!
+//! The mesh carries these messages without looking inside; their meaning
+//! belongs to the data path (seed 001, "The ionic Wire Protocol"). A request
+//! names remote memory only by rkey; the responder resolves it against its
+//! own MR table. A WQE larger than [`MAX_PAYLOAD`] travels as several
+//! messages carrying the same request id, each with its offset in the whole.
+//!
+//! Two tiers, as smoltcp's wire modules: [`Packet`] is a lossless view whose
+//! accessors never panic once [`Packet::new_checked`] succeeded; [`Repr`] is
+//! the validated meaning, parsed and emitted. All fields are little-endian.
+
+use crate::types::{Gid, Qpn};
+use crate::wr::WcStatus;
+
+/// Largest payload one message carries (16 MiB).
+pub const MAX_PAYLOAD: usize = 16 << 20;
+
+/// Length of the header.
+pub const HEADER_LEN: usize = 96;
+
+mod field {
+    use std::ops::Range;
+    pub const OP: usize = 0;
+    pub const FLAGS: usize = 1;
+    pub const STATUS: Range<usize> = 2..4;
+    pub const SRC_QPN: Range<usize> = 4..8;
+    pub const DST_QPN: Range<usize> = 8..12;
+    pub const REQ_ID: Range<usize> = 12..20;
+    pub const RKEY: Range<usize> = 20..24;
+    pub const ADDR: Range<usize> = 24..32;
+    pub const LEN: Range<usize> = 32..36;
+    pub const IMM: Range<usize> = 36..40;
+    pub const OPERAND0: Range<usize> = 40..48;
+    pub const OPERAND1: Range<usize> = 48..56;
+    pub const TOTAL: Range<usize> = 56..60;
+    pub const OFFSET: Range<usize> = 60..64;
+    pub const SGID: Range<usize> = 64..80;
+    pub const DGID: Range<usize> = 80..96;
+}
+
+/// The operation of a message.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Op {
+    /// SEND (also SEND_IMM, SEND_INV and datagrams; see flags).
+    Send,
+    /// RDMA WRITE.
+    Write,
+    /// RDMA WRITE with immediate: the last chunk consumes a receive.
+    WriteImm,
+    /// RDMA READ request; `len` is the length asked for.
+    ReadReq,
+    /// Compare-and-swap: operand 0 compares, operand 1 swaps.
+    AtomicCas,
+    /// Fetch-and-add: operand 0 adds.
+    AtomicFa,
+    /// Reply to SEND and WRITE, carrying the responder's status.
+    Ack,
+    /// Reply to a READ, carrying the data.
+    ReadResp,
+    /// Reply to an atomic; operand 0 is the old value.
+    AtomicResp,
+    /// An opcode this version does not know.
+    Unknown(u8),
+}
+
+impl From<u8> for Op {
+    fn from(v: u8) -> Op {
+        match v {
+            1 => Op::Send,
+            2 => Op::Write,
+            3 => Op::WriteImm,
+            4 => Op::ReadReq,
+            5 => Op::AtomicCas,
+            6 => Op::AtomicFa,
+            16 => Op::Ack,
+            17 => Op::ReadResp,
+            18 => Op::AtomicResp,
+            v => Op::Unknown(v),
+        }
+    }
+}
+
+impl From<Op> for u8 {
+    fn from(op: Op) -> u8 {
+        match op {
+            Op::Send => 1,
+            Op::Write => 2,
+            Op::WriteImm => 3,
+            Op::ReadReq => 4,
+            Op::AtomicCas => 5,
+            Op::AtomicFa => 6,
+            Op::Ack => 16,
+            Op::ReadResp => 17,
+            Op::AtomicResp => 18,
+            Op::Unknown(v) => v,
+        }
+    }
+}
+
+impl Op {
+    /// Whether this is a reply (it completes a request of the receiver's).
+    pub fn is_reply(self) -> bool {
+        matches!(self, Op::Ack | Op::ReadResp | Op::AtomicResp)
+    }
+}
+
+/// Flag bits.
+pub mod flags {
+    /// `imm` carries immediate data.
+    pub const IMM: u8 = 1 << 0;
+    /// `imm` carries an rkey to invalidate (SEND_INV).
+    pub const INVALIDATE: u8 = 1 << 1;
+    /// The sender asked for a solicited event.
+    pub const SOLICITED: u8 = 1 << 2;
+    /// A datagram: the payload starts with the 40-byte GRH; `imm` may still
+    /// carry immediate data; operand 0 is the Q_Key.
+    pub const DATAGRAM: u8 = 1 << 3;
+    /// The last message of a request carried in several.
+    pub const LAST: u8 = 1 << 4;
+    /// Bits this version knows.
+    pub const KNOWN: u8 = IMM | INVALIDATE | SOLICITED | DATAGRAM | LAST;
+}
+
+/// The message was malformed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// Shorter than the header.
+    #[error("data message of {0} bytes is shorter than its {HEADER_LEN}-byte header")]
+    Truncated(usize),
+    /// The payload is not the length the header says, or is too long.
+    #[error("data message says {said} payload bytes but carries {got}")]
+    BadLength {
+        /// What `len` (or nothing, for READ requests) says.
+        said: usize,
+        /// What follows the header.
+        got: usize,
+    },
+    /// An opcode this version does not know.
+    #[error("unknown data opcode {0}")]
+    UnknownOp(u8),
+    /// Flag bits this version does not know.
+    #[error("unknown flag bits {0:#04x}")]
+    UnknownFlags(u8),
+    /// A status number that is not a completion status.
+    #[error("unknown completion status {0}")]
+    UnknownStatus(u16),
+    /// A chunk that does not fit in its whole.
+    #[error("chunk at offset {offset} of {len} bytes exceeds the total {total}")]
+    BadChunk {
+        /// Offset.
+        offset: u32,
+        /// Length.
+        len: u32,
+        /// Total.
+        total: u32,
+    },
+}
+
+/// A view over a data message's bytes.
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+macro_rules! getter {
+    ($name:ident, $f:ident, u32) => {
+        #[doc = concat!("The `", stringify!($name), "` field.")]
+        pub fn $name(&self) -> u32 {
+            let b = &self.buffer.as_ref()[field::$f];
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        }
+    };
+    ($name:ident, $f:ident, u64) => {
+        #[doc = concat!("The `", stringify!($name), "` field.")]
+        pub fn $name(&self) -> u64 {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&self.buffer.as_ref()[field::$f]);
+            u64::from_le_bytes(v)
+        }
+    };
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// A view without checks; accessors may panic on a short buffer.
+    pub fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// A view over a buffer at least as long as the header; after this
+    /// succeeds no accessor panics.
+    pub fn new_checked(buffer: T) -> Result<Packet<T>, WireError> {
+        let n = buffer.as_ref().len();
+        if n < HEADER_LEN {
+            return Err(WireError::Truncated(n));
+        }
+        Ok(Packet { buffer })
+    }
+
+    /// The raw opcode.
+    pub fn op(&self) -> Op {
+        Op::from(self.buffer.as_ref()[field::OP])
+    }
+
+    /// The raw flag bits.
+    pub fn flags(&self) -> u8 {
+        self.buffer.as_ref()[field::FLAGS]
+    }
+
+    /// The raw status.
+    pub fn status(&self) -> u16 {
+        let b = &self.buffer.as_ref()[field::STATUS];
+        u16::from_le_bytes([b[0], b[1]])
+    }
+
+    getter!(src_qpn, SRC_QPN, u32);
+    getter!(dst_qpn, DST_QPN, u32);
+    getter!(req_id, REQ_ID, u64);
+    getter!(rkey, RKEY, u32);
+    getter!(addr, ADDR, u64);
+    getter!(length, LEN, u32);
+    getter!(imm, IMM, u32);
+    getter!(operand0, OPERAND0, u64);
+    getter!(operand1, OPERAND1, u64);
+    getter!(total, TOTAL, u32);
+    getter!(offset, OFFSET, u32);
+
+    /// The sender's GID.
+    pub fn sgid(&self) -> Gid {
+        let mut g = [0u8; 16];
+        g.copy_from_slice(&self.buffer.as_ref()[field::SGID]);
+        Gid(g)
+    }
+
+    /// The destination GID.
+    pub fn dgid(&self) -> Gid {
+        let mut g = [0u8; 16];
+        g.copy_from_slice(&self.buffer.as_ref()[field::DGID]);
+        Gid(g)
+    }
+
+    /// The bytes after the header.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..]
+    }
+}
+
+/// What a data message says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repr {
+    /// The operation.
+    pub op: Op,
+    /// Flag bits (see [`flags`]).
+    pub flags: u8,
+    /// For replies: how the request ended at the responder.
+    pub status: WcStatus,
+    /// The requesting QP (for replies: the QP the reply is for).
+    pub src_qpn: Qpn,
+    /// The responding QP.
+    pub dst_qpn: Qpn,
+    /// The requester's name for the request; replies carry it back.
+    pub req_id: u64,
+    /// Remote key of WRITE, READ and atomics.
+    pub rkey: u32,
+    /// Remote address of this message's bytes.
+    pub addr: u64,
+    /// Payload bytes (or, for a READ request, bytes asked for).
+    pub len: u32,
+    /// Immediate data or the rkey to invalidate.
+    pub imm: u32,
+    /// Atomic compare/add, old value in replies, or a datagram's Q_Key.
+    pub operand0: u64,
+    /// Atomic swap.
+    pub operand1: u64,
+    /// Length of the whole request this message is part of.
+    pub total: u32,
+    /// Offset of this message's bytes within the whole.
+    pub offset: u32,
+    /// The requester's GID.
+    pub sgid: Gid,
+    /// The GID the request is for (picks the device at the responder).
+    pub dgid: Gid,
+}
+
+impl Repr {
+    /// A request or reply with every field zero but the opcode.
+    pub fn new(op: Op) -> Repr {
+        Repr {
+            op,
+            flags: 0,
+            status: WcStatus::Success,
+            src_qpn: Qpn(0),
+            dst_qpn: Qpn(0),
+            req_id: 0,
+            rkey: 0,
+            addr: 0,
+            len: 0,
+            imm: 0,
+            operand0: 0,
+            operand1: 0,
+            total: 0,
+            offset: 0,
+            sgid: Gid::default(),
+            dgid: Gid::default(),
+        }
+    }
+
+    /// Reads and validates a message: opcode, flags, status, and that the
+    /// payload is exactly `len` bytes (none for READ requests and atomics).
+    pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr, WireError> {
+        let op = p.op();
+        if let Op::Unknown(v) = op {
+            return Err(WireError::UnknownOp(v));
+        }
+        let fl = p.flags();
+        if fl & !flags::KNOWN != 0 {
+            return Err(WireError::UnknownFlags(fl & !flags::KNOWN));
+        }
+        let status = u8::try_from(p.status())
+            .ok()
+            .and_then(WcStatus::from_u8)
+            .ok_or(WireError::UnknownStatus(p.status()))?;
+        let got = p.payload().len();
+        let len = p.length();
+        let carries = match op {
+            Op::Send | Op::Write | Op::WriteImm | Op::ReadResp => len as usize,
+            _ => 0,
+        };
+        if got != carries || got > MAX_PAYLOAD {
+            return Err(WireError::BadLength { said: carries, got });
+        }
+        let (offset, total) = (p.offset(), p.total());
+        if matches!(
+            op,
+            Op::Send | Op::Write | Op::WriteImm | Op::ReadReq | Op::ReadResp
+        ) && offset.checked_add(len).is_none_or(|end| end > total)
+        {
+            return Err(WireError::BadChunk { offset, len, total });
+        }
+        Ok(Repr {
+            op,
+            flags: fl,
+            status,
+            src_qpn: Qpn(p.src_qpn()),
+            dst_qpn: Qpn(p.dst_qpn()),
+            req_id: p.req_id(),
+            rkey: p.rkey(),
+            addr: p.addr(),
+            len,
+            imm: p.imm(),
+            operand0: p.operand0(),
+            operand1: p.operand1(),
+            total,
+            offset,
+            sgid: p.sgid(),
+            dgid: p.dgid(),
+        })
+    }
+
+    /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let b = &mut buf[..HEADER_LEN];
+        b[field::OP] = self.op.into();
+        b[field::FLAGS] = self.flags;
+        b[field::STATUS].copy_from_slice(&u16::from(self.status as u8).to_le_bytes());
+        b[field::SRC_QPN].copy_from_slice(&self.src_qpn.0.to_le_bytes());
+        b[field::DST_QPN].copy_from_slice(&self.dst_qpn.0.to_le_bytes());
+        b[field::REQ_ID].copy_from_slice(&self.req_id.to_le_bytes());
+        b[field::RKEY].copy_from_slice(&self.rkey.to_le_bytes());
+        b[field::ADDR].copy_from_slice(&self.addr.to_le_bytes());
+        b[field::LEN].copy_from_slice(&self.len.to_le_bytes());
+        b[field::IMM].copy_from_slice(&self.imm.to_le_bytes());
+        b[field::OPERAND0].copy_from_slice(&self.operand0.to_le_bytes());
+        b[field::OPERAND1].copy_from_slice(&self.operand1.to_le_bytes());
+        b[field::TOTAL].copy_from_slice(&self.total.to_le_bytes());
+        b[field::OFFSET].copy_from_slice(&self.offset.to_le_bytes());
+        b[field::SGID].copy_from_slice(&self.sgid.0);
+        b[field::DGID].copy_from_slice(&self.dgid.0);
+    }
+
+    /// Bytes of payload this message carries.
+    pub fn payload_len(&self) -> usize {
+        match self.op {
+            Op::Send | Op::Write | Op::WriteImm | Op::ReadResp => self.len as usize,
+            _ => 0,
+        }
+    }
+
+    /// Header plus payload.
+    pub fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.payload_len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static WRITE_BYTES: [u8; HEADER_LEN + 3] = [
+        2, 0x10, 0, 0, // WRITE, LAST, success
+        0x11, 0, 0, 0, 0x22, 0, 0, 0, // src qpn 0x11, dst qpn 0x22
+        8, 7, 6, 5, 4, 3, 2, 1, // req id
+        0x00, 0x01, 0, 0, // rkey 0x100
+        0, 0x10, 0, 0, 0, 0, 0, 0, // addr 0x1000
+        3, 0, 0, 0, 0, 0, 0, 0, // len 3, imm 0
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // operands
+        3, 0, 0, 0, 0, 0, 0, 0, // total 3, offset 0
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1, // sgid ::ffff:10.0.0.1
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2, // dgid ::ffff:10.0.0.2
+        b'a', b'b', b'c',
+    ];
+
+    fn write_repr() -> Repr {
+        Repr {
+            flags: flags::LAST,
+            src_qpn: Qpn(0x11),
+            dst_qpn: Qpn(0x22),
+            req_id: 0x0102_0304_0506_0708,
+            rkey: 0x100,
+            addr: 0x1000,
+            len: 3,
+            total: 3,
+            sgid: "10.0.0.1".parse().unwrap(),
+            dgid: "10.0.0.2".parse().unwrap(),
+            ..Repr::new(Op::Write)
+        }
+    }
+
+    #[test]
+    fn write_is_byte_exact_both_ways() {
+        let mut buf = vec![0u8; HEADER_LEN + 3];
+        write_repr().emit(&mut buf);
+        buf[HEADER_LEN..].copy_from_slice(b"abc");
+        assert_eq!(&buf[..], &WRITE_BYTES[..]);
+        let p = Packet::new_checked(&WRITE_BYTES[..]).unwrap();
+        assert_eq!(Repr::parse(&p).unwrap(), write_repr());
+        assert_eq!(p.payload(), b"abc");
+    }
+
+    #[test]
+    fn malformed_messages_are_refused() {
+        assert_eq!(
+            Packet::new_checked(&[0u8; 95][..]).unwrap_err(),
+            WireError::Truncated(95)
+        );
+        let mut b = WRITE_BYTES.to_vec();
+        b.pop();
+        assert!(matches!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(WireError::BadLength { said: 3, got: 2 })
+        ));
+        let mut b = WRITE_BYTES.to_vec();
+        b[0] = 99;
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(WireError::UnknownOp(99))
+        );
+        let mut b = WRITE_BYTES.to_vec();
+        b[1] = 0x80;
+        assert!(matches!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(WireError::UnknownFlags(0x80))
+        ));
+        let mut b = WRITE_BYTES.to_vec();
+        b[2] = 3; // no such status
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(WireError::UnknownStatus(3))
+        );
+        let mut b = WRITE_BYTES.to_vec();
+        b[60] = 1; // offset 1 + len 3 > total 3
+        assert!(matches!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(WireError::BadChunk { .. })
+        ));
+    }
+
+    #[test]
+    fn read_requests_carry_no_payload() {
+        let r = Repr {
+            len: 4096,
+            total: 4096,
+            ..Repr::new(Op::ReadReq)
+        };
+        let mut b = vec![0u8; r.buffer_len()];
+        r.emit(&mut b);
+        assert_eq!(b.len(), HEADER_LEN);
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
+            r
+        );
+    }
+}

@@ -1,0 +1,720 @@
+//! Requests between two engines on different nodes, carried by an in-memory
+//! carrier the test pumps: every opcode, pieces larger than one message,
+//! receiver-not-ready holds, timeouts, flow control, flushes and malformed
+//! messages. The TCP mesh's own tests run the same path across processes.
+#![allow(unsafe_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ernic_core::*;
+
+#[derive(Default)]
+struct Net {
+    /// (to, from, tag, reply, bytes)
+    queue: VecDeque<(u16, u16, u64, bool, Vec<u8>)>,
+    owners: HashMap<Gid, u16>,
+    /// Most request messages queued at once (replies always fit).
+    room: usize,
+    down: bool,
+}
+
+struct Carrier {
+    me: u16,
+    net: Arc<Mutex<Net>>,
+}
+
+impl Remote for Carrier {
+    fn owner(&self, gid: &Gid) -> Option<NodeId> {
+        let n = self.net.lock().unwrap();
+        n.owners
+            .get(gid)
+            .filter(|&&o| o != self.me)
+            .map(|&o| NodeId(o))
+    }
+
+    fn send(&mut self, to: NodeId, out: Outgoing<'_>) -> Result<(), SendError> {
+        let mut n = self.net.lock().unwrap();
+        if n.down {
+            return Err(SendError::NoRoute);
+        }
+        let requests = n.queue.iter().filter(|m| !m.3).count();
+        if !out.reply && requests >= n.room {
+            return Err(SendError::Busy);
+        }
+        let mut buf = vec![0u8; out.len];
+        (out.fill)(&mut buf);
+        n.queue.push_back((to.0, self.me, out.tag, out.reply, buf));
+        Ok(())
+    }
+
+    fn cancel(&mut self, tag: u64) {
+        let me = self.me;
+        self.net
+            .lock()
+            .unwrap()
+            .queue
+            .retain(|m| !(m.1 == me && m.2 == tag && !m.3));
+    }
+}
+
+struct Node {
+    e: Engine<ProcessMemory>,
+    arena: Box<[u8]>,
+    dev: DeviceId,
+    gid: Gid,
+    pd: PdId,
+    cq: CqId,
+    done: Vec<CqEvent>,
+}
+
+const ARENA: usize = 40 << 20;
+
+impl Node {
+    fn new(id: u16, gid: &str, net: &Arc<Mutex<Net>>, cfg: EngineConfig) -> Node {
+        let mut arena = vec![0u8; ARENA].into_boxed_slice();
+        let mut e = Engine::new(cfg, ProcessMemory::new());
+        // SAFETY: the arena lives in the node beside the engine and outlives its use.
+        unsafe {
+            e.memory_mut()
+                .add(NonNull::new(arena.as_mut_ptr()).unwrap(), ARENA)
+        };
+        let gid: Gid = gid.parse().unwrap();
+        let dev = e.add_device(vec![gid]);
+        net.lock().unwrap().owners.insert(gid, id);
+        e.set_remote(Box::new(Carrier {
+            me: id,
+            net: net.clone(),
+        }));
+        let pd = e.alloc_pd(dev).unwrap();
+        let cq = e.create_cq(dev, None, 1 << 16).unwrap();
+        Node {
+            e,
+            arena,
+            dev,
+            gid,
+            pd,
+            cq,
+            done: Vec::new(),
+        }
+    }
+
+    fn addr(&self, off: usize) -> u64 {
+        self.arena.as_ptr() as u64 + off as u64
+    }
+
+    fn mr(&mut self, off: usize, len: usize) -> u32 {
+        let a = self.addr(off);
+        self.e
+            .reg_mr(
+                self.dev,
+                MrSpec::contiguous(self.pd, a, len as u64, Access::ALL, a),
+            )
+            .unwrap()
+    }
+
+    fn qp(&mut self, t: QpType) -> Qpn {
+        let caps = QpCaps {
+            max_send_wr: 256,
+            max_recv_wr: 256,
+            max_send_sge: 4,
+            max_recv_sge: 4,
+            max_inline_data: 64,
+        };
+        let init = QpInit {
+            qp_type: t,
+            pd: self.pd,
+            send_cq: self.cq,
+            recv_cq: self.cq,
+            srq: None,
+            caps,
+            sq_sig_all: true,
+            qpn: None,
+        };
+        self.e.create_qp(self.dev, &init).unwrap()
+    }
+
+    fn connect(&mut self, q: Qpn, dest: Option<(Gid, Qpn)>, qkey: Option<u32>, now: Instant) {
+        for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            let attr = QpAttr {
+                state: Some(st),
+                access: (st == QpState::Init).then_some(Access::ALL),
+                qkey: if st == QpState::Init { qkey } else { None },
+                dest: if st == QpState::Rtr { dest } else { None },
+                ..QpAttr::default()
+            };
+            self.e.modify_qp(self.dev, q, &attr, now).unwrap();
+        }
+    }
+
+    fn collect(&mut self) {
+        let d = &mut self.done;
+        self.e.drain_completions(|c| d.push(*c));
+    }
+
+    fn take(&mut self, qpn: Qpn, wr_id: u64) -> Completion {
+        self.collect();
+        let i = self
+            .done
+            .iter()
+            .position(|c| c.completion.qpn == qpn && c.completion.wr_id == wr_id);
+        let i = i.unwrap_or_else(|| panic!("no completion for {qpn} wr {wr_id}: {:?}", self.done));
+        self.done.remove(i).completion
+    }
+
+    fn none(&mut self, qpn: Qpn, wr_id: u64) -> bool {
+        self.collect();
+        !self
+            .done
+            .iter()
+            .any(|c| c.completion.qpn == qpn && c.completion.wr_id == wr_id)
+    }
+
+    fn bytes(&self, off: usize, len: usize) -> &[u8] {
+        &self.arena[off..off + len]
+    }
+}
+
+struct World {
+    net: Arc<Mutex<Net>>,
+    a: Node,
+    b: Node,
+    now: Instant,
+}
+
+impl World {
+    fn new() -> World {
+        World::with(EngineConfig {
+            rnr_timeout: Duration::from_millis(100),
+            request_timeout: Duration::from_secs(1),
+            ..EngineConfig::default()
+        })
+    }
+
+    fn with(cfg: EngineConfig) -> World {
+        let net = Arc::new(Mutex::new(Net {
+            room: usize::MAX,
+            ..Net::default()
+        }));
+        let a = Node::new(1, "10.1.0.1", &net, cfg.clone());
+        let b = Node::new(2, "10.1.0.2", &net, cfg);
+        World {
+            net,
+            a,
+            b,
+            now: Instant::now(),
+        }
+    }
+
+    /// Delivers queued messages until none are left (at most `max`).
+    fn pump(&mut self, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some((to, from, _, _, buf)) = self.net.lock().unwrap().queue.pop_front() else {
+                break;
+            };
+            let node = if to == 1 { &mut self.a } else { &mut self.b };
+            node.e.apply_remote(NodeId(from), buf, self.now);
+            node.e.take_released(drop);
+            n += 1;
+        }
+        n
+    }
+
+    fn pair(&mut self, t: QpType) -> (Qpn, Qpn) {
+        let (qa, qb) = (self.a.qp(t), self.b.qp(t));
+        let (ga, gb, now) = (self.a.gid, self.b.gid, self.now);
+        self.a.connect(qa, Some((gb, qb)), None, now);
+        self.b.connect(qb, Some((ga, qa)), None, now);
+        (qa, qb)
+    }
+
+    fn post(&mut self, qa: Qpn, wr: &SendWr<'_>) {
+        let now = self.now;
+        self.a.e.post_send(self.a.dev, qa, wr, now).unwrap();
+    }
+
+    fn recv(&mut self, qb: Qpn, wr_id: u64, sgl: &[Sge]) {
+        let now = self.now;
+        self.b
+            .e
+            .post_recv(self.b.dev, qb, &RecvWr { wr_id, sgl }, now)
+            .unwrap();
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.now += d;
+        let now = self.now;
+        self.a.e.poll(now);
+        self.b.e.poll(now);
+    }
+}
+
+fn sge(addr: u64, len: u32, key: u32) -> Sge {
+    Sge {
+        addr,
+        len,
+        lkey: Lkey(key),
+    }
+}
+
+fn ra(addr: u64, key: u32) -> RemoteAddr {
+    RemoteAddr {
+        addr,
+        rkey: Rkey(key),
+    }
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| {
+            (i as u32)
+                .wrapping_mul(2654435761)
+                .wrapping_add(seed as u32) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn every_opcode_crosses_nodes_and_completes_only_when_answered() {
+    let mut w = World::new();
+    let (qa, qb) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 1 << 20);
+    let kb = w.b.mr(0, 1 << 20);
+    let data = pattern(5000, 3);
+    w.a.arena[..5000].copy_from_slice(&data);
+    // WRITE: no completion until the ACK comes back.
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(100), kb))).sgl(&[sge(w.a.addr(0), 5000, ka)]),
+    );
+    assert!(
+        w.a.none(qa, 1),
+        "a remote WRITE completes only when answered"
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert_eq!(w.b.bytes(100, 5000), &data[..]);
+    // SEND_IMM into a posted receive.
+    w.recv(qb, 7, &[sge(w.b.addr(20000), 8000, kb)]);
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::SendImm(99)).sgl(&[sge(w.a.addr(0), 3000, ka)]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::Success);
+    let r = w.b.take(qb, 7);
+    assert_eq!(
+        (r.byte_len, r.imm, r.opcode),
+        (3000, Some(99), WcOpcode::Recv)
+    );
+    assert_eq!(w.b.bytes(20000, 3000), &data[..3000]);
+    // WRITE_IMM.
+    w.recv(qb, 8, &[]);
+    w.post(
+        qa,
+        &SendWr::new(3, SendOp::WriteImm(ra(w.b.addr(40000), kb), 5)).sgl(&[sge(
+            w.a.addr(0),
+            100,
+            ka,
+        )]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 3).status, WcStatus::Success);
+    assert_eq!(w.b.take(qb, 8).opcode, WcOpcode::RecvRdmaWithImm);
+    // READ back what the WRITE put there.
+    w.post(
+        qa,
+        &SendWr::new(4, SendOp::Read(ra(w.b.addr(100), kb))).sgl(&[sge(
+            w.a.addr(200_000),
+            5000,
+            ka,
+        )]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 4).status, WcStatus::Success);
+    assert_eq!(w.a.bytes(200_000, 5000), &data[..]);
+    // Atomics.
+    w.b.arena[64..72].copy_from_slice(&40u64.to_ne_bytes());
+    w.post(
+        qa,
+        &SendWr::new(
+            5,
+            SendOp::AtomicFa {
+                remote: ra(w.b.addr(64), kb),
+                add: 2,
+            },
+        )
+        .sgl(&[sge(w.a.addr(300_000), 8, ka)]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 5).status, WcStatus::Success);
+    assert_eq!(w.a.bytes(300_000, 8), 40u64.to_ne_bytes());
+    w.post(
+        qa,
+        &SendWr::new(
+            6,
+            SendOp::AtomicCas {
+                remote: ra(w.b.addr(64), kb),
+                compare: 42,
+                swap: 7,
+            },
+        )
+        .sgl(&[sge(w.a.addr(300_008), 8, ka)]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 6).status, WcStatus::Success);
+    assert_eq!(w.b.bytes(64, 8), 7u64.to_ne_bytes());
+    assert_eq!(w.a.bytes(300_008, 8), 42u64.to_ne_bytes());
+}
+
+#[test]
+fn requests_larger_than_one_message_go_in_pieces_and_complete_once() {
+    let mut w = World::new();
+    let (qa, qb) = w.pair(QpType::Rc);
+    let n = 16 << 20 | 12345; // a little over 16 MiB: two messages
+    let ka = w.a.mr(0, 36 << 20);
+    let kb = w.b.mr(0, 36 << 20);
+    let data = pattern(n, 9);
+    w.a.arena[..n].copy_from_slice(&data);
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
+    );
+    assert_eq!(w.net.lock().unwrap().queue.len(), 2, "two pieces");
+    w.pump(100);
+    let c = w.a.take(qa, 1);
+    assert_eq!((c.status, c.byte_len), (WcStatus::Success, n as u32));
+    assert!(w.a.none(qa, 1), "completed once");
+    assert!(w.b.bytes(0, n) == &data[..]);
+    // A SEND of the same size lands in one receive.
+    w.recv(qb, 2, &[sge(w.b.addr(18 << 20), 17 << 20, kb)]);
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Send).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::Success);
+    let r = w.b.take(qb, 2);
+    assert_eq!(r.byte_len, n as u32);
+    assert!(w.b.none(qb, 2), "one receive completion");
+    assert!(w.b.bytes(18 << 20, n) == &data[..]);
+    // And a READ of it comes back whole.
+    w.post(
+        qa,
+        &SendWr::new(3, SendOp::Read(ra(w.b.addr(0), kb))).sgl(&[sge(
+            w.a.addr(18 << 20),
+            n as u32,
+            ka,
+        )]),
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 3).status, WcStatus::Success);
+    assert!(w.a.bytes(18 << 20, n) == &data[..]);
+}
+
+#[test]
+fn rkeys_are_resolved_by_the_responder_and_key_0_is_refused() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 4096);
+    let _kb = w.b.mr(0, 4096);
+    // The requester's own key means nothing at the responder.
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.a.addr(0), ka))).sgl(&[sge(w.a.addr(0), 8, ka)]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::RemAccessErr);
+    let (qa, _) = w.pair(QpType::Rc);
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Write(ra(w.b.addr(0), 0))).sgl(&[sge(w.a.addr(0), 8, ka)]),
+    );
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::RemAccessErr);
+    assert_eq!(w.b.bytes(0, 8), &[0; 8]);
+}
+
+#[test]
+fn rnr_both_ways_holds_then_delivers_in_order_or_fails_after_the_timeout() {
+    let mut w = World::new();
+    let (qa, qb) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 4096);
+    let kb = w.b.mr(0, 4096);
+    w.a.arena[..2].copy_from_slice(b"12");
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Send).sgl(&[sge(w.a.addr(0), 1, ka)]),
+    );
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Send).sgl(&[sge(w.a.addr(1), 1, ka)]),
+    );
+    w.pump(10);
+    assert!(w.a.none(qa, 1) && w.a.none(qa, 2), "held at the responder");
+    assert!(w.b.e.has_held());
+    w.advance(Duration::from_millis(50));
+    w.recv(qb, 10, &[sge(w.b.addr(0), 1, kb)]);
+    w.recv(qb, 11, &[sge(w.b.addr(1), 1, kb)]);
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::Success);
+    assert_eq!(w.b.bytes(0, 2), b"12", "in order");
+    assert!(!w.b.e.has_held());
+    // No receive for longer than the RNR timeout: RNR retry exceeded.
+    w.post(
+        qa,
+        &SendWr::new(3, SendOp::Send).sgl(&[sge(w.a.addr(0), 1, ka)]),
+    );
+    w.pump(10);
+    w.advance(Duration::from_millis(150));
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 3).status, WcStatus::RnrRetryExcErr);
+    assert_eq!(w.a.e.query_qp(w.a.dev, qa).unwrap().state, QpState::Err);
+    // And the other way round.
+    let (qa, qb) = w.pair(QpType::Rc);
+    let now = w.now;
+    w.b.e
+        .post_send(
+            w.b.dev,
+            qb,
+            &SendWr::new(4, SendOp::Send).inline(b"back"),
+            now,
+        )
+        .unwrap();
+    w.pump(10);
+    assert!(w.a.e.has_held());
+    w.a.e
+        .post_recv(
+            w.a.dev,
+            qa,
+            &RecvWr {
+                wr_id: 12,
+                sgl: &[sge(w.a.addr(100), 8, ka)],
+            },
+            now,
+        )
+        .unwrap();
+    w.pump(10);
+    assert_eq!(w.b.take(qb, 4).status, WcStatus::Success);
+    assert_eq!(w.a.bytes(100, 4), b"back");
+}
+
+#[test]
+fn a_lost_peer_costs_retry_exceeded_after_the_timeout_or_at_once_with_no_route() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    w.post(qa, &SendWr::new(1, SendOp::Send).inline(b"x"));
+    // The message vanishes (the peer died after accepting it).
+    w.net.lock().unwrap().queue.clear();
+    w.advance(Duration::from_millis(999));
+    assert!(w.a.none(qa, 1));
+    w.advance(Duration::from_millis(1));
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::RetryExcErr);
+    assert_eq!(w.a.e.remote_stats().timeouts, 1);
+    let (qa, _) = w.pair(QpType::Rc);
+    w.net.lock().unwrap().down = true;
+    w.post(qa, &SendWr::new(2, SendOp::Send).inline(b"x"));
+    assert_eq!(
+        w.a.take(qa, 2).status,
+        WcStatus::RetryExcErr,
+        "no route: at once"
+    );
+}
+
+#[test]
+fn a_full_connection_stops_the_send_queue_which_resumes_in_order() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 4096);
+    let kb = w.b.mr(0, 4096);
+    w.net.lock().unwrap().room = 2;
+    for i in 0..5u8 {
+        w.a.arena[i as usize] = b'a' + i;
+        w.post(
+            qa,
+            &SendWr::new(u64::from(i), SendOp::Write(ra(w.b.addr(i as usize), kb))).sgl(&[sge(
+                w.a.addr(i as usize),
+                1,
+                ka,
+            )]),
+        );
+    }
+    assert_eq!(
+        w.net.lock().unwrap().queue.len(),
+        2,
+        "the rest wait on the send queue"
+    );
+    assert!(w.a.e.has_timers());
+    for _ in 0..5 {
+        w.pump(100);
+        w.advance(Duration::from_millis(1));
+    }
+    for i in 0..5 {
+        assert_eq!(w.a.take(qa, i).status, WcStatus::Success);
+    }
+    assert_eq!(w.b.bytes(0, 5), b"abcde");
+}
+
+#[test]
+fn flushing_takes_back_what_is_queued_and_ignores_late_answers() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 4096);
+    let kb = w.b.mr(0, 4096);
+    w.a.arena[..4].copy_from_slice(b"zzzz");
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), 4, ka)]),
+    );
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), 4, ka)]),
+    );
+    // Deliver the first, keep its answer; the second is still queued.
+    let first = w.net.lock().unwrap().queue.pop_front().unwrap();
+    w.b.e.apply_remote(NodeId(1), first.4, w.now);
+    let now = w.now;
+    w.a.e
+        .modify_qp(
+            w.a.dev,
+            qa,
+            &QpAttr {
+                state: Some(QpState::Err),
+                ..QpAttr::default()
+            },
+            now,
+        )
+        .unwrap();
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::WrFlushErr);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::WrFlushErr);
+    let q = w
+        .net
+        .lock()
+        .unwrap()
+        .queue
+        .iter()
+        .filter(|m| m.0 == 2)
+        .count();
+    assert_eq!(q, 0, "the queued WRITE was taken back");
+    w.pump(10); // the first WRITE's answer arrives late
+    assert!(w.a.none(qa, 1), "no second completion");
+    assert_eq!(w.a.e.remote_stats().stale_replies, 1);
+}
+
+#[test]
+fn a_recreated_qp_never_gets_its_predecessors_completions() {
+    let mut w = World::new();
+    let (qa, qb) = w.pair(QpType::Rc);
+    let kb = w.b.mr(0, 4096);
+    w.recv(qb, 5, &[sge(w.b.addr(0), 64, kb)]);
+    w.post(qa, &SendWr::new(1, SendOp::Send).inline(b"x"));
+    w.a.e.destroy_qp(w.a.dev, qa).unwrap();
+    let (qa2, _) = w.pair(QpType::Rc);
+    assert_eq!(qa2, qa, "the same QP number again");
+    w.pump(10);
+    assert_eq!(
+        w.b.take(qb, 5).status,
+        WcStatus::Success,
+        "a destroyed QP's request still goes out"
+    );
+    assert!(
+        w.a.none(qa2, 1),
+        "its answer does not complete the new QP's request"
+    );
+    assert_eq!(w.a.e.remote_stats().stale_replies, 1);
+}
+
+#[test]
+fn datagrams_cross_nodes_with_their_grh_and_complete_at_once() {
+    let mut w = World::new();
+    let (qa, qb) = (w.a.qp(QpType::Ud), w.b.qp(QpType::Ud));
+    let now = w.now;
+    w.a.connect(qa, None, Some(0x77), now);
+    w.b.connect(qb, None, Some(0x77), now);
+    let kb = w.b.mr(0, 4096);
+    let gb = w.b.gid;
+    let ah = w.a.e.create_ah(w.a.dev, None, w.a.pd, gb).unwrap();
+    w.recv(qb, 1, &[sge(w.b.addr(0), 100, kb)]);
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::SendImm(8))
+            .inline(b"over the mesh")
+            .to(UdDest {
+                ah,
+                remote_qpn: qb,
+                remote_qkey: 0x77,
+            }),
+    );
+    assert_eq!(
+        w.a.take(qa, 1).status,
+        WcStatus::Success,
+        "completes before the peer has it"
+    );
+    w.pump(10);
+    let r = w.b.take(qb, 1);
+    assert_eq!(
+        (r.byte_len, r.src_qpn, r.imm, r.grh),
+        (40 + 13, qa, Some(8), true)
+    );
+    let g = grh::Repr::parse(&grh::Packet::new_checked(w.b.bytes(0, 40)).unwrap()).unwrap();
+    assert_eq!((g.sgid, g.dgid), (w.a.gid, gb));
+    assert_eq!(w.b.bytes(40, 13), b"over the mesh");
+    // A wrong Q_Key is dropped at the far end.
+    w.recv(qb, 2, &[sge(w.b.addr(200), 100, kb)]);
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Send).inline(b"x").to(UdDest {
+            ah,
+            remote_qpn: qb,
+            remote_qkey: 0x78,
+        }),
+    );
+    w.pump(10);
+    assert!(w.b.none(qb, 2));
+}
+
+#[test]
+fn malformed_and_unknown_messages_are_dropped_without_harm() {
+    let mut w = World::new();
+    let now = w.now;
+    w.b.e.apply_remote(NodeId(1), vec![1, 2, 3], now);
+    let mut bad = vec![0u8; wire::HEADER_LEN + 4];
+    wire::Repr {
+        len: 9,
+        total: 9,
+        ..wire::Repr::new(wire::Op::Write)
+    }
+    .emit(&mut bad);
+    w.b.e.apply_remote(NodeId(1), bad, now);
+    let mut unk = vec![0u8; wire::HEADER_LEN];
+    unk[0] = 200;
+    w.b.e.apply_remote(NodeId(1), unk, now);
+    assert_eq!(w.b.e.remote_stats().malformed, 3);
+    let mut released = 0;
+    w.b.e.take_released(|_| released += 1);
+    assert_eq!(released, 3, "every buffer comes back");
+    // A request for a QP that does not exist is answered, not ignored.
+    let (qa, _) = w.pair(QpType::Rc);
+    let mut req = vec![0u8; wire::HEADER_LEN];
+    wire::Repr {
+        src_qpn: qa,
+        dst_qpn: Qpn(999),
+        req_id: 42,
+        dgid: w.b.gid,
+        sgid: w.a.gid,
+        flags: wire::flags::LAST,
+        ..wire::Repr::new(wire::Op::Send)
+    }
+    .emit(&mut req);
+    w.b.e.apply_remote(NodeId(1), req, now);
+    let m = w.net.lock().unwrap().queue.pop_front().unwrap();
+    let r = wire::Repr::parse(&wire::Packet::new_checked(&m.4[..]).unwrap()).unwrap();
+    assert_eq!(
+        (r.op, r.status, r.req_id),
+        (wire::Op::Ack, WcStatus::RetryExcErr, 42)
+    );
+}
