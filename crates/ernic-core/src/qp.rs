@@ -340,7 +340,7 @@ pub(crate) struct OpenRecv {
 #[derive(Debug)]
 pub(crate) struct Held {
     pub from: NodeId,
-    pub msg: Vec<u8>,
+    pub msg: crate::remote::Msg,
     pub since: Instant,
 }
 

@@ -62,6 +62,19 @@ pub enum SendError {
     NoRoute,
 }
 
+/// A message from a peer: its bytes start `start` bytes into `buf`.
+#[derive(Debug)]
+pub(crate) struct Msg {
+    pub buf: Vec<u8>,
+    pub start: usize,
+}
+
+impl Msg {
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or(&[])
+    }
+}
+
 /// A request some of whose messages have gone to a peer node.
 #[derive(Debug)]
 pub(crate) struct Pending {
@@ -550,26 +563,28 @@ impl<M: DmaMemory> Engine<M> {
         }
     }
 
-    /// Applies a message from node `from`. The buffer comes back through
-    /// [`take_released`](Engine::take_released) once the engine is done with
-    /// it (a SEND held for a receive keeps it until then).
-    pub fn apply_remote(&mut self, from: NodeId, msg: Vec<u8>, now: Instant) {
-        let parsed = Packet::new_checked(&msg[..]).and_then(|p| Repr::parse(&p));
+    /// Applies a message from node `from`: the bytes of `buf` from `start`
+    /// on (a carrier may keep its own framing in front). The buffer comes
+    /// back through [`take_released`](Engine::take_released) once the engine
+    /// is done with it (a SEND held for a receive keeps it until then).
+    pub fn apply_remote(&mut self, from: NodeId, buf: Vec<u8>, start: usize, now: Instant) {
+        let msg = Msg { buf, start };
+        let parsed = Packet::new_checked(msg.bytes()).and_then(|p| Repr::parse(&p));
         let repr = match parsed {
             Ok(r) => r,
             Err(_) => {
                 self.remote.stats.malformed += 1;
-                self.remote.released.push(msg);
+                self.remote.released.push(msg.buf);
                 return;
             }
         };
         if repr.op.is_reply() {
-            self.handle_reply(&repr, &msg[HEADER_LEN..], now);
-            self.remote.released.push(msg);
+            self.handle_reply(&repr, &msg.bytes()[HEADER_LEN..], now);
+            self.remote.released.push(msg.buf);
             return;
         }
         if let Some(msg) = self.serve(from, msg, &repr, now, false) {
-            self.remote.released.push(msg);
+            self.remote.released.push(msg.buf);
         }
     }
 
@@ -608,11 +623,11 @@ impl<M: DmaMemory> Engine<M> {
     fn serve(
         &mut self,
         from: NodeId,
-        msg: Vec<u8>,
+        msg: Msg,
         r: &Repr,
         now: Instant,
         retrying: bool,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Msg> {
         let datagram = r.flags & flags::DATAGRAM != 0;
         let Some(dev) = self.device_of_gid(&r.dgid) else {
             if !datagram {
@@ -620,7 +635,7 @@ impl<M: DmaMemory> Engine<M> {
             }
             return Some(msg);
         };
-        let payload = &msg[HEADER_LEN..];
+        let payload = &msg.bytes()[HEADER_LEN..];
         let imm_op = |r: &Repr| {
             if r.flags & flags::IMM != 0 {
                 SendOp::SendImm(r.imm)
@@ -798,9 +813,9 @@ impl<M: DmaMemory> Engine<M> {
         dev: DeviceId,
         qpn: Qpn,
         from: NodeId,
-        msg: Vec<u8>,
+        msg: Msg,
         now: Instant,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Msg> {
         let Ok(qp) = self.qp_mut(dev, qpn) else {
             return Some(msg);
         };
@@ -820,18 +835,18 @@ impl<M: DmaMemory> Engine<M> {
     pub(crate) fn retry_held(&mut self, dev: DeviceId, qpn: Qpn, now: Instant, give_up: bool) {
         while let Ok(qp) = self.qp_mut(dev, qpn) {
             let Some(h) = qp.held.pop_front() else { break };
-            let Ok(r) = Packet::new_checked(&h.msg[..]).and_then(|p| Repr::parse(&p)) else {
-                self.remote.released.push(h.msg);
+            let Ok(r) = Packet::new_checked(h.msg.bytes()).and_then(|p| Repr::parse(&p)) else {
+                self.remote.released.push(h.msg.buf);
                 continue;
             };
             if give_up || now.saturating_duration_since(h.since) >= self.cfg.rnr_timeout {
                 self.reply(h.from, &r, Op::Ack, WcStatus::RnrRetryExcErr, 0);
-                self.remote.released.push(h.msg);
+                self.remote.released.push(h.msg.buf);
                 continue;
             }
             let since = h.since;
             match self.serve(h.from, h.msg, &r, now, true) {
-                Some(buf) => self.remote.released.push(buf),
+                Some(m) => self.remote.released.push(m.buf),
                 None => {
                     // Still no receive: it goes back to the front, with its age.
                     let qp = self.qp_mut(dev, qpn).expect("held above");
@@ -862,10 +877,10 @@ impl<M: DmaMemory> Engine<M> {
         };
         let held: Vec<Held> = qp.held.drain(..).collect();
         for h in held {
-            if let Ok(r) = Packet::new_checked(&h.msg[..]).and_then(|p| Repr::parse(&p)) {
+            if let Ok(r) = Packet::new_checked(h.msg.bytes()).and_then(|p| Repr::parse(&p)) {
                 self.reply(h.from, &r, Op::Ack, WcStatus::RetryExcErr, 0);
             }
-            self.remote.released.push(h.msg);
+            self.remote.released.push(h.msg.buf);
         }
         self.remote.held_qps.retain(|x| *x != (dev, qpn));
     }

@@ -216,7 +216,7 @@ impl World {
                 break;
             };
             let node = if to == 1 { &mut self.a } else { &mut self.b };
-            node.e.apply_remote(NodeId(from), buf, self.now);
+            node.e.apply_remote(NodeId(from), buf, 0, self.now);
             node.e.take_released(drop);
             n += 1;
         }
@@ -576,7 +576,7 @@ fn flushing_takes_back_what_is_queued_and_ignores_late_answers() {
     );
     // Deliver the first, keep its answer; the second is still queued.
     let first = w.net.lock().unwrap().queue.pop_front().unwrap();
-    w.b.e.apply_remote(NodeId(1), first.4, w.now);
+    w.b.e.apply_remote(NodeId(1), first.4, 0, w.now);
     let now = w.now;
     w.a.e
         .modify_qp(
@@ -681,7 +681,7 @@ fn datagrams_cross_nodes_with_their_grh_and_complete_at_once() {
 fn malformed_and_unknown_messages_are_dropped_without_harm() {
     let mut w = World::new();
     let now = w.now;
-    w.b.e.apply_remote(NodeId(1), vec![1, 2, 3], now);
+    w.b.e.apply_remote(NodeId(1), vec![9, 9, 1, 2, 3], 2, now);
     let mut bad = vec![0u8; wire::HEADER_LEN + 4];
     wire::Repr {
         len: 9,
@@ -689,10 +689,10 @@ fn malformed_and_unknown_messages_are_dropped_without_harm() {
         ..wire::Repr::new(wire::Op::Write)
     }
     .emit(&mut bad);
-    w.b.e.apply_remote(NodeId(1), bad, now);
+    w.b.e.apply_remote(NodeId(1), bad, 0, now);
     let mut unk = vec![0u8; wire::HEADER_LEN];
     unk[0] = 200;
-    w.b.e.apply_remote(NodeId(1), unk, now);
+    w.b.e.apply_remote(NodeId(1), unk, 0, now);
     assert_eq!(w.b.e.remote_stats().malformed, 3);
     let mut released = 0;
     w.b.e.take_released(|_| released += 1);
@@ -710,7 +710,7 @@ fn malformed_and_unknown_messages_are_dropped_without_harm() {
         ..wire::Repr::new(wire::Op::Send)
     }
     .emit(&mut req);
-    w.b.e.apply_remote(NodeId(1), req, now);
+    w.b.e.apply_remote(NodeId(1), req, 0, now);
     let m = w.net.lock().unwrap().queue.pop_front().unwrap();
     let r = wire::Repr::parse(&wire::Packet::new_checked(&m.4[..]).unwrap()).unwrap();
     assert_eq!(

@@ -158,8 +158,12 @@ impl Cq {
     /// returns how many. Never blocks.
     pub fn poll(&self, out: &mut [Completion]) -> Result<usize, Error> {
         let n = self.inner.ring.pop_into(out)?;
-        if n == 0 && self.inner.dev.shared().has_timers() {
-            self.inner.dev.shared().run_timers();
+        if n == 0 {
+            let shared = self.inner.dev.shared();
+            shared.progress();
+            if shared.has_timers() {
+                shared.run_timers();
+            }
             return self.inner.ring.pop_into(out);
         }
         Ok(n)

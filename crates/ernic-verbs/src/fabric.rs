@@ -5,8 +5,10 @@
 //! their CQs before letting go; polling a CQ takes only that CQ's own lock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use ernic_mesh::Mesh;
 
 use ernic_core::{AsyncEvent, CqId, DeviceId, Engine, EngineConfig, Gid, ProcessMemory};
 
@@ -49,6 +51,8 @@ impl State {
 
 pub(crate) struct Shared {
     state: Mutex<State>,
+    /// The mesh this fabric reaches other nodes through, if any.
+    pub mesh: Option<Arc<Mesh>>,
     /// When the engine's next timer is due, in nanoseconds since `epoch`
     /// (`NO_TIMER` when none): read without the lock by pollers, so an empty
     /// poll takes the lock only once something is actually due.
@@ -57,6 +61,10 @@ pub(crate) struct Shared {
 }
 
 const NO_TIMER: u64 = u64::MAX;
+
+/// How long receive threads may be kept out of a full inbound queue by SENDs
+/// held for receives before those SENDs are given up (seed 001: half a second).
+const HELD_GIVE_UP: Duration = Duration::from_millis(500);
 
 impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, State> {
@@ -70,6 +78,9 @@ impl Shared {
     pub fn with<R>(&self, f: impl FnOnce(&mut State, Instant) -> R) -> R {
         let mut st = self.lock();
         let r = f(&mut st, Instant::now());
+        if let Some(mesh) = &self.mesh {
+            st.engine.take_released(|b| mesh.release(b));
+        }
         st.distribute();
         // Written only on change: every spinning poller reads it, and a store
         // would pull its cache line away from them on each call.
@@ -92,6 +103,72 @@ impl Shared {
     /// Whether the engine has timers at all.
     pub fn has_timers(&self) -> bool {
         self.deadline.load(Ordering::Relaxed) != NO_TIMER
+    }
+
+    /// Applies what peers sent, if anything waits and no one else holds the
+    /// lock: a spinning poller does the device thread's work itself, without
+    /// waiting for it to wake.
+    pub fn progress(&self) {
+        let Some(mesh) = &self.mesh else { return };
+        if !mesh.has_messages() {
+            return;
+        }
+        let Ok(mut st) = self.state.try_lock() else {
+            return;
+        };
+        Self::pass(&mut st, mesh, Instant::now());
+        self.publish_deadline(&st);
+    }
+
+    /// One device loop pass: apply every queued message, run timers, hand
+    /// completions to CQs, give buffers back.
+    fn pass(st: &mut State, mesh: &Mesh, now: Instant) {
+        mesh.begin_pass();
+        while let Some(m) = mesh.pop() {
+            st.engine.apply_remote(m.from, m.buf, m.start, now);
+            st.engine.take_released(|b| mesh.release(b));
+        }
+        if mesh.starved_for().is_some_and(|d| d >= HELD_GIVE_UP) && st.engine.has_held() {
+            // Receive threads are kept out of a full queue by SENDs waiting
+            // for receives: give up on those now (seed 001).
+            st.engine.expire_held(now);
+        }
+        st.engine.poll(now);
+        st.engine.take_released(|b| mesh.release(b));
+        st.distribute();
+        mesh.end_pass();
+    }
+
+    fn publish_deadline(&self, st: &State) {
+        let d = if st.engine.has_timers() {
+            st.engine.next_deadline().map_or(0, |t| self.since_epoch(t))
+        } else {
+            NO_TIMER
+        };
+        if self.deadline.load(Ordering::Relaxed) != d {
+            self.deadline.store(d, Ordering::Relaxed);
+        }
+    }
+
+    /// The device thread of a fabric on a mesh.
+    fn device_loop(weak: Weak<Shared>) {
+        loop {
+            let Some(me) = weak.upgrade() else { return };
+            let Some(mesh) = me.mesh.clone() else { return };
+            if mesh.has_messages() || me.run_due() {
+                let mut st = me.lock();
+                Self::pass(&mut st, &mesh, Instant::now());
+                me.publish_deadline(&st);
+            }
+            drop(me);
+            mesh.wait(Duration::from_millis(2));
+        }
+    }
+
+    /// Whether a timer is due now.
+    fn run_due(&self) -> bool {
+        let d = self.deadline.load(Ordering::Relaxed);
+        d != NO_TIMER && self.since_epoch(Instant::now()) >= d
     }
 
     /// Runs the engine's timers if one is due.
@@ -129,20 +206,46 @@ impl Fabric {
 
     /// A loopback fabric with these limits (verbs QP state rules always apply,
     /// and the reserved key 0 is never usable from host programs).
-    pub fn with_config(mut cfg: EngineConfig) -> Fabric {
+    pub fn with_config(cfg: EngineConfig) -> Fabric {
+        Fabric::build(cfg, None)
+    }
+
+    /// A fabric whose devices also reach the devices of other nodes of a
+    /// mesh (other processes or hosts). A device thread applies what peers
+    /// send; the GIDs of the devices opened here are advertised on the mesh.
+    pub fn on_mesh(cfg: EngineConfig, mesh: Mesh) -> Fabric {
+        let f = Fabric::build(cfg, Some(Arc::new(mesh)));
+        let weak = Arc::downgrade(&f.shared);
+        let _ = std::thread::Builder::new()
+            .name("ernic-device".into())
+            .spawn(move || Shared::device_loop(weak));
+        f
+    }
+
+    fn build(mut cfg: EngineConfig, mesh: Option<Arc<Mesh>>) -> Fabric {
         cfg.enforce_qp_state = true;
         cfg.allow_reserved_lkey = false;
+        let mut engine = Engine::new(cfg, ProcessMemory::new());
+        if let Some(m) = &mesh {
+            engine.set_remote(Box::new(m.carrier()));
+        }
         Fabric {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    engine: Engine::new(cfg, ProcessMemory::new()),
+                    engine,
                     cqs: Vec::new(),
                     events: Vec::new(),
                 }),
+                mesh,
                 deadline: AtomicU64::new(NO_TIMER),
                 epoch: Instant::now(),
             }),
         }
+    }
+
+    /// The mesh this fabric is on, if any.
+    pub fn mesh(&self) -> Option<&Mesh> {
+        self.shared.mesh.as_deref()
     }
 
     /// Adds a device with this GID to the fabric and opens it.
@@ -156,6 +259,14 @@ impl Fabric {
         }
         let id = st.engine.add_device(vec![gid]);
         st.cqs.push(Vec::new());
+        if let Some(mesh) = &self.shared.mesh {
+            let all: Vec<Gid> = (0..st.cqs.len())
+                .filter_map(|d| st.engine.gids(DeviceId(d as u16)).ok())
+                .flatten()
+                .copied()
+                .collect();
+            mesh.set_gids(all);
+        }
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 shared: self.shared.clone(),

@@ -59,10 +59,12 @@ pub use fabric::{Device, Fabric};
 pub use mr::{FastMr, Mr};
 pub use qp::{Ah, Pd, Qp, Srq};
 
+pub use ernic_mesh::{Mesh, MeshConfig, Spec as MeshSpec};
+
 pub use ernic_core::{
     Access, AsyncEvent, Completion as Wc, Counter, Counters, EngineConfig as Config, EngineError,
-    Gid, Lkey, PageSource, QpAttr, QpCaps, QpInfo, QpState, QpType, Qpn, RecvWr, RegMr, RemoteAddr,
-    Rkey, SendFlags, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
+    Gid, Lkey, NodeId, PageSource, QpAttr, QpCaps, QpInfo, QpState, QpType, Qpn, RecvWr, RegMr,
+    RemoteAddr, Rkey, SendFlags, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
 };
 
 /// What went wrong in a verbs call.

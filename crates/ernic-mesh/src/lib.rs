@@ -1,0 +1,290 @@
+//! # ernic-mesh: the TCP mesh between ernic servers
+//!
+//! Seed 001's "More Than One VM: the TCP Mesh", as a backend of
+//! `ernic-core`. One node is the manager (node 0); workers register with it
+//! and get ids 1, 2, … in the order they arrive; the manager broadcasts the
+//! topology and every node's GIDs; workers connect directly to each other
+//! (the lower id connects to the higher) and reach a node they have no link
+//! to through the manager, which relays. Heartbeats run both ways; a node
+//! silent for three intervals is dead; a quiet node that comes back keeps its
+//! id, a restarted one gets a new id; the table holds at most 64 nodes and no
+//! id is given out twice.
+//!
+//! What it promises the device thread: it never waits for a peer (sending
+//! queues, [`Carrier`] refuses with `Busy` when a connection's queue is full);
+//! memory for peers' messages is bounded by the inbound queue; nothing queued
+//! is lost while the device loop runs.
+//!
+//! ```no_run
+//! use ernic_mesh::{Mesh, MeshConfig};
+//! let mesh = Mesh::start(MeshConfig::new("tcp:manager:listen:5000".parse()?))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod conn;
+pub mod frame;
+mod inbound;
+mod node;
+pub mod spec;
+
+use std::io;
+use std::net::{Ipv6Addr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ernic_core::{Gid, NodeId, Outgoing, Remote, SendError};
+
+pub use inbound::Message;
+pub use node::Peer;
+pub use spec::{Spec, SpecError};
+
+use crate::conn::QueueError;
+use crate::frame::{HEADER_LEN, Header, Kind};
+
+/// The mesh's limits and timers.
+#[derive(Clone, Debug)]
+pub struct MeshConfig {
+    /// Manager or worker, and where.
+    pub spec: Spec,
+    /// Port a worker listens on for its peers (0: any free port). The
+    /// manager listens on the spec's port.
+    pub listen_port: u16,
+    /// The GIDs this node owns.
+    pub gids: Vec<Gid>,
+    /// Heartbeat interval; a node silent for three is dead.
+    pub heartbeat: Duration,
+    /// A send that makes no progress for this long shuts its connection
+    /// down (`ERNIC_TCP_SEND_TIMEOUT_MS`; the manager uses half).
+    pub send_timeout: Duration,
+    /// How long a new connection may take to say who it is.
+    pub handshake_timeout: Duration,
+    /// Requests queued per connection (32 MiB).
+    pub max_requests: usize,
+    /// Replies queued per connection (64 MiB).
+    pub max_replies: usize,
+    /// Inbound queue bound in bytes (64 MiB).
+    pub inbound_bytes: usize,
+    /// Inbound queue bound in messages (4096).
+    pub inbound_msgs: usize,
+    /// After this long with no device loop pass, a full inbound queue drops
+    /// what comes (2 s).
+    pub stall_drop: Duration,
+    /// Most nodes in the manager's table (64).
+    pub max_nodes: usize,
+}
+
+impl MeshConfig {
+    /// The seed's defaults, with `ERNIC_TCP_SEND_TIMEOUT_MS` read from the environment.
+    pub fn new(spec: Spec) -> MeshConfig {
+        let send_ms = std::env::var("ERNIC_TCP_SEND_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(10_000);
+        MeshConfig {
+            spec,
+            listen_port: 0,
+            gids: Vec::new(),
+            heartbeat: Duration::from_secs(1),
+            send_timeout: Duration::from_millis(send_ms),
+            handshake_timeout: Duration::from_secs(5),
+            max_requests: 32 << 20,
+            max_replies: 64 << 20,
+            inbound_bytes: 64 << 20,
+            inbound_msgs: 4096,
+            stall_drop: Duration::from_secs(2),
+            max_nodes: 64,
+        }
+    }
+}
+
+/// A mesh node: its threads, connections and queues.
+pub struct Mesh {
+    shared: Arc<node::Shared>,
+}
+
+impl std::fmt::Debug for Mesh {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mesh(node {:?})", self.node_id())
+    }
+}
+
+impl Mesh {
+    /// Starts the node: binds its listening socket (both address families
+    /// where the host has IPv6) and its threads. A worker registers in the
+    /// background; [`wait_registered`](Mesh::wait_registered) waits for it.
+    pub fn start(cfg: MeshConfig) -> io::Result<Mesh> {
+        let port = match cfg.spec {
+            Spec::Manager { port } => port,
+            Spec::Worker { .. } => cfg.listen_port,
+        };
+        let listener = TcpListener::bind((Ipv6Addr::UNSPECIFIED, port))
+            .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on port {port}: {e}")))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(node::Shared::new(cfg, addr));
+        shared.spawn_threads(listener);
+        Ok(Mesh { shared })
+    }
+
+    /// This node's id, once it has one (the manager is node 0).
+    pub fn node_id(&self) -> Option<NodeId> {
+        self.shared.me()
+    }
+
+    /// Waits up to `timeout` for the node to have an id.
+    pub fn wait_registered(&self, timeout: Duration) -> Option<NodeId> {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(id) = self.node_id() {
+                return Some(id);
+            }
+            if std::time::Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Where this node listens.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.shared.listen
+    }
+
+    /// Tells the mesh this node's GIDs; it advertises them.
+    pub fn set_gids(&self, gids: Vec<Gid>) {
+        self.shared.set_gids(gids);
+    }
+
+    /// The other node that owns `gid`, if exactly one alive node does.
+    pub fn owner(&self, gid: &Gid) -> Option<NodeId> {
+        self.shared.owner(gid)
+    }
+
+    /// What the engine sends through.
+    pub fn carrier(&self) -> Carrier {
+        Carrier {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The next message from a peer, if any.
+    pub fn pop(&self) -> Option<Message> {
+        self.shared.inbound.pop()
+    }
+
+    /// Whether messages wait.
+    pub fn has_messages(&self) -> bool {
+        self.shared.inbound.has_messages()
+    }
+
+    /// Waits up to `timeout` for a message.
+    pub fn wait(&self, timeout: Duration) {
+        self.shared.inbound.wait(timeout);
+    }
+
+    /// The device is done with a message's buffer (it leaves the inbound
+    /// bound and is reused).
+    pub fn release(&self, buf: Vec<u8>) {
+        self.shared.inbound.release(buf.len());
+        self.shared.recycle(buf);
+    }
+
+    /// A device loop pass begins.
+    pub fn begin_pass(&self) {
+        self.shared.inbound.begin_pass();
+    }
+
+    /// A device loop pass ends; logs and returns how many messages were
+    /// dropped because no pass ran for the stall time.
+    pub fn end_pass(&self) -> u64 {
+        let n = self.shared.inbound.end_pass();
+        if n > 0 {
+            self.shared.log(
+                node::Level::Warn,
+                format_args!("dropped {n} messages while the device loop was not running"),
+            );
+        }
+        n
+    }
+
+    /// How long a receive thread has waited for room in the inbound queue.
+    pub fn starved_for(&self) -> Option<Duration> {
+        self.shared.inbound.starved_for()
+    }
+
+    /// Bytes and messages counted against the inbound bound now.
+    pub fn inbound_usage(&self) -> (usize, usize) {
+        self.shared.inbound.usage()
+    }
+
+    /// The topology this node knows, and whether it has a direct link to each.
+    pub fn peers(&self) -> Vec<(Peer, bool)> {
+        self.shared.peers()
+    }
+
+    /// Frames the manager could not relay.
+    pub fn relay_drops(&self) -> u64 {
+        self.shared.lock().relay_drops
+    }
+
+    /// Stops the node: connections close, threads end.
+    pub fn shutdown(&self) {
+        self.shared.shutdown();
+    }
+}
+
+impl Drop for Mesh {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The engine's way out: queues data path messages on the mesh.
+pub struct Carrier {
+    shared: Arc<node::Shared>,
+}
+
+impl Remote for Carrier {
+    fn owner(&self, gid: &Gid) -> Option<NodeId> {
+        self.shared.owner(gid)
+    }
+
+    fn send(&mut self, to: NodeId, out: Outgoing<'_>) -> Result<(), SendError> {
+        let me = self.shared.me().ok_or(SendError::NoRoute)?;
+        let route = {
+            let st = self.shared.lock();
+            self.shared.route(&st, to)
+        };
+        let (conn, dst) = route.ok_or(SendError::NoRoute)?;
+        let mut buf = self.shared.buffer(HEADER_LEN + out.len);
+        Header {
+            kind: Kind::Data,
+            len: out.len as u32,
+            src: me.0,
+            dst,
+        }
+        .emit(&mut buf);
+        (out.fill)(&mut buf[HEADER_LEN..]);
+        match conn.data(buf, out.tag, out.reply) {
+            Ok(()) => Ok(()),
+            Err((e, buf)) => {
+                self.shared.recycle(buf);
+                Err(match e {
+                    QueueError::Full => SendError::Busy,
+                    QueueError::Closed => SendError::NoRoute,
+                })
+            }
+        }
+    }
+
+    fn cancel(&mut self, tag: u64) {
+        let conns: Vec<_> = self.shared.lock().conns.values().cloned().collect();
+        let mut back = Vec::new();
+        for c in conns {
+            c.cancel(tag, &mut back);
+        }
+        for b in back {
+            self.shared.recycle(b);
+        }
+    }
+}

@@ -1,0 +1,1020 @@
+//! A mesh node: the manager's table and health checks, a worker's
+//! registration and peer connections, routing and relay, GID ownership.
+//!
+//! Threads (seed 001, "Threads"): an accept thread; a send and a receive
+//! thread per connection; on the manager a health-check thread and a
+//! broadcast thread; on a worker a connect thread that registers (again,
+//! under its id, when the manager goes quiet) and connects to peers (the
+//! lower id connects to the higher). None of them touches device memory:
+//! data frames go to the inbound queue.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ernic_core::{Gid, NodeId};
+
+use crate::conn::Conn;
+use crate::frame::{self, FrameError, Header, Kind, NO_NODE, Reader, Writer};
+use crate::inbound::{Inbound, Message, Refused};
+use crate::{MeshConfig, Spec};
+
+/// How loud the mesh is on stderr (`ERNIC_LOG=error|warn|info|debug`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+pub(crate) fn log_level() -> Level {
+    match std::env::var("ERNIC_LOG").as_deref() {
+        Ok("error") => Level::Error,
+        Ok("info") => Level::Info,
+        Ok("debug") => Level::Debug,
+        _ => Level::Warn,
+    }
+}
+
+/// A node as the manager's table records it.
+#[derive(Debug, Clone)]
+struct Rec {
+    boot: u64,
+    alive: bool,
+    died: Option<Instant>,
+    addr: Option<SocketAddr>,
+    gids: Vec<Gid>,
+}
+
+/// A node as the topology shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Its id.
+    pub id: NodeId,
+    /// Whether the manager thinks it is alive.
+    pub alive: bool,
+    /// Where it listens for its peers.
+    pub addr: Option<SocketAddr>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    /// Direct connections by peer id (a worker's connection to the manager is node 0's).
+    pub conns: HashMap<u16, Arc<Conn>>,
+    pub my_gids: Vec<Gid>,
+    /// Each node's GIDs and whether it is alive (a worker's view).
+    node_gids: HashMap<u16, (bool, Vec<Gid>)>,
+    /// GID -> the one alive node that claims it.
+    owners: HashMap<Gid, u16>,
+    /// The topology (a worker's view; on the manager, derived from `table`).
+    pub topology: Vec<Peer>,
+    // The manager's table.
+    table: BTreeMap<u16, Rec>,
+    next_id: u16,
+    dirty_gids: BTreeSet<u16>,
+    dirty_topology: bool,
+    send_all_to: Vec<u16>,
+    /// Relayed frames dropped (no route or no room in time).
+    pub relay_drops: u64,
+}
+
+pub(crate) struct Shared {
+    pub cfg: MeshConfig,
+    pub manager: bool,
+    pub boot: u64,
+    me: AtomicU32,
+    st: Mutex<State>,
+    /// Signals state changes to the connect and broadcast threads.
+    pub changed: Condvar,
+    pub inbound: Inbound,
+    pool: Mutex<Vec<Vec<u8>>>,
+    pub stop: AtomicBool,
+    pub listen: SocketAddr,
+    level: Level,
+}
+
+const NO_ID: u32 = u32::MAX;
+
+impl Shared {
+    pub fn new(cfg: MeshConfig, listen: SocketAddr) -> Shared {
+        let manager = matches!(cfg.spec, Spec::Manager { .. });
+        let boot = boot_id();
+        let inbound = Inbound::new(cfg.inbound_bytes, cfg.inbound_msgs, cfg.stall_drop);
+        let mut st = State {
+            next_id: 1,
+            my_gids: cfg.gids.clone(),
+            ..State::default()
+        };
+        if manager {
+            st.table.insert(
+                0,
+                Rec {
+                    boot,
+                    alive: true,
+                    died: None,
+                    addr: Some(listen),
+                    gids: cfg.gids.clone(),
+                },
+            );
+            st.dirty_gids.insert(0);
+            st.recompute_owners(Some(0));
+        }
+        Shared {
+            manager,
+            boot,
+            me: AtomicU32::new(if manager { 0 } else { NO_ID }),
+            st: Mutex::new(st),
+            changed: Condvar::new(),
+            inbound,
+            pool: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            listen,
+            level: log_level(),
+            cfg,
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn me(&self) -> Option<NodeId> {
+        match self.me.load(Ordering::Acquire) {
+            NO_ID => None,
+            v => Some(NodeId(v as u16)),
+        }
+    }
+
+    pub fn log(&self, level: Level, msg: std::fmt::Arguments<'_>) {
+        if level <= self.level {
+            let who = self.me().map_or("?".to_string(), |n| n.0.to_string());
+            eprintln!("ernic-mesh node {who}: {msg}");
+        }
+    }
+
+    /// A buffer of exactly `len` bytes, reused when one is free.
+    pub fn buffer(&self, len: usize) -> Vec<u8> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = pool.iter().position(|b| b.capacity() >= len) {
+            let mut b = pool.swap_remove(i);
+            drop(pool);
+            if b.len() >= len {
+                b.truncate(len);
+            } else {
+                b.resize(len, 0);
+            }
+            return b;
+        }
+        drop(pool);
+        vec![0u8; len]
+    }
+
+    /// Gives a buffer back for reuse.
+    pub fn recycle(&self, b: Vec<u8>) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let pooled: usize = pool.iter().map(Vec::capacity).sum();
+        if pool.len() < 64 && pooled + b.capacity() <= 256 << 20 {
+            pool.push(b);
+        }
+    }
+
+    fn max_queues(&self) -> (usize, usize, Duration) {
+        let timeout = if self.manager {
+            self.cfg.send_timeout / 2
+        } else {
+            self.cfg.send_timeout
+        };
+        (self.cfg.max_requests, self.cfg.max_replies, timeout)
+    }
+
+    fn new_conn(&self, peer: NodeId, stream: TcpStream) -> io::Result<Arc<Conn>> {
+        let (req, rep, timeout) = self.max_queues();
+        let c = Arc::new(Conn::new(peer, stream, req, rep, timeout)?);
+        c.heard();
+        Ok(c)
+    }
+
+    /// The connection frames for `to` go on, and the `dst` to put in them.
+    pub fn route(&self, st: &State, to: NodeId) -> Option<(Arc<Conn>, u16)> {
+        if let Some(c) = st.conns.get(&to.0) {
+            return Some((c.clone(), NO_NODE));
+        }
+        if !self.manager {
+            // No direct link: the manager relays.
+            if let Some(c) = st.conns.get(&0) {
+                return Some((c.clone(), to.0));
+            }
+        }
+        None
+    }
+
+    pub fn owner(&self, gid: &Gid) -> Option<NodeId> {
+        let st = self.lock();
+        let o = *st.owners.get(gid)?;
+        (Some(NodeId(o)) != self.me()).then_some(NodeId(o))
+    }
+
+    pub fn set_gids(&self, gids: Vec<Gid>) {
+        let mut st = self.lock();
+        st.my_gids = gids.clone();
+        if self.manager {
+            if let Some(r) = st.table.get_mut(&0) {
+                r.gids = gids;
+            }
+            st.dirty_gids.insert(0);
+            st.recompute_owners(Some(0));
+            drop(st);
+            self.changed.notify_all();
+        } else if let Some(me) = self.me() {
+            st.recompute_owners(Some(me.0));
+            if let Some(c) = st.conns.get(&0) {
+                c.control(gids_frame(me.0, me.0, true, &gids));
+            }
+        }
+    }
+
+    pub fn peers(&self) -> Vec<(Peer, bool)> {
+        let st = self.lock();
+        st.topology
+            .iter()
+            .map(|p| (*p, st.conns.get(&p.id.0).is_some_and(|c| !c.is_closed())))
+            .collect()
+    }
+
+    // ---- connections ----
+
+    /// Starts a connection's send and receive threads.
+    fn run_conn(self: &Arc<Self>, c: Arc<Conn>) {
+        let (s, c2) = (self.clone(), c.clone());
+        let name = format!("mesh-send-{}", c.peer.0);
+        let _ = thread::Builder::new().name(name).spawn(move || {
+            c2.send_loop(&|b| s.recycle(b));
+        });
+        let s = self.clone();
+        let name = format!("mesh-recv-{}", c.peer.0);
+        let _ = thread::Builder::new().name(name).spawn(move || {
+            s.recv_loop(&c);
+            s.closed(&c);
+        });
+    }
+
+    /// Registers a connection to `peer`, replacing (and closing) an older one.
+    fn install(self: &Arc<Self>, c: Arc<Conn>) {
+        let old = self.lock().conns.insert(c.peer.0, c.clone());
+        if let Some(o) = old {
+            o.close();
+        }
+        self.run_conn(c);
+        self.changed.notify_all();
+    }
+
+    /// A connection ended: forget it (if it is still the current one), and
+    /// on the manager, mark its node dead.
+    fn closed(&self, c: &Arc<Conn>) {
+        c.close();
+        let mut st = self.lock();
+        let current = st.conns.get(&c.peer.0).is_some_and(|x| Arc::ptr_eq(x, c));
+        if !current {
+            return;
+        }
+        st.conns.remove(&c.peer.0);
+        if self.manager {
+            if let Some(r) = st.table.get_mut(&c.peer.0) {
+                if r.alive {
+                    r.alive = false;
+                    r.died = Some(Instant::now());
+                    st.dirty_gids.insert(c.peer.0);
+                    st.dirty_topology = true;
+                    let me = self.me().map(|n| n.0);
+                    st.recompute_owners(me);
+                }
+            }
+            drop(st);
+            self.log(Level::Info, format_args!("node {} is gone", c.peer.0));
+        } else {
+            drop(st);
+            self.log(
+                Level::Info,
+                format_args!("connection to node {} closed", c.peer.0),
+            );
+        }
+        self.changed.notify_all();
+    }
+
+    fn recv_loop(self: &Arc<Self>, c: &Arc<Conn>) {
+        let Ok(mut r) = c.reader() else { return };
+        loop {
+            let mut h = [0u8; frame::HEADER_LEN];
+            if r.read_exact(&mut h).is_err() {
+                return;
+            }
+            let hdr = match Header::parse(&h) {
+                Ok(h) => h,
+                Err(e) => {
+                    self.log(
+                        Level::Warn,
+                        format_args!("closing connection to node {}: {e}", c.peer.0),
+                    );
+                    return;
+                }
+            };
+            let mut buf = self.buffer(frame::HEADER_LEN + hdr.len as usize);
+            buf[..frame::HEADER_LEN].copy_from_slice(&h);
+            if r.read_exact(&mut buf[frame::HEADER_LEN..]).is_err() {
+                return;
+            }
+            c.heard();
+            if let Err(e) = self.handle(c, hdr, buf) {
+                self.log(
+                    Level::Warn,
+                    format_args!("closing connection to node {}: {e}", c.peer.0),
+                );
+                return;
+            }
+        }
+    }
+
+    fn handle(
+        self: &Arc<Self>,
+        c: &Arc<Conn>,
+        hdr: Header,
+        buf: Vec<u8>,
+    ) -> Result<(), FrameError> {
+        let me = self.me().map_or(NO_NODE, |n| n.0);
+        let body = &buf[frame::HEADER_LEN..];
+        match hdr.kind {
+            Kind::Heartbeat => {
+                c.answer(frame::frame(Kind::HeartbeatAck, me, hdr.src, &[]));
+                self.recycle(buf);
+            }
+            Kind::HeartbeatAck => self.recycle(buf),
+            Kind::Data => {
+                // Only the manager relays, and only a connection's own node
+                // may speak for itself on a direct link.
+                let relayed_to_me = !self.manager && c.peer.0 == 0;
+                if !relayed_to_me && hdr.src != c.peer.0 {
+                    self.log(
+                        Level::Warn,
+                        format_args!(
+                            "dropping data from node {} claiming to be node {}",
+                            c.peer.0, hdr.src
+                        ),
+                    );
+                    self.recycle(buf);
+                    return Ok(());
+                }
+                if hdr.dst == NO_NODE || hdr.dst == me {
+                    let m = Message {
+                        from: NodeId(hdr.src),
+                        buf,
+                        start: frame::HEADER_LEN,
+                    };
+                    match self.inbound.push(m, c.closed_flag()) {
+                        Ok(()) | Err(Refused::Closed) => {}
+                        Err(Refused::Dropped) => {}
+                    }
+                } else if self.manager {
+                    self.relay(hdr, buf);
+                } else {
+                    self.recycle(buf);
+                }
+            }
+            Kind::Gids if self.manager => {
+                let (node, alive, gids) = parse_gids(body)?;
+                if node != c.peer.0 || !alive {
+                    return Err(FrameError::Body(Kind::Gids));
+                }
+                let mut st = self.lock();
+                if let Some(r) = st.table.get_mut(&node) {
+                    r.gids = gids;
+                }
+                st.dirty_gids.insert(node);
+                st.recompute_owners(Some(0));
+                drop(st);
+                self.changed.notify_all();
+                self.recycle(buf);
+            }
+            Kind::Gids => {
+                let (node, alive, gids) = parse_gids(body)?;
+                let mut st = self.lock();
+                st.node_gids.insert(node, (alive, gids));
+                st.recompute_owners(Some(me));
+                self.recycle(buf);
+            }
+            Kind::Topology if !self.manager => {
+                let topo = parse_topology(body)?;
+                let mut st = self.lock();
+                // Direct links to nodes now dead are closed.
+                let dead: Vec<Arc<Conn>> = topo
+                    .iter()
+                    .filter(|p| !p.alive && p.id.0 != 0)
+                    .filter_map(|p| st.conns.get(&p.id.0).cloned())
+                    .collect();
+                st.topology = topo;
+                drop(st);
+                for d in dead {
+                    d.close();
+                }
+                self.changed.notify_all();
+                self.recycle(buf);
+            }
+            Kind::Refuse => {
+                let mut r = Reader::new(Kind::Refuse, body);
+                let _code = r.u16()?;
+                self.log(
+                    Level::Error,
+                    format_args!("node {} refused: {}", hdr.src, r.text()),
+                );
+                return Err(FrameError::Body(Kind::Refuse));
+            }
+            _ => return Err(FrameError::Body(hdr.kind)),
+        }
+        Ok(())
+    }
+
+    /// The manager forwards a data frame to the node it names.
+    fn relay(&self, hdr: Header, buf: Vec<u8>) {
+        let target = self.lock().conns.get(&hdr.dst).cloned();
+        let ok = match target {
+            Some(t) => t.data_wait(buf, self.cfg.send_timeout / 2).is_ok(),
+            None => {
+                self.recycle(buf);
+                false
+            }
+        };
+        if !ok {
+            self.lock().relay_drops += 1;
+            self.log(
+                Level::Info,
+                format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),
+            );
+        }
+    }
+
+    // ---- handshakes ----
+
+    fn accept_loop(self: &Arc<Self>, listener: TcpListener) {
+        let _ = listener.set_nonblocking(true);
+        while !self.stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let s = self.clone();
+                    let _ = thread::Builder::new()
+                        .name("mesh-handshake".into())
+                        .spawn(move || {
+                            if let Err(e) = s.handshake_in(stream) {
+                                s.log(Level::Info, format_args!("refused a connection: {e}"));
+                            }
+                        });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(10))
+                }
+                Err(_) => thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// The first frame of an accepted connection: a worker registering (at
+    /// the manager) or a peer saying hello (at a worker).
+    fn handshake_in(self: &Arc<Self>, mut stream: TcpStream) -> io::Result<()> {
+        let _ = stream.set_nonblocking(false);
+        stream.set_read_timeout(Some(self.cfg.handshake_timeout))?;
+        stream.set_nodelay(true)?;
+        let (hdr, body) = read_frame(&mut stream, 4096)?;
+        let me = self.me().map_or(NO_NODE, |n| n.0);
+        match (hdr.kind, self.manager) {
+            (Kind::Register, true) => {
+                let mut r = Reader::new(Kind::Register, &body);
+                let (boot, wanted, port) = (
+                    r.u64().map_err(inv)?,
+                    r.u16().map_err(inv)?,
+                    r.u16().map_err(inv)?,
+                );
+                let n = r.u16().map_err(inv)?;
+                let gids = (0..n)
+                    .map(|_| r.gid())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(inv)?;
+                r.end().map_err(inv)?;
+                let peer_ip = stream.peer_addr()?.ip();
+                let id = match self.admit(boot, wanted, SocketAddr::new(peer_ip, port), gids) {
+                    Ok(id) => id,
+                    Err(why) => {
+                        let f = frame::frame(
+                            Kind::Refuse,
+                            me,
+                            NO_NODE,
+                            &Writer::default().u16(1).text(&why).0,
+                        );
+                        let _ = stream.write_all(&f);
+                        return Err(io::Error::other(why));
+                    }
+                };
+                stream.write_all(&frame::frame(
+                    Kind::Welcome,
+                    0,
+                    id,
+                    &Writer::default().u16(id).u64(self.boot).0,
+                ))?;
+                stream.set_read_timeout(None)?;
+                let c = self.new_conn(NodeId(id), stream)?;
+                self.install(c);
+                self.log(Level::Info, format_args!("node {id} registered"));
+                Ok(())
+            }
+            (Kind::Hello, false) => {
+                let mut r = Reader::new(Kind::Hello, &body);
+                let (id, _boot) = (r.u16().map_err(inv)?, r.u64().map_err(inv)?);
+                r.end().map_err(inv)?;
+                if me == NO_NODE || id == me || id == 0 {
+                    return Err(io::Error::other(format!("unexpected hello from node {id}")));
+                }
+                stream.write_all(&frame::frame(
+                    Kind::HelloAck,
+                    me,
+                    id,
+                    &Writer::default().u16(me).u64(self.boot).0,
+                ))?;
+                stream.set_read_timeout(None)?;
+                let c = self.new_conn(NodeId(id), stream)?;
+                self.install(c);
+                Ok(())
+            }
+            (k, _) => {
+                let f = frame::frame(
+                    Kind::Refuse,
+                    me,
+                    NO_NODE,
+                    &Writer::default().u16(2).text("unexpected first frame").0,
+                );
+                let _ = stream.write_all(&f);
+                Err(io::Error::other(format!("unexpected first frame {k:?}")))
+            }
+        }
+    }
+
+    /// The manager admits a registering worker: the id it asked for if its
+    /// boot id matches (a quiet node that returns), else a new one; a full
+    /// table evicts the node dead longest, or refuses.
+    fn admit(
+        self: &Arc<Self>,
+        boot: u64,
+        wanted: u16,
+        addr: SocketAddr,
+        gids: Vec<Gid>,
+    ) -> Result<u16, String> {
+        let mut st = self.lock();
+        let id = match st.table.get(&wanted) {
+            Some(r) if wanted != 0 && r.boot == boot => wanted,
+            _ => {
+                if st.table.len() >= self.cfg.max_nodes {
+                    let victim = st
+                        .table
+                        .iter()
+                        .filter(|(_, r)| !r.alive)
+                        .min_by_key(|(_, r)| r.died)
+                        .map(|(id, _)| *id);
+                    match victim {
+                        Some(v) => {
+                            st.table.remove(&v);
+                            st.dirty_topology = true;
+                        }
+                        None => {
+                            return Err(format!(
+                                "the mesh is full ({} nodes, none dead)",
+                                self.cfg.max_nodes
+                            ));
+                        }
+                    }
+                }
+                if st.next_id == NO_NODE {
+                    return Err("node ids are exhausted".into());
+                }
+                let id = st.next_id;
+                st.next_id += 1;
+                id
+            }
+        };
+        st.table.insert(
+            id,
+            Rec {
+                boot,
+                alive: true,
+                died: None,
+                addr: Some(addr),
+                gids,
+            },
+        );
+        st.dirty_gids.insert(id);
+        st.dirty_topology = true;
+        st.send_all_to.push(id);
+        st.recompute_owners(Some(0));
+        Ok(id)
+    }
+
+    /// A worker connects and registers with the manager.
+    fn register(self: &Arc<Self>, host: &str, port: u16) -> io::Result<NodeId> {
+        let mut last = io::Error::other(format!("{host} resolves to no address"));
+        for addr in (host, port).to_socket_addrs()? {
+            match TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout) {
+                Ok(mut s) => {
+                    s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
+                    s.set_nodelay(true)?;
+                    let wanted = self.me().map_or(NO_NODE, |n| n.0);
+                    let gids = self.lock().my_gids.clone();
+                    let mut w = Writer::default()
+                        .u64(self.boot)
+                        .u16(wanted)
+                        .u16(self.listen.port())
+                        .u16(gids.len() as u16);
+                    for g in &gids {
+                        w = w.gid(*g);
+                    }
+                    s.write_all(&frame::frame(Kind::Register, wanted, 0, &w.0))?;
+                    let (hdr, body) = read_frame(&mut s, 4096)?;
+                    match hdr.kind {
+                        Kind::Welcome => {
+                            let mut r = Reader::new(Kind::Welcome, &body);
+                            let id = r.u16().map_err(inv)?;
+                            if id == 0 || id == NO_NODE {
+                                return Err(inv(FrameError::Body(Kind::Welcome)));
+                            }
+                            self.me.store(u32::from(id), Ordering::Release);
+                            s.set_read_timeout(None)?;
+                            let c = self.new_conn(NodeId(0), s)?;
+                            {
+                                let mut st = self.lock();
+                                st.recompute_owners(Some(id));
+                            }
+                            self.install(c);
+                            return Ok(NodeId(id));
+                        }
+                        Kind::Refuse => {
+                            let mut r = Reader::new(Kind::Refuse, &body);
+                            let _ = r.u16();
+                            return Err(io::Error::new(io::ErrorKind::PermissionDenied, r.text()));
+                        }
+                        k => return Err(io::Error::other(format!("the manager answered {k:?}"))),
+                    }
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// A worker connects to a peer with a higher id.
+    fn connect_peer(self: &Arc<Self>, p: Peer) -> io::Result<()> {
+        let me = self
+            .me()
+            .ok_or_else(|| io::Error::other("not registered"))?;
+        let addr = p.addr.ok_or_else(|| io::Error::other("no address"))?;
+        let mut s = TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout)?;
+        s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
+        s.set_nodelay(true)?;
+        s.write_all(&frame::frame(
+            Kind::Hello,
+            me.0,
+            p.id.0,
+            &Writer::default().u16(me.0).u64(self.boot).0,
+        ))?;
+        let (hdr, body) = read_frame(&mut s, 64)?;
+        let mut r = Reader::new(Kind::HelloAck, &body);
+        if hdr.kind != Kind::HelloAck || r.u16().map_err(inv)? != p.id.0 {
+            return Err(io::Error::other(format!(
+                "node {} answered the hello wrongly",
+                p.id.0
+            )));
+        }
+        s.set_read_timeout(None)?;
+        let c = self.new_conn(p.id, s)?;
+        self.install(c);
+        Ok(())
+    }
+
+    // ---- the long-running threads ----
+
+    /// A worker's connect thread: registration, heartbeats toward the
+    /// manager, reconnection, and direct links to peers.
+    fn worker_loop(self: &Arc<Self>, host: String, port: u16) {
+        let hb = self.cfg.heartbeat;
+        let mut backoff = Duration::from_millis(20);
+        while !self.stop.load(Ordering::Relaxed) {
+            let manager = self.lock().conns.get(&0).cloned();
+            match manager {
+                None => match self.register(&host, port) {
+                    Ok(id) => {
+                        self.log(Level::Info, format_args!("registered as node {}", id.0));
+                        backoff = Duration::from_millis(20);
+                    }
+                    Err(e) => {
+                        self.log(
+                            Level::Warn,
+                            format_args!("cannot register with {host}:{port}: {e}"),
+                        );
+                        thread::sleep(backoff);
+                        backoff = (backoff * 2).min(hb);
+                        continue;
+                    }
+                },
+                Some(c) => {
+                    let quiet = c.silence();
+                    if quiet > hb * 3 {
+                        self.log(
+                            Level::Warn,
+                            format_args!(
+                                "the manager has been silent for {quiet:?}; registering again"
+                            ),
+                        );
+                        c.close();
+                        continue;
+                    }
+                    if quiet > hb {
+                        let me = self.me().map_or(NO_NODE, |n| n.0);
+                        c.heartbeat(frame::frame(Kind::Heartbeat, me, 0, &[]));
+                    }
+                }
+            }
+            // Direct links: this node connects to every alive peer with a higher id.
+            let me = self.me().map_or(0, |n| n.0);
+            let todo: Vec<Peer> = {
+                let st = self.lock();
+                st.topology
+                    .iter()
+                    .filter(|p| {
+                        p.alive && p.id.0 > me && p.id.0 != 0 && !st.conns.contains_key(&p.id.0)
+                    })
+                    .copied()
+                    .collect()
+            };
+            for p in todo {
+                if let Err(e) = self.connect_peer(p) {
+                    self.log(
+                        Level::Info,
+                        format_args!(
+                            "cannot reach node {} directly ({e}); the manager relays",
+                            p.id.0
+                        ),
+                    );
+                }
+            }
+            let st = self.lock();
+            let _ = self.changed.wait_timeout(st, hb / 4);
+        }
+    }
+
+    /// The manager's health-check thread: heartbeats, and dead nodes.
+    fn health_loop(self: &Arc<Self>) {
+        let hb = self.cfg.heartbeat;
+        while !self.stop.load(Ordering::Relaxed) {
+            let conns: Vec<Arc<Conn>> = self.lock().conns.values().cloned().collect();
+            for c in conns {
+                if c.silence() > hb * 3 {
+                    self.log(
+                        Level::Warn,
+                        format_args!(
+                            "node {} has been silent for {:?}: dead",
+                            c.peer.0,
+                            c.silence()
+                        ),
+                    );
+                    self.closed(&c);
+                } else {
+                    c.heartbeat(frame::frame(Kind::Heartbeat, 0, c.peer.0, &[]));
+                }
+            }
+            thread::sleep(hb);
+        }
+    }
+
+    /// The manager's broadcast thread: sends topology and GID changes.
+    fn broadcast_loop(self: &Arc<Self>) {
+        while !self.stop.load(Ordering::Relaxed) {
+            let mut st = self.lock();
+            if st.dirty_gids.is_empty() && !st.dirty_topology && st.send_all_to.is_empty() {
+                st = self
+                    .changed
+                    .wait_timeout(st, self.cfg.heartbeat)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            let dirty: Vec<u16> = std::mem::take(&mut st.dirty_gids).into_iter().collect();
+            let topo = std::mem::take(&mut st.dirty_topology);
+            let fresh = std::mem::take(&mut st.send_all_to);
+            let conns: Vec<Arc<Conn>> = st.conns.values().cloned().collect();
+            let topo_frame = frame::frame(Kind::Topology, 0, NO_NODE, &topology_body(&st.table));
+            let gid_frames: BTreeMap<u16, Vec<u8>> = st
+                .table
+                .iter()
+                .map(|(id, r)| (*id, gids_frame(0, *id, r.alive, &r.gids)))
+                .collect();
+            st.topology = table_peers(&st.table);
+            drop(st);
+            for c in &conns {
+                if fresh.contains(&c.peer.0) {
+                    c.control(topo_frame.clone());
+                    for f in gid_frames.values() {
+                        c.control(f.clone());
+                    }
+                    continue;
+                }
+                if topo {
+                    c.control(topo_frame.clone());
+                }
+                for id in &dirty {
+                    if let Some(f) = gid_frames.get(id) {
+                        c.control(f.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn spawn_threads(self: &Arc<Self>, listener: TcpListener) {
+        let s = self.clone();
+        let _ = thread::Builder::new()
+            .name("mesh-accept".into())
+            .spawn(move || s.accept_loop(listener));
+        match self.cfg.spec.clone() {
+            Spec::Manager { .. } => {
+                let s = self.clone();
+                let _ = thread::Builder::new()
+                    .name("mesh-health".into())
+                    .spawn(move || s.health_loop());
+                let s = self.clone();
+                let _ = thread::Builder::new()
+                    .name("mesh-broadcast".into())
+                    .spawn(move || s.broadcast_loop());
+            }
+            Spec::Worker { host, port } => {
+                let s = self.clone();
+                let _ = thread::Builder::new()
+                    .name("mesh-connect".into())
+                    .spawn(move || s.worker_loop(host, port));
+            }
+        }
+    }
+
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let conns: Vec<Arc<Conn>> = self.lock().conns.drain().map(|(_, c)| c).collect();
+        for c in conns {
+            c.close();
+        }
+        self.changed.notify_all();
+        self.inbound.wake_all();
+    }
+}
+
+impl State {
+    /// Recomputes GID ownership: a GID belongs to the one alive node that
+    /// claims it; a contested GID belongs to no one.
+    fn recompute_owners(&mut self, me: Option<u16>) {
+        let mut claims: HashMap<Gid, (u16, u32)> = HashMap::new();
+        let mut claim = |g: Gid, n: u16| {
+            let e = claims.entry(g).or_insert((n, 0));
+            if e.0 != n || e.1 == 0 {
+                e.1 += 1;
+            }
+            e.0 = n;
+        };
+        if !self.table.is_empty() {
+            for (id, r) in &self.table {
+                if r.alive {
+                    for g in &r.gids {
+                        claim(*g, *id);
+                    }
+                }
+            }
+        } else {
+            for (id, (alive, gids)) in &self.node_gids {
+                if *alive && Some(*id) != me {
+                    for g in gids {
+                        claim(*g, *id);
+                    }
+                }
+            }
+            if let Some(me) = me {
+                for g in self.my_gids.clone() {
+                    claim(g, me);
+                }
+            }
+        }
+        self.owners = claims
+            .into_iter()
+            .filter(|(_, (_, n))| *n == 1)
+            .map(|(g, (o, _))| (g, o))
+            .collect();
+    }
+}
+
+fn inv(e: FrameError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// Reads one frame whose body is at most `max` bytes.
+fn read_frame(s: &mut TcpStream, max: usize) -> io::Result<(Header, Vec<u8>)> {
+    let mut h = [0u8; frame::HEADER_LEN];
+    s.read_exact(&mut h)?;
+    let hdr = Header::parse(&h).map_err(inv)?;
+    if hdr.len as usize > max {
+        return Err(inv(FrameError::TooLong(hdr.len)));
+    }
+    let mut body = vec![0u8; hdr.len as usize];
+    s.read_exact(&mut body)?;
+    Ok((hdr, body))
+}
+
+fn gids_frame(src: u16, node: u16, alive: bool, gids: &[Gid]) -> Vec<u8> {
+    let mut w = Writer::default()
+        .u16(node)
+        .u8(u8::from(alive))
+        .u16(gids.len() as u16);
+    for g in gids {
+        w = w.gid(*g);
+    }
+    frame::frame(Kind::Gids, src, NO_NODE, &w.0)
+}
+
+fn parse_gids(body: &[u8]) -> Result<(u16, bool, Vec<Gid>), FrameError> {
+    let mut r = Reader::new(Kind::Gids, body);
+    let node = r.u16()?;
+    let alive = r.u8()? != 0;
+    let n = r.u16()?;
+    let gids = (0..n).map(|_| r.gid()).collect::<Result<Vec<_>, _>>()?;
+    r.end()?;
+    Ok((node, alive, gids))
+}
+
+fn table_peers(table: &BTreeMap<u16, Rec>) -> Vec<Peer> {
+    table
+        .iter()
+        .map(|(id, r)| Peer {
+            id: NodeId(*id),
+            alive: r.alive,
+            addr: r.addr,
+        })
+        .collect()
+}
+
+fn topology_body(table: &BTreeMap<u16, Rec>) -> Vec<u8> {
+    let mut w = Writer::default().u16(table.len() as u16);
+    for (id, r) in table {
+        let (ip, port) = match r.addr {
+            Some(a) => (
+                match a.ip() {
+                    IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                    IpAddr::V6(v6) => v6,
+                },
+                a.port(),
+            ),
+            None => (Ipv6Addr::UNSPECIFIED, 0),
+        };
+        w = w
+            .u16(*id)
+            .u8(u8::from(r.alive))
+            .gid(Gid(ip.octets()))
+            .u16(port);
+    }
+    w.0
+}
+
+fn parse_topology(body: &[u8]) -> Result<Vec<Peer>, FrameError> {
+    let mut r = Reader::new(Kind::Topology, body);
+    let n = r.u16()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let id = r.u16()?;
+        let alive = r.u8()? != 0;
+        let ip = Ipv6Addr::from(r.gid()?.0);
+        let port = r.u16()?;
+        let addr = (port != 0).then(|| match ip.to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), port),
+            None => SocketAddr::new(IpAddr::V6(ip), port),
+        });
+        out.push(Peer {
+            id: NodeId(id),
+            alive,
+            addr,
+        });
+    }
+    r.end()?;
+    Ok(out)
+}
+
+/// A number that tells this process apart from a restarted one.
+fn boot_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let pid = u64::from(std::process::id());
+    let addr = &t as *const u64 as u64;
+    (t ^ pid.rotate_left(32) ^ addr.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1
+}

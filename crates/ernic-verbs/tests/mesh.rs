@@ -1,0 +1,128 @@
+//! Two fabrics joined by a real TCP mesh on loopback (each with its own
+//! manager or worker node, in one process): verbs across nodes.
+
+use std::time::{Duration, Instant};
+
+use ernic_verbs::*;
+
+const T: Duration = Duration::from_secs(10);
+
+fn wait_owner(f: &Fabric, gid: Gid) {
+    let end = Instant::now() + T;
+    while f.mesh().unwrap().owner(&gid).is_none() {
+        assert!(Instant::now() < end, "GID {gid} never became known");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn two_nodes(cfg: Config) -> (Fabric, Fabric) {
+    let mut mc = MeshConfig::new("tcp:manager:listen:1".parse().unwrap());
+    mc.spec = MeshSpec::Manager { port: 0 };
+    // Port 0 is not a valid spec port; bind it directly for the test.
+    let manager = Mesh::start(MeshConfig {
+        heartbeat: Duration::from_millis(100),
+        ..mc
+    })
+    .unwrap();
+    let port = manager.listen_addr().port();
+    let wc = MeshConfig {
+        heartbeat: Duration::from_millis(100),
+        ..MeshConfig::new(MeshSpec::Worker {
+            host: "127.0.0.1".into(),
+            port,
+        })
+    };
+    let worker = Mesh::start(wc).unwrap();
+    assert_eq!(worker.wait_registered(T), Some(NodeId(1)));
+    (
+        Fabric::on_mesh(cfg.clone(), manager),
+        Fabric::on_mesh(cfg, worker),
+    )
+}
+
+#[test]
+fn verbs_cross_a_real_tcp_mesh() {
+    let (fa, fb) = two_nodes(Config::default());
+    let a = fa.open_device("fd00::a".parse().unwrap()).unwrap();
+    let b = fb.open_device("fd00::b".parse().unwrap()).unwrap();
+    wait_owner(&fa, b.gid());
+    wait_owner(&fb, a.gid());
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (a.create_cq(256).unwrap(), b.create_cq(256).unwrap());
+    let qa = pa
+        .create_qp(QpType::Rc, &ca, &ca, QpCaps::default())
+        .unwrap();
+    let qb = pb
+        .create_qp(QpType::Rc, &cb, &cb, QpCaps::default())
+        .unwrap();
+    qa.connect(b.gid(), qb.qpn(), Access::ALL).unwrap();
+    qb.connect(a.gid(), qa.qpn(), Access::ALL).unwrap();
+    let ma = pa.reg_mr(1 << 20, Access::ALL).unwrap();
+    let mb = pb.reg_mr(1 << 20, Access::ALL).unwrap();
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + 1) as u8).collect();
+    ma.write(0, &data).unwrap();
+    // WRITE, then READ it back into another place.
+    qa.post_send(
+        &SendWr::new(1, SendOp::Write(mb.remote(0).unwrap())).sgl(&[ma.sge(0, 100_000).unwrap()]),
+    )
+    .unwrap();
+    assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    let mut got = vec![0u8; 100_000];
+    mb.read(0, &mut got).unwrap();
+    assert!(got == data);
+    qa.post_send(
+        &SendWr::new(2, SendOp::Read(mb.remote(0).unwrap()))
+            .sgl(&[ma.sge(200_000, 100_000).unwrap()]),
+    )
+    .unwrap();
+    assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    ma.read(200_000, &mut got).unwrap();
+    assert!(got == data);
+    // SEND both ways, the receive posted after the SEND arrived (RNR hold).
+    qa.post_send(&SendWr::new(3, SendOp::SendImm(17)).inline(b"ping"))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    qb.post_recv(9, &[mb.sge(500_000, 64).unwrap()]).unwrap();
+    let r = cb.wait_one(T).unwrap().unwrap();
+    assert_eq!((r.wr_id, r.byte_len, r.imm), (9, 4, Some(17)));
+    assert_eq!(ca.wait_one(T).unwrap().unwrap().wr_id, 3);
+    qa.post_recv(10, &[ma.sge(600_000, 64).unwrap()]).unwrap();
+    qb.post_send(&SendWr::new(4, SendOp::Send).inline(b"pong"))
+        .unwrap();
+    assert_eq!(ca.wait_one(T).unwrap().unwrap().wr_id, 10);
+    // Atomics.
+    qa.post_send(
+        &SendWr::new(
+            5,
+            SendOp::AtomicFa {
+                remote: mb.remote(900_000).unwrap(),
+                add: 5,
+            },
+        )
+        .sgl(&[ma.sge(0, 8).unwrap()]),
+    )
+    .unwrap();
+    assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    let mut v = [0u8; 8];
+    mb.read(900_000, &mut v).unwrap();
+    assert_eq!(u64::from_ne_bytes(v), 5);
+}
+
+#[test]
+fn a_connected_qp_to_a_gid_no_node_owns_fails_to_reach_rtr() {
+    let (fa, _fb) = two_nodes(Config::default());
+    let a = fa.open_device("fd00::1a".parse().unwrap()).unwrap();
+    let pa = a.alloc_pd().unwrap();
+    let ca = a.create_cq(16).unwrap();
+    let qa = pa
+        .create_qp(QpType::Rc, &ca, &ca, QpCaps::default())
+        .unwrap();
+    let e = qa
+        .connect("fd00::dead".parse().unwrap(), Qpn(5), Access::ALL)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("no device or node owns GID fd00::dead"),
+        "{e}"
+    );
+}
