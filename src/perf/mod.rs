@@ -7,6 +7,7 @@
 
 mod baseline;
 mod loopback;
+mod remote;
 mod report;
 mod tests;
 
@@ -68,24 +69,40 @@ impl fmt::Display for Test {
 /// Arguments of `ernic perf`.
 #[derive(Args, Debug, Clone)]
 #[command(after_help = "\
-Both sides run in this process, each on its own thread, over the loopback fabric.
+With no HOST and no --server, both sides run in this process, each on its own
+thread, over the loopback fabric. With --server on one machine and HOST on the
+other (perftest-style), the two processes meet over TCP on -p PORT, and the
+RDMA traffic crosses the ernic TCP mesh; the client prints the results.
 
 Bandwidth is reported in MB/sec (2^20 bytes) in the table, as perftest does, and
 in Gbit/s (10^9 bits) as bw_gbps in JSON. Latency is one-way (half the round
 trip) for write_lat and send_lat, the full round trip for read_lat and atomic_lat.
 
 --baseline measures, in the same run, memcpy of the same size (bandwidth tests)
-or a ping-pong between two threads through shared memory (latency tests), and
-prints ratio = ernic's figure / the baseline's: for bandwidth higher is better,
-for latency lower is better.
+or a ping-pong between two threads through shared memory (latency tests) in
+one process; across two processes, a plain TCP stream (bandwidth) or a TCP
+ping-pong (latency) between the same two processes. It prints ratio = ernic's
+figure / the baseline's: for bandwidth higher is better, for latency lower is
+better.
 
 Examples:
   ernic perf write_bw -s 1M --baseline
   ernic perf send_lat -s 8 -n 100000
-  ernic perf read_bw -a --json")]
+  ernic perf read_bw -a --json
+  ernic perf write_bw --server              (on one side)
+  ernic perf write_bw 10.0.0.1 -s 1M --baseline   (on the other)")]
 pub struct PerfArgs {
     /// The test to run.
     pub test: Test,
+    /// Run against `ernic perf TEST --server` on this host (over the TCP mesh).
+    #[arg(conflicts_with = "server")]
+    pub host: Option<String>,
+    /// Wait for a client (`ernic perf TEST HOST`) and serve its run.
+    #[arg(long)]
+    pub server: bool,
+    /// Out-of-band port the server listens on.
+    #[arg(short = 'p', long = "port", default_value_t = remote::DEFAULT_PORT)]
+    pub port: u16,
     /// Message size in bytes; K, M and G suffixes are powers of 1024 (4K, 1M).
     /// Default: 65536 for bandwidth tests, 2 for latency tests (8 for atomic_lat).
     #[arg(short = 's', long = "size", value_parser = parse_size)]
@@ -178,15 +195,25 @@ impl Plan {
 /// The out-of-band channel the two sides synchronise over.
 pub trait Oob: Send + Sync {
     /// Waits until the other side reaches the same barrier.
-    fn barrier(&self);
+    fn barrier(&self) -> Result<()>;
 }
 
 /// Runs `ernic perf`.
 pub fn run(a: &PerfArgs) -> Result<()> {
+    if a.server {
+        return remote::server(a.test, a.port, a.json);
+    }
     let plan = Plan::from_args(a)?;
-    let mut out = report::Reporter::new(plan.test, a.json, a.baseline);
+    let transport = match &a.host {
+        Some(h) => format!("ernic TCP mesh to {h} (two processes)"),
+        None => "loopback fabric (both sides in this process)".to_string(),
+    };
+    let mut out = report::Reporter::new(plan.test, a.json, a.baseline, transport, a.host.is_some());
     out.header(&plan);
-    loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?;
+    match &a.host {
+        Some(h) => remote::client(&plan, h, a.port, a.baseline, &mut |row| out.row(&row))?,
+        None => loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?,
+    }
     out.footer();
     Ok(())
 }

@@ -73,14 +73,33 @@ pub struct Reporter {
     test: Test,
     json: bool,
     baseline: bool,
+    transport: String,
+    /// Two processes: the baselines are TCP, not memcpy and threads.
+    remote: bool,
 }
 
 impl Reporter {
-    pub fn new(test: Test, json: bool, baseline: bool) -> Reporter {
+    pub fn new(
+        test: Test,
+        json: bool,
+        baseline: bool,
+        transport: String,
+        remote: bool,
+    ) -> Reporter {
         Reporter {
             test,
             json,
             baseline,
+            transport,
+            remote,
+        }
+    }
+
+    fn base_names(&self) -> (&'static str, &'static str) {
+        if self.remote {
+            ("tcp[MB/sec]", "tcp[usec]")
+        } else {
+            ("memcpy[MB/sec]", "threads[usec]")
         }
     }
 
@@ -90,7 +109,7 @@ impl Reporter {
         }
         println!("{RULE}");
         println!("                    {}", self.test.banner());
-        println!(" Transport       : loopback fabric (both sides in this process)");
+        println!(" Transport       : {}", self.transport);
         println!(" Connection type : RC");
         if self.test.is_bw() {
             println!(" TX depth        : {}", plan.tx_depth);
@@ -101,14 +120,14 @@ impl Reporter {
                 " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"
             );
             if self.baseline {
-                print!("   memcpy[MB/sec]   ratio");
+                print!("   {:<16} ratio", self.base_names().0);
             }
         } else {
             print!(
                 " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
             );
             if self.baseline {
-                print!("   threads[usec]   ratio");
+                print!("   {:<15} ratio", self.base_names().1);
             }
         }
         println!();
@@ -131,11 +150,11 @@ impl Reporter {
                         "bw_peak_gbps": peak * 8.0 / 1e9,
                         "bw_MBps": avg / MB,
                         "msg_rate_mpps": msg_rate / 1e6,
-                        "transport": "loopback",
+                        "transport": if self.remote { "mesh" } else { "loopback" },
                     });
                     if let (Some(b), Some(r)) = (row.baseline, ratio) {
                         o["baseline_gbps"] = json!(b * 8.0 / 1e9);
-                        o["baseline"] = json!("memcpy");
+                        o["baseline"] = json!(if self.remote { "tcp stream" } else { "memcpy" });
                         o["ratio"] = json!(r);
                     }
                     println!("{o}");
@@ -170,11 +189,15 @@ impl Reporter {
                         "lat_us_stdev": st.stdev,
                         "lat_us_p99": st.p99,
                         "lat_us_p999": st.p999,
-                        "transport": "loopback",
+                        "transport": if self.remote { "mesh" } else { "loopback" },
                     });
                     if let (Some(b), Some(r)) = (row.baseline, ratio) {
                         o["baseline_us"] = json!(b);
-                        o["baseline"] = json!("thread ping-pong");
+                        o["baseline"] = json!(if self.remote {
+                            "tcp ping-pong"
+                        } else {
+                            "thread ping-pong"
+                        });
                         o["ratio"] = json!(r);
                     }
                     println!("{o}");

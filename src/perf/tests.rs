@@ -7,8 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
-use ernic_verbs::{Cq, Mr, Qp, RecvWr, RemoteAddr, SendOp, SendWr, Wc, WcStatus};
+use anyhow::{Context, Result, bail};
+use ernic_verbs::{
+    Access, Cq, Device, Mr, Qp, QpCaps, QpType, RecvWr, RemoteAddr, SendOp, SendWr, Wc, WcStatus,
+};
 
 use super::{Oob, Test};
 
@@ -29,6 +31,41 @@ pub struct Side {
     pub half: usize,
     /// The peer's receiving half.
     pub remote: RemoteAddr,
+}
+
+impl Side {
+    /// Builds one side's resources on `dev`: CQs and an RC QP sized for
+    /// `tx_depth`, and a buffer of twice the largest size. The QP is not
+    /// connected yet, nor is `remote` known.
+    pub fn build(dev: &Device, max: usize, tx_depth: u32) -> Result<Side> {
+        let pd = dev.alloc_pd()?;
+        let scq = dev.create_cq(tx_depth * 2 + 64)?;
+        let rcq = dev.create_cq(RX_DEPTH * 2)?;
+        let caps = QpCaps {
+            max_send_wr: tx_depth.max(16),
+            max_recv_wr: RX_DEPTH,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        };
+        let qp = pd.create_qp(QpType::Rc, &scq, &rcq, caps)?;
+        let mr = pd
+            .reg_mr(2 * max, Access::ALL)
+            .with_context(|| format!("registering two {max}-byte buffers"))?;
+        Ok(Side {
+            qp,
+            scq,
+            rcq,
+            mr,
+            half: max,
+            remote: RemoteAddr::default(),
+        })
+    }
+
+    /// Where the peer may write: this side's receiving half.
+    pub fn target(&self) -> Result<RemoteAddr> {
+        Ok(self.mr.remote(self.half)?)
+    }
 }
 
 /// What a client measured for one size.
@@ -119,14 +156,14 @@ pub fn client(
     tx_depth: u32,
     oob: &dyn Oob,
 ) -> Result<Measure> {
-    oob.barrier();
+    oob.barrier()?;
     let m = match test {
         Test::WriteBw | Test::ReadBw | Test::SendBw => stream(test, s, size, iters, tx_depth)?,
         Test::WriteLat => write_pingpong(s, size, iters, true)?,
         Test::SendLat => send_pingpong(s, size, iters, true)?,
         Test::ReadLat | Test::AtomicLat => one_sided_lat(test, s, size, iters)?,
     };
-    oob.barrier();
+    oob.barrier()?;
     Ok(m)
 }
 
@@ -138,21 +175,21 @@ pub fn server(test: Test, s: &Side, size: u64, iters: u64, oob: &dyn Oob) -> Res
             for i in 0..first {
                 s.qp.post_recv(i, &[s.mr.sge(s.half, size as u32)?])?;
             }
-            oob.barrier();
+            oob.barrier()?;
             sink(s, size, iters, first)?;
         }
         Test::SendLat => {
             post_lat_recvs(s, size)?;
-            oob.barrier();
+            oob.barrier()?;
             send_pingpong(s, size, iters, false)?;
         }
         Test::WriteLat => {
-            oob.barrier();
+            oob.barrier()?;
             write_pingpong(s, size, iters, false)?;
         }
-        Test::WriteBw | Test::ReadBw | Test::ReadLat | Test::AtomicLat => oob.barrier(),
+        Test::WriteBw | Test::ReadBw | Test::ReadLat | Test::AtomicLat => oob.barrier()?,
     }
-    oob.barrier();
+    oob.barrier()?;
     Ok(())
 }
 

@@ -1126,6 +1126,8 @@ impl<M: DmaMemory> Engine<M> {
         slot.ud = wr.ud;
         slot.decode_error = wr.decode_error;
         slot.done = None;
+        slot.sent = 0;
+        slot.req_id = 0;
         slot.sgl.clear();
         slot.inline.clear();
         if wr.decode_error.is_none() {

@@ -385,11 +385,10 @@ impl<M: DmaMemory> Engine<M> {
                 break Err(e);
             }
             sent += piece;
-            let p = self
-                .remote
-                .pending
-                .get_mut(&req_id)
-                .expect("inserted above");
+            let Some(p) = self.remote.pending.get_mut(&req_id) else {
+                // Answered and ended (in error) while pieces were still going.
+                break Ok(());
+            };
             p.sent += 1;
             if op == Op::ReadReq {
                 p.reads_out += piece;
