@@ -223,11 +223,11 @@ fn stream(test: Test, s: &Side, size: u64, iters: u64, tx_depth: u32) -> Result<
             check(c, test.banner())?;
             done = done.max(c.wr_id + 1);
         }
-        // Peak over windows of at least a millisecond: completions arrive in
-        // bursts, and a burst over a few microseconds says nothing.
+        // Peak over windows of at least 50 ms: completions arrive in
+        // bursts, and a burst over a short window says nothing.
         let now = Instant::now();
         let dt = now.duration_since(last_t).as_secs_f64();
-        if dt >= 1e-3 {
+        if dt >= 0.05 {
             peak = peak.max((done - last_done) as f64 * size as f64 / dt);
             (last_t, last_done) = (now, done);
         }

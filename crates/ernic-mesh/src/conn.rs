@@ -1,27 +1,42 @@
-//! One TCP connection to a peer server, with its send queue and send thread.
+//! One TCP connection to a peer server: its send queue, its frame reader,
+//! and the send thread.
 //!
-//! The device thread never writes to a socket: it queues, and the
-//! connection's send thread writes. Heartbeats and their answers never wait
-//! behind data: at most one of each is queued, ahead of everything else,
-//! then control frames, then data. Data is bounded per connection (requests
-//! and replies separately); an empty queue takes any one message. A write
-//! that makes no progress for the send timeout shuts the connection down,
-//! which the receive side then sees as the peer hanging up.
+//! The device thread never waits on a socket. A frame queued on an empty,
+//! idle connection is written at once with a non-blocking send; whatever the
+//! socket does not take waits in the queue for the send thread, which writes
+//! it (blocking, bounded by the send timeout). Frames leave in the order they
+//! were queued: nobody writes inline while the send thread is writing or
+//! while anything waits ahead.
+//!
+//! Heartbeats and their answers never wait behind data: at most one of each
+//! is queued, ahead of everything else, then control frames, then data. Data
+//! is bounded per connection (requests and replies separately); an empty
+//! queue takes any one message. A write that makes no progress for the send
+//! timeout shuts the connection down, which the receive side then sees as the
+//! peer hanging up.
+//!
+//! Reading is a resumable state machine ([`ReadState`]) behind a lock, so
+//! either the connection's receive thread or a thread that is polling anyway
+//! can take the next frames off the socket.
 
 use std::collections::VecDeque;
-use std::io::Write;
+use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ernic_core::NodeId;
 
-/// A queued data frame.
+use crate::frame::{self, FrameError, Header};
+use crate::sys;
+
+/// A queued data frame; `offset` bytes of it have been written already.
 struct Item {
     frame: Vec<u8>,
     tag: u64,
     reply: bool,
+    offset: usize,
 }
 
 #[derive(Default)]
@@ -32,6 +47,31 @@ struct Queue {
     data: VecDeque<Item>,
     request_bytes: usize,
     reply_bytes: usize,
+    /// The send thread is writing a frame it took off the queue.
+    writing: bool,
+}
+
+impl Queue {
+    fn idle(&self) -> bool {
+        !self.writing
+            && self.heartbeat.is_none()
+            && self.answer.is_none()
+            && self.control.is_empty()
+            && self.data.is_empty()
+    }
+
+    fn account(&mut self, len: usize, reply: bool, add: bool) {
+        let c = if reply {
+            &mut self.reply_bytes
+        } else {
+            &mut self.request_bytes
+        };
+        if add {
+            *c += len;
+        } else {
+            *c = c.saturating_sub(len);
+        }
+    }
 }
 
 /// Why a frame was not queued.
@@ -43,11 +83,36 @@ pub(crate) enum QueueError {
     Closed,
 }
 
+/// Where the reader is in the byte stream.
+#[derive(Default)]
+pub(crate) struct ReadState {
+    hdr: [u8; frame::HEADER_LEN],
+    hdr_got: usize,
+    body: Option<(Header, Vec<u8>)>,
+    body_got: usize,
+    /// A complete frame that could not be handed on yet (no room); it goes
+    /// before anything read after it.
+    pub ready: Option<(Header, Vec<u8>)>,
+}
+
+/// What one read step found.
+pub(crate) enum ReadStep {
+    /// A whole frame: its header, and a buffer holding header and body.
+    Frame(Header, Vec<u8>),
+    /// Nothing more for now.
+    Pending,
+    /// The peer closed the stream.
+    Eof,
+    /// A frame header that could not be accepted.
+    Bad(FrameError),
+}
+
 pub(crate) struct Conn {
     pub peer: NodeId,
     stream: TcpStream,
     q: Mutex<Queue>,
     cv: Condvar,
+    reader: Mutex<ReadState>,
     closed: AtomicBool,
     /// Milliseconds since `epoch` when something was last read from the peer.
     heard: AtomicU64,
@@ -63,14 +128,16 @@ impl Conn {
         max_requests: usize,
         max_replies: usize,
         send_timeout: Duration,
-    ) -> std::io::Result<Conn> {
+    ) -> io::Result<Conn> {
         stream.set_nodelay(true)?;
         stream.set_write_timeout(Some(send_timeout))?;
+        stream.set_read_timeout(None)?;
         Ok(Conn {
             peer,
             stream,
             q: Mutex::new(Queue::default()),
             cv: Condvar::new(),
+            reader: Mutex::new(ReadState::default()),
             closed: AtomicBool::new(false),
             heard: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -79,13 +146,8 @@ impl Conn {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
         self.q.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The socket, for the receive thread.
-    pub fn reader(&self) -> std::io::Result<TcpStream> {
-        self.stream.try_clone()
     }
 
     pub fn closed_flag(&self) -> &AtomicBool {
@@ -100,9 +162,7 @@ impl Conn {
     pub fn close(&self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
             let _ = self.stream.shutdown(Shutdown::Both);
-            let mut q = self.lock();
-            *q = Queue::default();
-            drop(q);
+            *self.lock() = Queue::default();
             self.cv.notify_all();
         }
     }
@@ -149,7 +209,12 @@ impl Conn {
     }
 
     /// Whether a data frame of `len` bytes fits now.
-    fn fits(&self, q: &Queue, len: usize, reply: bool) -> bool {
+    pub fn fits(&self, len: usize, reply: bool) -> bool {
+        let q = self.lock();
+        self.fits_in(&q, len, reply)
+    }
+
+    fn fits_in(&self, q: &Queue, len: usize, reply: bool) -> bool {
         if reply {
             q.reply_bytes == 0 || q.reply_bytes + len <= self.max_replies
         } else {
@@ -157,33 +222,56 @@ impl Conn {
         }
     }
 
-    /// Queues a data frame if it fits.
-    pub fn data(&self, frame: Vec<u8>, tag: u64, reply: bool) -> Result<(), (QueueError, Vec<u8>)> {
+    /// Queues a data frame if it fits, writing it at once when the
+    /// connection is idle. Returns the buffer when it has been written whole.
+    pub fn data(
+        &self,
+        frame: Vec<u8>,
+        tag: u64,
+        reply: bool,
+    ) -> Result<Option<Vec<u8>>, (QueueError, Vec<u8>)> {
         if self.is_closed() {
             return Err((QueueError::Closed, frame));
         }
         let mut q = self.lock();
-        if !self.fits(&q, frame.len(), reply) {
+        if !self.fits_in(&q, frame.len(), reply) {
             return Err((QueueError::Full, frame));
         }
-        if reply {
-            q.reply_bytes += frame.len();
-        } else {
-            q.request_bytes += frame.len();
+        let mut offset = 0;
+        if q.idle() {
+            match sys::send_now(&self.stream, &frame) {
+                Ok(n) if n == frame.len() => return Ok(Some(frame)),
+                Ok(n) => offset = n,
+                Err(_) => {
+                    drop(q);
+                    self.close();
+                    return Err((QueueError::Closed, frame));
+                }
+            }
         }
-        q.data.push_back(Item { frame, tag, reply });
+        q.account(frame.len(), reply, true);
+        q.data.push_back(Item {
+            frame,
+            tag,
+            reply,
+            offset,
+        });
         drop(q);
         self.cv.notify_all();
-        Ok(())
+        Ok(None)
     }
 
     /// Queues a data frame, waiting up to `limit` for room (the manager
-    /// relaying a request).
-    pub fn data_wait(&self, mut frame: Vec<u8>, limit: Duration) -> Result<(), QueueError> {
+    /// relaying a request). Returns a buffer written whole, for reuse.
+    pub fn data_wait(
+        &self,
+        mut frame: Vec<u8>,
+        limit: Duration,
+    ) -> Result<Option<Vec<u8>>, QueueError> {
         let end = Instant::now() + limit;
         loop {
             match self.data(frame, 0, false) {
-                Ok(()) => return Ok(()),
+                Ok(done) => return Ok(done),
                 Err((QueueError::Closed, _)) => return Err(QueueError::Closed),
                 Err((QueueError::Full, f)) => {
                     frame = f;
@@ -197,13 +285,40 @@ impl Conn {
         }
     }
 
-    /// Takes back queued data frames tagged `tag`; returns them for recycling.
+    /// Writes what the socket takes now of the data queue, when the send
+    /// thread is not busy (a polling thread doing the send thread's work).
+    /// Frames written whole go to `done`.
+    pub fn flush_now(&self, done: &mut dyn FnMut(Vec<u8>)) {
+        let mut q = self.lock();
+        while !q.writing && q.heartbeat.is_none() && q.answer.is_none() && q.control.is_empty() {
+            let Some(it) = q.data.front_mut() else { break };
+            match sys::send_now(&self.stream, &it.frame[it.offset..]) {
+                Ok(n) => {
+                    it.offset += n;
+                    if it.offset < it.frame.len() {
+                        break;
+                    }
+                    let it = q.data.pop_front().expect("front exists");
+                    q.account(it.frame.len(), it.reply, false);
+                    done(it.frame);
+                }
+                Err(_) => {
+                    drop(q);
+                    self.close();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes back queued data frames tagged `tag` that have not started to
+    /// go out; returns them for recycling.
     pub fn cancel(&self, tag: u64, out: &mut Vec<Vec<u8>>) {
         let mut q = self.lock();
         let mut kept = VecDeque::with_capacity(q.data.len());
         let mut freed = 0;
         for it in q.data.drain(..) {
-            if it.tag == tag && !it.reply {
+            if it.tag == tag && !it.reply && it.offset == 0 {
                 freed += it.frame.len();
                 out.push(it.frame);
             } else {
@@ -222,45 +337,96 @@ impl Conn {
             Err(_) => return self.close(),
         };
         loop {
-            let (frame, data) = {
+            let (frame, offset, data) = {
                 let mut q = self.lock();
-                loop {
+                let item = loop {
                     if self.is_closed() {
                         return;
                     }
                     if let Some(f) = q.heartbeat.take() {
-                        break (f, None);
+                        break (f, 0, None);
                     }
                     if let Some(f) = q.answer.take() {
-                        break (f, None);
+                        break (f, 0, None);
                     }
                     if let Some(f) = q.control.pop_front() {
-                        break (f, None);
+                        break (f, 0, None);
                     }
                     if let Some(it) = q.data.pop_front() {
-                        break (it.frame, Some(it.reply));
+                        break (it.frame, it.offset, Some(it.reply));
                     }
                     q = self.cv.wait(q).unwrap_or_else(|p| p.into_inner());
-                }
+                };
+                q.writing = true;
+                item
             };
             // A write that makes no progress for the send timeout fails and
             // shuts the connection down.
-            let ok = w.write_all(&frame).is_ok();
+            let ok = w.write_all(&frame[offset..]).is_ok();
+            let mut q = self.lock();
+            q.writing = false;
             if let Some(reply) = data {
-                let mut q = self.lock();
-                if reply {
-                    q.reply_bytes = q.reply_bytes.saturating_sub(frame.len());
-                } else {
-                    q.request_bytes = q.request_bytes.saturating_sub(frame.len());
-                }
-                drop(q);
-                self.cv.notify_all();
+                q.account(frame.len(), reply, false);
+            }
+            drop(q);
+            self.cv.notify_all();
+            if data.is_some() {
                 recycle(frame);
             }
             if !ok {
                 self.close();
                 return;
             }
+        }
+    }
+
+    /// The reader, for the receive thread.
+    pub fn reader(&self) -> MutexGuard<'_, ReadState> {
+        self.reader.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The reader, if no one else is reading.
+    pub fn try_reader(&self) -> Option<MutexGuard<'_, ReadState>> {
+        self.reader.try_lock().ok()
+    }
+
+    /// Waits up to `timeout` for bytes to read.
+    pub fn wait_readable(&self, timeout: Duration) -> bool {
+        sys::wait_readable(&self.stream, timeout)
+    }
+
+    /// Reads what has arrived toward the next frame, without blocking.
+    pub fn read_step(&self, rs: &mut ReadState, alloc: &dyn Fn(usize) -> Vec<u8>) -> ReadStep {
+        loop {
+            if let Some((h, buf)) = rs.body.as_mut() {
+                if rs.body_got == buf.len() {
+                    let (h, buf) = (*h, rs.body.take().expect("some").1);
+                    rs.hdr_got = 0;
+                    return ReadStep::Frame(h, buf);
+                }
+                match sys::recv_now(&self.stream, &mut buf[rs.body_got..]) {
+                    Ok(None) => return ReadStep::Pending,
+                    Ok(Some(0)) | Err(_) => return ReadStep::Eof,
+                    Ok(Some(n)) => rs.body_got += n,
+                }
+                continue;
+            }
+            match sys::recv_now(&self.stream, &mut rs.hdr[rs.hdr_got..]) {
+                Ok(None) => return ReadStep::Pending,
+                Ok(Some(0)) | Err(_) => return ReadStep::Eof,
+                Ok(Some(n)) => rs.hdr_got += n,
+            }
+            if rs.hdr_got < frame::HEADER_LEN {
+                continue;
+            }
+            let h = match Header::parse(&rs.hdr) {
+                Ok(h) => h,
+                Err(e) => return ReadStep::Bad(e),
+            };
+            let mut buf = alloc(frame::HEADER_LEN + h.len as usize);
+            buf[..frame::HEADER_LEN].copy_from_slice(&rs.hdr);
+            rs.body = Some((h, buf));
+            rs.body_got = frame::HEADER_LEN;
         }
     }
 }

@@ -49,6 +49,8 @@ pub(crate) struct Inbound {
     stall: Duration,
     /// Messages queued (readable without the lock).
     queued: AtomicUsize,
+    /// Threads waiting for a message: a push wakes them only if there are any.
+    sleepers: AtomicUsize,
 }
 
 /// Why a message was not queued.
@@ -78,6 +80,7 @@ impl Inbound {
             max_msgs,
             stall,
             queued: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
         }
     }
 
@@ -116,7 +119,28 @@ impl Inbound {
         st.msgs.push_back(m);
         self.queued.store(st.msgs.len(), Ordering::Release);
         drop(st);
-        self.not_empty.notify_all();
+        if self.sleepers.load(Ordering::Acquire) > 0 {
+            self.not_empty.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Queues a message if it fits now; gives it back if not.
+    pub fn try_push(&self, m: Message) -> Result<(), Message> {
+        let size = m.buf.len();
+        let mut st = self.lock();
+        let fits = st.count == 0 || (st.bytes + size <= self.max_bytes && st.count < self.max_msgs);
+        if !fits {
+            return Err(m);
+        }
+        st.bytes += size;
+        st.count += 1;
+        st.msgs.push_back(m);
+        self.queued.store(st.msgs.len(), Ordering::Release);
+        drop(st);
+        if self.sleepers.load(Ordering::Acquire) > 0 {
+            self.not_empty.notify_all();
+        }
         Ok(())
     }
 
@@ -147,10 +171,12 @@ impl Inbound {
 
     /// Waits up to `timeout` for a message.
     pub fn wait(&self, timeout: Duration) {
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
         let st = self.lock();
         if st.msgs.is_empty() {
             let _ = self.not_empty.wait_timeout(st, timeout);
         }
+        self.sleepers.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// A device loop pass begins.

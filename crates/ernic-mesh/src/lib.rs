@@ -26,6 +26,8 @@ pub mod frame;
 mod inbound;
 mod node;
 pub mod spec;
+#[allow(unsafe_code)]
+mod sys;
 
 use std::io;
 use std::net::{Ipv6Addr, SocketAddr, TcpListener};
@@ -172,6 +174,20 @@ impl Mesh {
         self.shared.inbound.pop()
     }
 
+    /// Does the I/O that is ready on every connection without blocking:
+    /// writes queued data, reads arrived frames into the inbound queue. A
+    /// thread that polls anyway calls this so messages need not wait for the
+    /// send and receive threads to wake.
+    pub fn poll_io(&self) {
+        self.shared.poll_io();
+    }
+
+    /// Whether some thread polled the connections itself within the last
+    /// millisecond (the device thread then need not wake for messages).
+    pub fn poller_active(&self) -> bool {
+        self.shared.poller_active()
+    }
+
     /// Whether messages wait.
     pub fn has_messages(&self) -> bool {
         self.shared.inbound.has_messages()
@@ -256,6 +272,11 @@ impl Remote for Carrier {
             self.shared.route(&st, to)
         };
         let (conn, dst) = route.ok_or(SendError::NoRoute)?;
+        if !conn.fits(HEADER_LEN + out.len, out.reply) {
+            // Checked before the payload is gathered, so a full connection
+            // costs no copy.
+            return Err(SendError::Busy);
+        }
         let mut buf = self.shared.buffer(HEADER_LEN + out.len);
         Header {
             kind: Kind::Data,
@@ -266,7 +287,12 @@ impl Remote for Carrier {
         .emit(&mut buf);
         (out.fill)(&mut buf[HEADER_LEN..]);
         match conn.data(buf, out.tag, out.reply) {
-            Ok(()) => Ok(()),
+            Ok(done) => {
+                if let Some(b) = done {
+                    self.shared.recycle(b);
+                }
+                Ok(())
+            }
             Err((e, buf)) => {
                 self.shared.recycle(buf);
                 Err(match e {

@@ -11,16 +11,16 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ernic_core::{Gid, NodeId};
 
-use crate::conn::Conn;
+use crate::conn::{Conn, QueueError, ReadState, ReadStep};
 use crate::frame::{self, FrameError, Header, Kind, NO_NODE, Reader, Writer};
-use crate::inbound::{Inbound, Message, Refused};
+use crate::inbound::{Inbound, Message};
 use crate::{MeshConfig, Spec};
 
 /// How loud the mesh is on stderr (`ERNIC_LOG=error|warn|info|debug`).
@@ -96,7 +96,17 @@ pub(crate) struct Shared {
     pub stop: AtomicBool,
     pub listen: SocketAddr,
     level: Level,
+    /// The connections, for pollers (a snapshot replaced on every change).
+    conn_list: Mutex<Arc<Vec<Arc<Conn>>>>,
+    /// When a thread last polled the connections itself ([`Shared::poll_io`]),
+    /// in microseconds since `epoch`.
+    polled: AtomicU64,
+    epoch: Instant,
 }
+
+/// A poller that polled within this long is taken to be polling still: the
+/// receive threads leave the reading to it.
+const POLLER_WINDOW: Duration = Duration::from_millis(1);
 
 const NO_ID: u32 = u32::MAX;
 
@@ -135,6 +145,9 @@ impl Shared {
             stop: AtomicBool::new(false),
             listen,
             level: log_level(),
+            conn_list: Mutex::new(Arc::new(Vec::new())),
+            polled: AtomicU64::new(0),
+            epoch: Instant::now(),
             cfg,
         }
     }
@@ -263,9 +276,19 @@ impl Shared {
         });
     }
 
+    fn publish_conns(&self, st: &State) {
+        let list: Vec<Arc<Conn>> = st.conns.values().cloned().collect();
+        *self.conn_list.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(list);
+    }
+
     /// Registers a connection to `peer`, replacing (and closing) an older one.
     fn install(self: &Arc<Self>, c: Arc<Conn>) {
-        let old = self.lock().conns.insert(c.peer.0, c.clone());
+        let old = {
+            let mut st = self.lock();
+            let old = st.conns.insert(c.peer.0, c.clone());
+            self.publish_conns(&st);
+            old
+        };
         if let Some(o) = old {
             o.close();
         }
@@ -283,6 +306,7 @@ impl Shared {
             return;
         }
         st.conns.remove(&c.peer.0);
+        self.publish_conns(&st);
         if self.manager {
             if let Some(r) = st.table.get_mut(&c.peer.0) {
                 if r.alive {
@@ -306,45 +330,110 @@ impl Shared {
         self.changed.notify_all();
     }
 
+    /// The receive thread: waits for bytes, then reads frames (unless a
+    /// polling thread is reading them already) and hands them on, waiting
+    /// for room when the inbound queue is full.
     fn recv_loop(self: &Arc<Self>, c: &Arc<Conn>) {
-        let Ok(mut r) = c.reader() else { return };
-        loop {
-            let mut h = [0u8; frame::HEADER_LEN];
-            if r.read_exact(&mut h).is_err() {
-                return;
+        while !c.is_closed() && !self.stop.load(Ordering::Relaxed) {
+            let leftover = c.reader().ready.is_some();
+            if !leftover && !c.wait_readable(Duration::from_millis(100)) {
+                continue;
             }
-            let hdr = match Header::parse(&h) {
-                Ok(h) => h,
-                Err(e) => {
-                    self.log(
-                        Level::Warn,
-                        format_args!("closing connection to node {}: {e}", c.peer.0),
-                    );
-                    return;
-                }
-            };
-            let mut buf = self.buffer(frame::HEADER_LEN + hdr.len as usize);
-            buf[..frame::HEADER_LEN].copy_from_slice(&h);
-            if r.read_exact(&mut buf[frame::HEADER_LEN..]).is_err() {
-                return;
+            if self.poller_active() {
+                // A polling thread reads what arrives sooner than this thread
+                // could wake; stay out of its way, and take over if it stops.
+                thread::sleep(Duration::from_micros(200));
+                continue;
             }
-            c.heard();
-            if let Err(e) = self.handle(c, hdr, buf) {
-                self.log(
-                    Level::Warn,
-                    format_args!("closing connection to node {}: {e}", c.peer.0),
-                );
+            let mut rs = c.reader();
+            if !self.read_frames(c, &mut rs, true) {
                 return;
             }
         }
     }
 
+    /// Reads and handles the frames that have arrived. With `blocking`, a
+    /// frame with no room to go waits for it; without, it stays in the
+    /// reader for later. Returns false when the connection is done.
+    fn read_frames(self: &Arc<Self>, c: &Arc<Conn>, rs: &mut ReadState, blocking: bool) -> bool {
+        if let Some((h, buf)) = rs.ready.take() {
+            match self.handle(c, h, buf, blocking) {
+                Ok(None) => {}
+                Ok(Some(back)) => {
+                    rs.ready = Some(back);
+                    return true;
+                }
+                Err(e) => return self.drop_conn(c, e),
+            }
+        }
+        loop {
+            match c.read_step(rs, &|n| self.buffer(n)) {
+                ReadStep::Pending => return true,
+                ReadStep::Eof => {
+                    c.close();
+                    return false;
+                }
+                ReadStep::Bad(e) => return self.drop_conn(c, e),
+                ReadStep::Frame(h, buf) => {
+                    c.heard();
+                    match self.handle(c, h, buf, blocking) {
+                        Ok(None) => {}
+                        Ok(Some(back)) => {
+                            rs.ready = Some(back);
+                            return true;
+                        }
+                        Err(e) => return self.drop_conn(c, e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether a thread is polling the connections itself.
+    pub fn poller_active(&self) -> bool {
+        let last = Duration::from_micros(self.polled.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(last) < POLLER_WINDOW
+    }
+
+    fn drop_conn(&self, c: &Arc<Conn>, e: FrameError) -> bool {
+        self.log(
+            Level::Warn,
+            format_args!("closing connection to node {}: {e}", c.peer.0),
+        );
+        c.close();
+        false
+    }
+
+    /// Does the connections' I/O that is ready, without blocking: writes
+    /// queued data the socket takes, reads arrived frames into the inbound
+    /// queue. A thread that polls anyway (the device's) calls this so a
+    /// message need not wait for a send or receive thread to wake.
+    pub fn poll_io(self: &Arc<Self>) {
+        self.polled
+            .store(self.epoch.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let conns = self
+            .conn_list
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for c in conns.iter() {
+            c.flush_now(&mut |b| self.recycle(b));
+            if let Some(mut rs) = c.try_reader() {
+                self.read_frames(c, &mut rs, false);
+            }
+        }
+    }
+
+    /// Handles one frame. Without `blocking`, a frame that has no room to go
+    /// (inbound queue or relay target full) is given back.
+    #[allow(clippy::type_complexity)]
     fn handle(
         self: &Arc<Self>,
         c: &Arc<Conn>,
         hdr: Header,
         buf: Vec<u8>,
-    ) -> Result<(), FrameError> {
+        blocking: bool,
+    ) -> Result<Option<(Header, Vec<u8>)>, FrameError> {
         let me = self.me().map_or(NO_NODE, |n| n.0);
         let body = &buf[frame::HEADER_LEN..];
         match hdr.kind {
@@ -366,7 +455,7 @@ impl Shared {
                         ),
                     );
                     self.recycle(buf);
-                    return Ok(());
+                    return Ok(None);
                 }
                 if hdr.dst == NO_NODE || hdr.dst == me {
                     let m = Message {
@@ -374,12 +463,14 @@ impl Shared {
                         buf,
                         start: frame::HEADER_LEN,
                     };
-                    match self.inbound.push(m, c.closed_flag()) {
-                        Ok(()) | Err(Refused::Closed) => {}
-                        Err(Refused::Dropped) => {}
+                    if blocking {
+                        // Waits for room; drops only when the device loop stalls.
+                        let _ = self.inbound.push(m, c.closed_flag());
+                    } else if let Err(m) = self.inbound.try_push(m) {
+                        return Ok(Some((hdr, m.buf)));
                     }
                 } else if self.manager {
-                    self.relay(hdr, buf);
+                    return Ok(self.relay(hdr, buf, blocking));
                 } else {
                     self.recycle(buf);
                 }
@@ -404,6 +495,7 @@ impl Shared {
                 let mut st = self.lock();
                 st.node_gids.insert(node, (alive, gids));
                 st.recompute_owners(Some(me));
+                drop(st);
                 self.recycle(buf);
             }
             Kind::Topology if !self.manager => {
@@ -434,26 +526,41 @@ impl Shared {
             }
             _ => return Err(FrameError::Body(hdr.kind)),
         }
-        Ok(())
+        Ok(None)
     }
 
-    /// The manager forwards a data frame to the node it names.
-    fn relay(&self, hdr: Header, buf: Vec<u8>) {
+    /// The manager forwards a data frame to the node it names. Blocking, it
+    /// waits for room up to its (halved) send timeout; not blocking, a frame
+    /// with no room comes back.
+    fn relay(&self, hdr: Header, buf: Vec<u8>, blocking: bool) -> Option<(Header, Vec<u8>)> {
         let target = self.lock().conns.get(&hdr.dst).cloned();
-        let ok = match target {
-            Some(t) => t.data_wait(buf, self.cfg.send_timeout / 2).is_ok(),
+        let result = match target {
             None => {
                 self.recycle(buf);
-                false
+                Err(())
             }
+            Some(t) if blocking => t.data_wait(buf, self.cfg.send_timeout / 2).map_err(|_| ()),
+            Some(t) => match t.data(buf, 0, false) {
+                Ok(done) => Ok(done),
+                Err((QueueError::Full, buf)) => return Some((hdr, buf)),
+                Err((QueueError::Closed, buf)) => {
+                    self.recycle(buf);
+                    Err(())
+                }
+            },
         };
-        if !ok {
-            self.lock().relay_drops += 1;
-            self.log(
-                Level::Info,
-                format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),
-            );
+        match result {
+            Ok(Some(b)) => self.recycle(b),
+            Ok(None) => {}
+            Err(()) => {
+                self.lock().relay_drops += 1;
+                self.log(
+                    Level::Info,
+                    format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),
+                );
+            }
         }
+        None
     }
 
     // ---- handshakes ----
@@ -863,7 +970,12 @@ impl Shared {
 
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        let conns: Vec<Arc<Conn>> = self.lock().conns.drain().map(|(_, c)| c).collect();
+        let conns: Vec<Arc<Conn>> = {
+            let mut st = self.lock();
+            let v = st.conns.drain().map(|(_, c)| c).collect();
+            self.publish_conns(&st);
+            v
+        };
         for c in conns {
             c.close();
         }

@@ -110,6 +110,7 @@ impl Shared {
     /// waiting for it to wake.
     pub fn progress(&self) {
         let Some(mesh) = &self.mesh else { return };
+        mesh.poll_io();
         if !mesh.has_messages() {
             return;
         }
@@ -161,7 +162,13 @@ impl Shared {
                 me.publish_deadline(&st);
             }
             drop(me);
-            mesh.wait(Duration::from_millis(2));
+            if mesh.poller_active() {
+                // An application thread is polling and applies what arrives
+                // itself; waking for each message would only take its CPU.
+                std::thread::sleep(Duration::from_micros(500));
+            } else {
+                mesh.wait(Duration::from_millis(2));
+            }
         }
     }
 

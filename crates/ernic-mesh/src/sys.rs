@@ -1,0 +1,63 @@
+//! The few socket calls std does not offer: a send and a receive that never
+//! block (`MSG_DONTWAIT`), and waiting for a socket to become readable.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+/// Sends what the socket takes now; `Ok(0)` when it takes nothing.
+pub fn send_now(fd: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
+    let fd: RawFd = fd.as_raw_fd();
+    // SAFETY: `buf` is a valid slice for its length for the duration of the
+    // call; `fd` is a socket owned by the caller's stream; MSG_NOSIGNAL keeps
+    // a closed peer from raising SIGPIPE.
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::WouldBlock {
+        Ok(0)
+    } else {
+        Err(e)
+    }
+}
+
+/// Receives what has arrived; `Ok(None)` when nothing has, `Ok(Some(0))` at
+/// the end of the stream.
+pub fn recv_now(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    let fd: RawFd = fd.as_raw_fd();
+    // SAFETY: `buf` is a valid, writable slice for its length for the
+    // duration of the call; `fd` is a socket owned by the caller's stream.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    if n >= 0 {
+        return Ok(Some(n as usize));
+    }
+    let e = io::Error::last_os_error();
+    match e.kind() {
+        io::ErrorKind::WouldBlock => Ok(None),
+        io::ErrorKind::Interrupted => Ok(None),
+        _ => Err(e),
+    }
+}
+
+/// Waits up to `timeout` for the socket to have something to read (or to
+/// close). Returns whether it is readable.
+pub fn wait_readable(fd: &impl AsRawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: `p` is one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n > 0
+}
