@@ -2,8 +2,10 @@
 //!
 //! Subcommands:
 //! - `perf`: perftest-style benchmarks (`write_bw`, `send_lat`, ...) over the
-//!   emulated fabric.
+//!   emulated fabric, in one process or across two over the TCP mesh.
+//! - `mesh`: a standalone mesh manager, or a scriptable mesh node.
 
+mod mesh;
 mod perf;
 
 use clap::{Parser, Subcommand};
@@ -20,12 +22,16 @@ struct Cli {
 enum Cmd {
     /// Measure bandwidth or latency like perftest's ib_* tools.
     Perf(perf::PerfArgs),
+    /// Run TCP mesh nodes: a standalone manager, or a scriptable node.
+    #[command(subcommand)]
+    Mesh(mesh::MeshCmd),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Perf(args) => perf::run(&args),
+        Cmd::Mesh(cmd) => mesh::run(&cmd),
     };
     if let Err(e) = result {
         eprintln!("ernic: {e:#}");

@@ -396,6 +396,44 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_parse_or_fail_cleanly(b in prop::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(p) = Packet::new_checked(&b[..]) {
+                if let Ok(r) = Repr::parse(&p) {
+                    prop_assert_eq!(r.buffer_len(), b.len());
+                }
+            }
+        }
+
+        #[test]
+        fn emit_then_parse_round_trips(
+            op in prop::sample::select(vec![Op::Send, Op::Write, Op::WriteImm, Op::ReadReq, Op::AtomicCas, Op::AtomicFa, Op::Ack, Op::ReadResp, Op::AtomicResp]),
+            fl in 0u8..32, qpns in (0u32..0xff_ffff, 0u32..0xff_ffff), id in any::<u64>(),
+            rkey in any::<u32>(), addr in any::<u64>(), len in 0u32..512, off in 0u32..1024, ops in (any::<u64>(), any::<u64>()),
+        ) {
+            let carries = matches!(op, Op::Send | Op::Write | Op::WriteImm | Op::ReadResp);
+            let r = Repr {
+                flags: fl,
+                src_qpn: Qpn(qpns.0),
+                dst_qpn: Qpn(qpns.1),
+                req_id: id,
+                rkey,
+                addr,
+                len,
+                total: off + len,
+                offset: off,
+                operand0: ops.0,
+                operand1: ops.1,
+                ..Repr::new(op)
+            };
+            let mut b = vec![0u8; HEADER_LEN + if carries { len as usize } else { 0 }];
+            r.emit(&mut b);
+            prop_assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()), Ok(r));
+        }
+    }
 
     static WRITE_BYTES: [u8; HEADER_LEN + 3] = [
         2, 0x10, 0, 0, // WRITE, LAST, success

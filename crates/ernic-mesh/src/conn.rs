@@ -114,6 +114,9 @@ pub(crate) struct Conn {
     cv: Condvar,
     reader: Mutex<ReadState>,
     closed: AtomicBool,
+    /// The receive side holds a frame it has no room for: the peer is not
+    /// silent, this side is not reading (heartbeats wait behind the frame).
+    stalled: AtomicBool,
     /// Milliseconds since `epoch` when something was last read from the peer.
     heard: AtomicU64,
     epoch: Instant,
@@ -139,6 +142,7 @@ impl Conn {
             cv: Condvar::new(),
             reader: Mutex::new(ReadState::default()),
             closed: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             heard: AtomicU64::new(0),
             epoch: Instant::now(),
             max_requests,
@@ -173,10 +177,22 @@ impl Conn {
             .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
-    /// Time since the peer was last heard from.
+    /// Time since the peer was last heard from; zero while this side is not
+    /// reading for lack of room (backpressure is not silence).
     pub fn silence(&self) -> Duration {
+        if self.stalled.load(Ordering::Relaxed) {
+            return Duration::ZERO;
+        }
         let last = Duration::from_millis(self.heard.load(Ordering::Relaxed));
         self.epoch.elapsed().saturating_sub(last)
+    }
+
+    /// Marks the receive side as waiting for room (or done waiting).
+    pub fn set_stalled(&self, on: bool) {
+        self.stalled.store(on, Ordering::Relaxed);
+        if !on {
+            self.heard();
+        }
     }
 
     /// Queues a heartbeat, unless one is already waiting.
@@ -342,6 +358,12 @@ impl Conn {
                 let item = loop {
                     if self.is_closed() {
                         return;
+                    }
+                    // A frame partly written already is finished first:
+                    // nothing may go out in the middle of it.
+                    if q.data.front().is_some_and(|it| it.offset > 0) {
+                        let it = q.data.pop_front().expect("front exists");
+                        break (it.frame, it.offset, Some(it.reply));
                     }
                     if let Some(f) = q.heartbeat.take() {
                         break (f, 0, None);

@@ -276,6 +276,25 @@ pub fn node(id: Option<NodeId>) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_header_bytes_parse_or_fail_cleanly(b in prop::array::uniform16(any::<u8>())) {
+            if let Ok(h) = Header::parse(&b) {
+                prop_assert!(h.len as usize <= MAX_BODY);
+                let mut back = [0u8; HEADER_LEN];
+                h.emit(&mut back);
+                prop_assert_eq!(Header::parse(&back), Ok(h));
+            }
+        }
+
+        #[test]
+        fn any_body_reads_or_fails_cleanly(b in prop::collection::vec(any::<u8>(), 0..64)) {
+            let mut r = Reader::new(Kind::Gids, &b);
+            let _ = (r.u16(), r.u8(), r.u64(), r.gid(), r.text());
+        }
+    }
 
     static HELLO: [u8; 16] = [
         0x45, 0x52, 0x4e, 0x4d, 0, 1, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,

@@ -73,6 +73,10 @@ pub struct MeshConfig {
     pub stall_drop: Duration,
     /// Most nodes in the manager's table (64).
     pub max_nodes: usize,
+    /// Whether workers connect directly to each other (`ERNIC_TCP_DIRECT=0`
+    /// turns it off, for networks where they cannot reach each other: the
+    /// manager then relays everything between workers).
+    pub direct: bool,
 }
 
 impl MeshConfig {
@@ -95,6 +99,7 @@ impl MeshConfig {
             inbound_msgs: 4096,
             stall_drop: Duration::from_secs(2),
             max_nodes: 64,
+            direct: std::env::var("ERNIC_TCP_DIRECT").map_or(true, |v| v != "0"),
         }
     }
 }

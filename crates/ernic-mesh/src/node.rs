@@ -465,7 +465,9 @@ impl Shared {
                     };
                     if blocking {
                         // Waits for room; drops only when the device loop stalls.
+                        c.set_stalled(true);
                         let _ = self.inbound.push(m, c.closed_flag());
+                        c.set_stalled(false);
                     } else if let Err(m) = self.inbound.try_push(m) {
                         return Ok(Some((hdr, m.buf)));
                     }
@@ -539,7 +541,16 @@ impl Shared {
                 self.recycle(buf);
                 Err(())
             }
-            Some(t) if blocking => t.data_wait(buf, self.cfg.send_timeout / 2).map_err(|_| ()),
+            Some(t) if blocking => {
+                if let Some(from) = self.lock().conns.get(&hdr.src).cloned() {
+                    from.set_stalled(true);
+                }
+                let r = t.data_wait(buf, self.cfg.send_timeout / 2).map_err(|_| ());
+                if let Some(from) = self.lock().conns.get(&hdr.src).cloned() {
+                    from.set_stalled(false);
+                }
+                r
+            }
             Some(t) => match t.data(buf, 0, false) {
                 Ok(done) => Ok(done),
                 Err((QueueError::Full, buf)) => return Some((hdr, buf)),
@@ -849,6 +860,11 @@ impl Shared {
                 }
             }
             // Direct links: this node connects to every alive peer with a higher id.
+            if !self.cfg.direct {
+                let st = self.lock();
+                let _ = self.changed.wait_timeout(st, hb / 4);
+                continue;
+            }
             let me = self.me().map_or(0, |n| n.0);
             let todo: Vec<Peer> = {
                 let st = self.lock();

@@ -1,0 +1,414 @@
+//! `ernic mesh`: run mesh nodes by hand.
+//!
+//! - `ernic mesh manager --listen PORT` runs a standalone manager (node 0,
+//!   with no device of its own) and prints the topology as it changes.
+//! - `ernic mesh node SPEC` runs a node with one device and takes commands
+//!   as JSON lines on standard input, answering each with one JSON line on
+//!   standard output: a scriptable RDMA endpoint for tests and experiments.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+use clap::{Args, Subcommand};
+use ernic_verbs::{
+    Access, Config, Cq, Device, Fabric, Gid, Mesh, MeshConfig, MeshSpec, Mr, NodeId, Pd, Qp,
+    QpCaps, QpType, RemoteAddr, Rkey, SendOp, SendWr, Wc, WcStatus,
+};
+use serde_json::{Value, json};
+
+/// `ernic mesh` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum MeshCmd {
+    /// Run a standalone mesh manager (node 0) until interrupted.
+    Manager(ManagerArgs),
+    /// Run a scriptable node: JSON commands on stdin, one JSON answer per line on stdout.
+    #[command(after_help = NODE_HELP)]
+    Node(NodeArgs),
+}
+
+const NODE_HELP: &str = "\
+Commands (one JSON object per line; every answer is one line, with \"error\" on failure):
+  {\"op\":\"info\"}                                   node id, GID, peers
+  {\"op\":\"wait_owner\",\"gid\":G,\"timeout_ms\":T}      wait until a node owns GID G
+  {\"op\":\"mr\",\"len\":N}                             register N bytes -> mr, addr, rkey
+  {\"op\":\"fill\",\"mr\":M,\"offset\":O,\"len\":N,\"seed\":S}  fill with a pattern
+  {\"op\":\"sum\",\"mr\":M,\"offset\":O,\"len\":N}          FNV-1a checksum of the bytes
+  {\"op\":\"qp\"}                                     create an RC QP -> qp, qpn
+  {\"op\":\"connect\",\"qp\":Q,\"gid\":G,\"qpn\":N}         connect it to a peer QP
+  {\"op\":\"recv\",\"qp\":Q,\"mr\":M,\"offset\":O,\"len\":N,\"wr_id\":W}
+  {\"op\":\"send\",\"qp\":Q,\"kind\":K,\"mr\":M,\"offset\":O,\"len\":N,\"wr_id\":W,
+     \"raddr\":A,\"rkey\":R,\"imm\":I,\"add\":X,\"compare\":C,\"swap\":S}
+     K: send send_imm write write_imm read fetch_add cmp_swap
+  {\"op\":\"poll\",\"n\":N,\"timeout_ms\":T}              wait for up to N completions
+  {\"op\":\"flood\",\"qp\":Q,\"mr\":M,\"len\":N,\"count\":C,\"raddr\":A,\"rkey\":R,\"depth\":D,\"timeout_ms\":T}
+                                                    C WRITEs, D in flight -> ok, errors
+  {\"op\":\"stats\"}                                  the node's mesh and device counters
+  {\"op\":\"exit\"}";
+
+/// Arguments of `ernic mesh manager`.
+#[derive(Args, Debug)]
+pub struct ManagerArgs {
+    /// Port to listen on (both address families where the host has IPv6).
+    #[arg(long)]
+    pub listen: u16,
+    /// Heartbeat interval in milliseconds; a node silent for three is dead.
+    #[arg(long, default_value_t = 1000)]
+    pub heartbeat_ms: u64,
+}
+
+/// Arguments of `ernic mesh node`.
+#[derive(Args, Debug)]
+pub struct NodeArgs {
+    /// tcp:manager:listen:PORT or tcp:worker:HOST:PORT (IPv6 in brackets).
+    pub spec: MeshSpec,
+    /// The device's GID (default: fd00::e:N+1 for node N).
+    #[arg(long)]
+    pub gid: Option<Gid>,
+    /// Heartbeat interval in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub heartbeat_ms: u64,
+    /// How long a SEND waits for a receive at its peer, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub rnr_timeout_ms: u64,
+    /// How long a request to another node waits for its answer, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub request_timeout_ms: u64,
+}
+
+/// Runs `ernic mesh ...`.
+pub fn run(cmd: &MeshCmd) -> Result<()> {
+    match cmd {
+        MeshCmd::Manager(a) => manager(a),
+        MeshCmd::Node(a) => node(a),
+    }
+}
+
+fn manager(a: &ManagerArgs) -> Result<()> {
+    let mut cfg = MeshConfig::new(MeshSpec::Manager { port: a.listen });
+    cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
+    let mesh = Mesh::start(cfg)?;
+    eprintln!(
+        "ernic mesh manager: node 0, listening on port {}",
+        mesh.listen_addr().port()
+    );
+    let mut last = String::new();
+    loop {
+        let now: Vec<String> = mesh
+            .peers()
+            .iter()
+            .filter(|(p, _)| p.id.0 != 0)
+            .map(|(p, _)| {
+                let addr = p.addr.map_or("-".into(), |a| a.to_string());
+                format!(
+                    "node {} {} at {addr}",
+                    p.id.0,
+                    if p.alive { "alive" } else { "dead" }
+                )
+            })
+            .collect();
+        let text = now.join("; ");
+        if text != last {
+            eprintln!(
+                "ernic mesh manager: {}",
+                if text.is_empty() {
+                    "no workers".into()
+                } else {
+                    text.clone()
+                }
+            );
+            last = text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The default GID of node `n`.
+pub fn gid_for(n: NodeId) -> Gid {
+    Gid(std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xe, n.0.wrapping_add(1)).octets())
+}
+
+struct Node {
+    fabric: Fabric,
+    dev: Device,
+    /// The node's one protection domain: every MR and QP is in it.
+    pd: Pd,
+    cq: Cq,
+    mrs: Vec<Mr>,
+    qps: Vec<Qp>,
+}
+
+fn node(a: &NodeArgs) -> Result<()> {
+    let mut cfg = MeshConfig::new(a.spec.clone());
+    cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
+    let mesh = Mesh::start(cfg)?;
+    let id = mesh
+        .wait_registered(Duration::from_secs(30))
+        .ok_or_else(|| anyhow!("could not register with the mesh manager"))?;
+    let ecfg = Config {
+        rnr_timeout: Duration::from_millis(a.rnr_timeout_ms),
+        request_timeout: Duration::from_millis(a.request_timeout_ms),
+        ..Config::default()
+    };
+    let fabric = Fabric::on_mesh(ecfg, mesh);
+    let gid = a.gid.unwrap_or_else(|| gid_for(id));
+    let dev = fabric.open_device(gid)?;
+    let cq = dev.create_cq(1 << 16)?;
+    let pd = dev.alloc_pd()?;
+    let mut n = Node {
+        fabric,
+        dev,
+        pd,
+        cq,
+        mrs: Vec::new(),
+        qps: Vec::new(),
+    };
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}",
+        json!({"ready": true, "node": id.0, "gid": gid.to_string()})
+    )?;
+    out.flush()?;
+    for line in stdin.lock().lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Ok(cmd) if cmd["op"] == "exit" => {
+                writeln!(out, "{}", json!({"ok": true}))?;
+                out.flush()?;
+                return Ok(());
+            }
+            Ok(cmd) => n
+                .command(&cmd)
+                .unwrap_or_else(|e| json!({"error": format!("{e:#}")})),
+            Err(e) => json!({"error": format!("not JSON: {e}")}),
+        };
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn u(v: &Value, k: &str) -> Result<u64> {
+    v[k].as_u64().ok_or_else(|| anyhow!("missing number {k:?}"))
+}
+
+fn opt(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or(0)
+}
+
+/// FNV-1a, 64 bits.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The pattern `fill` writes: byte i of a fill with `seed`.
+pub fn pattern_byte(seed: u64, i: u64) -> u8 {
+    (i.wrapping_mul(2_654_435_761)
+        .wrapping_add(seed.wrapping_mul(97))
+        >> 7) as u8
+}
+
+fn wc_json(c: &Wc) -> Value {
+    json!({
+        "wr_id": c.wr_id,
+        "status": format!("{:?}", c.status),
+        "opcode": format!("{:?}", c.opcode),
+        "byte_len": c.byte_len,
+        "imm": c.imm,
+        "qpn": c.qpn.0,
+    })
+}
+
+impl Node {
+    fn mr(&self, v: &Value) -> Result<&Mr> {
+        self.mrs
+            .get(u(v, "mr")? as usize)
+            .ok_or_else(|| anyhow!("no such mr"))
+    }
+
+    fn qp(&self, v: &Value) -> Result<&Qp> {
+        self.qps
+            .get(u(v, "qp")? as usize)
+            .ok_or_else(|| anyhow!("no such qp"))
+    }
+
+    fn command(&mut self, v: &Value) -> Result<Value> {
+        let op = v["op"].as_str().ok_or_else(|| anyhow!("missing \"op\""))?;
+        Ok(match op {
+            "info" => {
+                let mesh = self.fabric.mesh().expect("on a mesh");
+                let peers: Vec<Value> = mesh
+                    .peers()
+                    .iter()
+                    .map(|(p, direct)| json!({"id": p.id.0, "alive": p.alive, "direct": direct}))
+                    .collect();
+                json!({"node": mesh.node_id().map(|n| n.0), "gid": self.dev.gid().to_string(), "peers": peers})
+            }
+            "wait_owner" => {
+                let gid: Gid = v["gid"]
+                    .as_str()
+                    .ok_or_else(|| anyhow!("missing gid"))?
+                    .parse()?;
+                let end = Instant::now() + Duration::from_millis(opt(v, "timeout_ms").max(1));
+                let mesh = self.fabric.mesh().expect("on a mesh");
+                loop {
+                    if let Some(o) = mesh.owner(&gid) {
+                        break json!({"owner": o.0});
+                    }
+                    if Instant::now() > end {
+                        bail!("no node owns {gid}");
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            "mr" => {
+                let mr = self.pd.reg_mr(u(v, "len")? as usize, Access::ALL)?;
+                let r = json!({"mr": self.mrs.len(), "addr": mr.addr(), "rkey": mr.rkey().0});
+                self.mrs.push(mr);
+                r
+            }
+            "fill" => {
+                let (off, len, seed) = (u(v, "offset")?, u(v, "len")?, opt(v, "seed"));
+                let data: Vec<u8> = (0..len).map(|i| pattern_byte(seed, i)).collect();
+                self.mr(v)?.write(off as usize, &data)?;
+                json!({"ok": true})
+            }
+            "sum" => {
+                let (off, len) = (u(v, "offset")? as usize, u(v, "len")? as usize);
+                let mut data = vec![0u8; len];
+                self.mr(v)?.read(off, &mut data)?;
+                json!({"sum": fnv1a(&data)})
+            }
+            "qp" => {
+                let caps = QpCaps {
+                    max_send_wr: 1024,
+                    max_recv_wr: 1024,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                };
+                let qp = self.pd.create_qp(QpType::Rc, &self.cq, &self.cq, caps)?;
+                let r = json!({"qp": self.qps.len(), "qpn": qp.qpn().0});
+                self.qps.push(qp);
+                r
+            }
+            "connect" => {
+                let gid: Gid = v["gid"]
+                    .as_str()
+                    .ok_or_else(|| anyhow!("missing gid"))?
+                    .parse()?;
+                self.qp(v)?
+                    .connect(gid, ernic_verbs::Qpn(u(v, "qpn")? as u32), Access::ALL)?;
+                json!({"ok": true})
+            }
+            "recv" => {
+                let sge = self
+                    .mr(v)?
+                    .sge(u(v, "offset")? as usize, u(v, "len")? as u32)?;
+                self.qp(v)?.post_recv(opt(v, "wr_id"), &[sge])?;
+                json!({"ok": true})
+            }
+            "send" => {
+                let remote = RemoteAddr {
+                    addr: opt(v, "raddr"),
+                    rkey: Rkey(opt(v, "rkey") as u32),
+                };
+                let op = match v["kind"].as_str().unwrap_or("") {
+                    "send" => SendOp::Send,
+                    "send_imm" => SendOp::SendImm(opt(v, "imm") as u32),
+                    "write" => SendOp::Write(remote),
+                    "write_imm" => SendOp::WriteImm(remote, opt(v, "imm") as u32),
+                    "read" => SendOp::Read(remote),
+                    "fetch_add" => SendOp::AtomicFa {
+                        remote,
+                        add: opt(v, "add"),
+                    },
+                    "cmp_swap" => SendOp::AtomicCas {
+                        remote,
+                        compare: opt(v, "compare"),
+                        swap: opt(v, "swap"),
+                    },
+                    k => bail!("unknown send kind {k:?}"),
+                };
+                let sge = self
+                    .mr(v)?
+                    .sge(u(v, "offset")? as usize, u(v, "len")? as u32)?;
+                self.qp(v)?
+                    .post_send(&SendWr::new(opt(v, "wr_id"), op).sgl(&[sge]))?;
+                json!({"ok": true})
+            }
+            "poll" => {
+                let want = opt(v, "n").max(1) as usize;
+                let end = Instant::now() + Duration::from_millis(opt(v, "timeout_ms"));
+                let mut got: Vec<Value> = Vec::new();
+                let mut buf = [Wc::EMPTY; 64];
+                while got.len() < want {
+                    let k = self
+                        .cq
+                        .wait(&mut buf, end.saturating_duration_since(Instant::now()))?;
+                    got.extend(buf[..k].iter().map(wc_json));
+                    if Instant::now() >= end {
+                        break;
+                    }
+                }
+                json!({"wcs": got})
+            }
+            "flood" => self.flood(v)?,
+            "stats" => {
+                let mesh = self.fabric.mesh().expect("on a mesh");
+                let (bytes, msgs) = mesh.inbound_usage();
+                let c = self.dev.counters();
+                json!({
+                    "inbound_bytes": bytes,
+                    "inbound_msgs": msgs,
+                    "relay_drops": mesh.relay_drops(),
+                    "counters": c.iter().map(|(k, v)| (k.to_string(), v)).collect::<BTreeMap<_, _>>(),
+                })
+            }
+            other => bail!("unknown op {other:?}"),
+        })
+    }
+
+    /// `count` WRITEs of `len` bytes, `depth` in flight, every one signaled.
+    fn flood(&mut self, v: &Value) -> Result<Value> {
+        let (len, count, depth) = (u(v, "len")?, u(v, "count")?, opt(v, "depth").clamp(1, 512));
+        let remote = RemoteAddr {
+            addr: u(v, "raddr")?,
+            rkey: Rkey(u(v, "rkey")? as u32),
+        };
+        let sge = [self.mr(v)?.sge(0, len as u32)?];
+        let qp = self.qp(v)?.clone();
+        let end = Instant::now() + Duration::from_millis(opt(v, "timeout_ms").max(1));
+        let (mut posted, mut done, mut errors) = (0u64, 0u64, 0u64);
+        let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
+        let mut buf = [Wc::EMPTY; 64];
+        while done < count {
+            if Instant::now() > end {
+                bail!("flood timed out after {done} of {count} completions");
+            }
+            while posted < count && posted - done < depth {
+                match qp.post_send(&SendWr::new(posted, SendOp::Write(remote)).sgl(&sge)) {
+                    Ok(()) => posted += 1,
+                    Err(_) => break,
+                }
+            }
+            let k = self.cq.wait(&mut buf, Duration::from_millis(10))?;
+            for c in &buf[..k] {
+                done += 1;
+                if c.status != WcStatus::Success {
+                    errors += 1;
+                    *statuses.entry(format!("{:?}", c.status)).or_default() += 1;
+                }
+            }
+        }
+        Ok(json!({"ok": true, "errors": errors, "statuses": statuses}))
+    }
+}

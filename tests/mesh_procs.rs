@@ -1,0 +1,412 @@
+//! The mesh across real processes on loopback: `ernic mesh node` processes
+//! driven over their stdin/stdout, stopped, killed and restarted.
+//! (`ERNIC_TEST_LOG=1 ERNIC_LOG=info` shows the nodes' logs.)
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Node {
+    child: Child,
+    stdin: ChildStdin,
+    out: Receiver<String>,
+    id: u64,
+    gid: String,
+}
+
+impl Node {
+    fn start(spec: &str, env: &[(&str, &str)], extra: &[&str]) -> Node {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ernic"));
+        cmd.args(["mesh", "node", spec, "--heartbeat-ms", "100"])
+            .args(extra);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(if std::env::var_os("ERNIC_TEST_LOG").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .spawn()
+            .expect("start ernic mesh node");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, out) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let ready: Value = serde_json::from_str(&out.recv_timeout(T).expect("node ready")).unwrap();
+        Node {
+            child,
+            stdin,
+            out,
+            id: ready["node"].as_u64().unwrap(),
+            gid: ready["gid"].as_str().unwrap().to_string(),
+        }
+    }
+
+    fn try_call(&mut self, v: Value) -> Value {
+        writeln!(self.stdin, "{v}").expect("node stdin");
+        self.stdin.flush().unwrap();
+        let line = self
+            .out
+            .recv_timeout(T)
+            .unwrap_or_else(|_| panic!("no answer to {v}"));
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn call(&mut self, v: Value) -> Value {
+        let r = self.try_call(v.clone());
+        assert!(r.get("error").is_none(), "{v} -> {r}");
+        r
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+
+    fn hwm_kib(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let l = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        l.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// Registers `len` bytes; returns (mr, addr, rkey).
+    fn mr(&mut self, len: u64) -> (u64, u64, u64) {
+        let r = self.call(json!({"op": "mr", "len": len}));
+        (
+            r["mr"].as_u64().unwrap(),
+            r["addr"].as_u64().unwrap(),
+            r["rkey"].as_u64().unwrap(),
+        )
+    }
+
+    fn sum(&mut self, mr: u64, offset: u64, len: u64) -> u64 {
+        self.call(json!({"op": "sum", "mr": mr, "offset": offset, "len": len}))["sum"]
+            .as_u64()
+            .unwrap()
+    }
+
+    fn wcs(&mut self, n: u64) -> Vec<Value> {
+        let r = self.call(json!({"op": "poll", "n": n, "timeout_ms": 20_000}));
+        let w = r["wcs"].as_array().unwrap().clone();
+        assert_eq!(w.len() as u64, n, "completions: {w:?}");
+        w
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Connects QP pairs between two nodes (both must see each other's GID).
+fn pair(a: &mut Node, b: &mut Node) -> (u64, u64) {
+    a.call(json!({"op": "wait_owner", "gid": b.gid, "timeout_ms": 20_000}));
+    b.call(json!({"op": "wait_owner", "gid": a.gid, "timeout_ms": 20_000}));
+    let qa = a.call(json!({"op": "qp"}));
+    let qb = b.call(json!({"op": "qp"}));
+    a.call(json!({"op": "connect", "qp": qa["qp"], "gid": b.gid, "qpn": qb["qpn"]}));
+    b.call(json!({"op": "connect", "qp": qb["qp"], "gid": a.gid, "qpn": qa["qpn"]}));
+    (qa["qp"].as_u64().unwrap(), qb["qp"].as_u64().unwrap())
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn pattern(seed: u64, len: u64) -> Vec<u8> {
+    (0..len)
+        .map(|i| {
+            (i.wrapping_mul(2_654_435_761)
+                .wrapping_add(seed.wrapping_mul(97))
+                >> 7) as u8
+        })
+        .collect()
+}
+
+fn mesh(n_workers: usize, env: &[(&str, &str)]) -> (Node, Vec<Node>, u16) {
+    let port = free_port();
+    let m = Node::start(&format!("tcp:manager:listen:{port}"), env, &[]);
+    assert_eq!(m.id, 0);
+    let workers = (0..n_workers)
+        .map(|_| Node::start(&format!("tcp:worker:127.0.0.1:{port}"), env, &[]))
+        .collect();
+    (m, workers, port)
+}
+
+#[test]
+fn three_nodes_every_opcode_with_checksums_at_the_far_end() {
+    let (mut m, mut w, _) = mesh(2, &[]);
+    let mut b = w.pop().unwrap();
+    let mut a = w.pop().unwrap();
+    assert_eq!((a.id, b.id), (1, 2), "ids in arrival order");
+    const N: u64 = 17 << 20; // more than one 16 MiB message
+    for peer in [&mut b, &mut m] {
+        let (ma, _, _) = a.mr(2 * N);
+        let (mb, addr_b, rkey_b) = peer.mr(2 * N);
+        let (qa, qb) = pair(&mut a, peer);
+        a.call(json!({"op": "fill", "mr": ma, "offset": 0, "len": N, "seed": 5}));
+        let want = fnv(&pattern(5, N));
+        // WRITE, checksummed at the far end.
+        a.call(json!({"op": "send", "qp": qa, "kind": "write", "mr": ma, "offset": 0, "len": N, "raddr": addr_b, "rkey": rkey_b, "wr_id": 1}));
+        assert_eq!(a.wcs(1)[0]["status"], "Success");
+        assert_eq!(peer.sum(mb, 0, N), want);
+        // READ it back into the other half.
+        a.call(json!({"op": "send", "qp": qa, "kind": "read", "mr": ma, "offset": N, "len": N, "raddr": addr_b, "rkey": rkey_b, "wr_id": 2}));
+        assert_eq!(a.wcs(1)[0]["status"], "Success");
+        assert_eq!(a.sum(ma, N, N), want);
+        // SEND_IMM and WRITE_IMM into posted receives.
+        peer.call(json!({"op": "recv", "qp": qb, "mr": mb, "offset": N, "len": N, "wr_id": 10}));
+        a.call(json!({"op": "send", "qp": qa, "kind": "send_imm", "imm": 77, "mr": ma, "offset": 0, "len": 1000, "wr_id": 3}));
+        let r = peer.wcs(1);
+        assert_eq!(
+            (
+                r[0]["wr_id"].as_u64(),
+                r[0]["byte_len"].as_u64(),
+                r[0]["imm"].as_u64()
+            ),
+            (Some(10), Some(1000), Some(77))
+        );
+        assert_eq!(peer.sum(mb, N, 1000), fnv(&pattern(5, 1000)));
+        peer.call(json!({"op": "recv", "qp": qb, "mr": mb, "offset": 0, "len": 1, "wr_id": 11}));
+        a.call(json!({"op": "send", "qp": qa, "kind": "write_imm", "imm": 9, "mr": ma, "offset": 0, "len": 4096, "raddr": addr_b + N + 8192, "rkey": rkey_b, "wr_id": 4}));
+        assert_eq!(peer.wcs(1)[0]["opcode"], "RecvRdmaWithImm");
+        assert_eq!(peer.sum(mb, N + 8192, 4096), fnv(&pattern(5, 4096)));
+        assert_eq!(
+            a.wcs(2).iter().filter(|c| c["status"] == "Success").count(),
+            2
+        );
+        // Atomics on a zeroed word.
+        let word = addr_b + 2 * N - 8;
+        a.call(json!({"op": "send", "qp": qa, "kind": "fetch_add", "add": 40, "mr": ma, "offset": 0, "len": 8, "raddr": word, "rkey": rkey_b, "wr_id": 5}));
+        a.call(json!({"op": "send", "qp": qa, "kind": "cmp_swap", "compare": 40, "swap": 2, "mr": ma, "offset": 8, "len": 8, "raddr": word, "rkey": rkey_b, "wr_id": 6}));
+        assert!(a.wcs(2).iter().all(|c| c["status"] == "Success"));
+        assert_eq!(peer.sum(mb, 2 * N - 8, 8), fnv(&2u64.to_ne_bytes()));
+        assert_eq!(
+            a.sum(ma, 0, 16),
+            fnv(&[0u64.to_ne_bytes(), 40u64.to_ne_bytes()].concat())
+        );
+    }
+}
+
+#[test]
+fn workers_with_no_direct_link_talk_through_the_manager() {
+    let (_m, mut w, _) = mesh(2, &[("ERNIC_TCP_DIRECT", "0")]);
+    let mut b = w.pop().unwrap();
+    let mut a = w.pop().unwrap();
+    let (qa, _) = pair(&mut a, &mut b);
+    let info = a.call(json!({"op": "info"}));
+    let to_b = info["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == b.id)
+        .cloned()
+        .unwrap();
+    assert_eq!(to_b["direct"], false, "{info}");
+    let (ma, _, _) = a.mr(1 << 20);
+    let (mb, addr, rkey) = b.mr(1 << 20);
+    a.call(json!({"op": "fill", "mr": ma, "offset": 0, "len": 1 << 20, "seed": 3}));
+    a.call(json!({"op": "send", "qp": qa, "kind": "write", "mr": ma, "offset": 0, "len": 1 << 20, "raddr": addr, "rkey": rkey, "wr_id": 1}));
+    assert_eq!(a.wcs(1)[0]["status"], "Success");
+    assert_eq!(b.sum(mb, 0, 1 << 20), fnv(&pattern(3, 1 << 20)));
+}
+
+#[test]
+fn a_quiet_node_keeps_its_id_and_a_restarted_one_gets_a_new_one() {
+    let (mut m, mut w, port) = mesh(1, &[]);
+    let mut a = w.pop().unwrap();
+    let alive = |m: &mut Node, id: u64| -> Option<bool> {
+        let info = m.call(json!({"op": "info"}));
+        info["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .map(|p| p["alive"].as_bool().unwrap())
+    };
+    let wait_for = |m: &mut Node, id: u64, want: bool| {
+        let end = Instant::now() + T;
+        while alive(m, id) != Some(want) {
+            assert!(Instant::now() < end, "node {id} never became alive={want}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for(&mut m, a.id, true);
+    a.signal("-STOP");
+    wait_for(&mut m, a.id, false);
+    a.signal("-CONT");
+    wait_for(&mut m, a.id, true);
+    assert_eq!(
+        a.call(json!({"op": "info"}))["node"],
+        1,
+        "the quiet node kept its id"
+    );
+    drop(a);
+    wait_for(&mut m, 1, false);
+    let b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &[]);
+    assert_eq!(b.id, 2, "a restarted node gets a new id, never an old one");
+}
+
+#[test]
+fn rnr_both_ways_waits_for_a_receive_or_fails_after_the_timeout() {
+    let port = free_port();
+    let extra = ["--rnr-timeout-ms", "1500"];
+    let mut a = Node::start(&format!("tcp:manager:listen:{port}"), &[], &extra);
+    let mut b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &extra);
+    let (qa, qb) = pair(&mut a, &mut b);
+    let (ma, _, _) = a.mr(4096);
+    let (mb, _, _) = b.mr(4096);
+    let (x, y, qx, qy, mx, my) = (&mut a, &mut b, qa, qb, ma, mb);
+    x.call(json!({"op": "send", "qp": qx, "kind": "send", "mr": mx, "offset": 0, "len": 100, "wr_id": 1}));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        x.call(json!({"op": "poll", "n": 1, "timeout_ms": 0}))["wcs"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    y.call(json!({"op": "recv", "qp": qy, "mr": my, "offset": 0, "len": 100, "wr_id": 2}));
+    assert_eq!(y.wcs(1)[0]["status"], "Success");
+    assert_eq!(x.wcs(1)[0]["status"], "Success");
+    // And the other way round.
+    y.call(json!({"op": "send", "qp": qy, "kind": "send", "mr": my, "offset": 0, "len": 50, "wr_id": 3}));
+    std::thread::sleep(Duration::from_millis(300));
+    x.call(json!({"op": "recv", "qp": qx, "mr": mx, "offset": 0, "len": 100, "wr_id": 4}));
+    assert_eq!(x.wcs(1)[0]["byte_len"], 50);
+    assert_eq!(y.wcs(1)[0]["status"], "Success");
+    // No receive at all: RNR retry exceeded after the timeout.
+    let t0 = Instant::now();
+    x.call(json!({"op": "send", "qp": qx, "kind": "send", "mr": mx, "offset": 0, "len": 10, "wr_id": 5}));
+    assert_eq!(x.wcs(1)[0]["status"], "RnrRetryExcErr");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn a_lost_peer_costs_retry_exceeded_not_a_hang() {
+    let port = free_port();
+    let extra = ["--request-timeout-ms", "2000"];
+    let mut a = Node::start(&format!("tcp:manager:listen:{port}"), &[], &extra);
+    let mut b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &extra);
+    let (qa, _) = pair(&mut a, &mut b);
+    let (ma, _, _) = a.mr(4096);
+    let (_, addr, rkey) = b.mr(4096);
+    b.signal("-STOP"); // accepts nothing more, answers nothing
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = Instant::now();
+    a.call(json!({"op": "send", "qp": qa, "kind": "write", "mr": ma, "offset": 0, "len": 64, "raddr": addr, "rkey": rkey, "wr_id": 1}));
+    assert_eq!(a.wcs(1)[0]["status"], "RetryExcErr");
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    // Once the peer is gone for good, no node owns its GID: connecting to it
+    // fails at once.
+    let gid_b = b.gid.clone();
+    drop(b);
+    let end = Instant::now() + T;
+    loop {
+        let q = a.call(json!({"op": "qp"}))["qp"].as_u64().unwrap();
+        let r = a.try_call(json!({"op": "connect", "qp": q, "gid": gid_b, "qpn": 2}));
+        if let Some(e) = r.get("error") {
+            assert!(
+                e.as_str().unwrap().contains("no device or node owns"),
+                "{r}"
+            );
+            break;
+        }
+        assert!(Instant::now() < end, "the dead node's GID stayed owned");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_peer_that_stops_reading_is_cut_off_after_the_send_timeout() {
+    let port = free_port();
+    let env = [("ERNIC_TCP_SEND_TIMEOUT_MS", "1000")];
+    let extra = ["--request-timeout-ms", "4000"];
+    let mut a = Node::start(&format!("tcp:manager:listen:{port}"), &env, &extra);
+    let mut b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &env, &extra);
+    let (qa, _) = pair(&mut a, &mut b);
+    let (ma, _, _) = a.mr(4 << 20);
+    let (_, addr, rkey) = b.mr(4 << 20);
+    b.signal("-STOP");
+    // Far more than socket buffers hold: the writes back up, the send
+    // timeout cuts the connection, the requests fail instead of hanging.
+    let t0 = Instant::now();
+    let r = a.call(json!({"op": "flood", "qp": qa, "mr": ma, "len": 4 << 20, "count": 64, "raddr": addr, "rkey": rkey, "depth": 64, "timeout_ms": 30_000}));
+    assert!(r["errors"].as_u64().unwrap() > 0, "{r}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    b.signal("-CONT");
+}
+
+#[test]
+fn a_flood_from_two_nodes_keeps_memory_bounded_and_loses_nothing() {
+    let (mut m, mut w, _) = mesh(2, &[]);
+    let mut c = w.pop().unwrap();
+    let mut a = w.pop().unwrap();
+    const LEN: u64 = 4 << 20;
+    const COUNT: u64 = 150; // 600 MiB from each sender
+    let (mm, addr, rkey) = m.mr(2 * LEN);
+    let before = m.hwm_kib();
+    let mut flows = Vec::new();
+    for (i, s) in [&mut a, &mut c].into_iter().enumerate() {
+        let (q, _) = pair(s, &mut m);
+        let (ms, _, _) = s.mr(LEN);
+        s.call(json!({"op": "fill", "mr": ms, "offset": 0, "len": LEN, "seed": 11}));
+        flows.push((q, ms, addr + i as u64 * LEN));
+    }
+    // Both floods run at once: each node's stdin gets its command, then both are read.
+    for (s, (q, ms, dst)) in [&mut a, &mut c].into_iter().zip(&flows) {
+        writeln!(s.stdin, "{}", json!({"op": "flood", "qp": q, "mr": ms, "len": LEN, "count": COUNT, "raddr": dst, "rkey": rkey, "depth": 64, "timeout_ms": 50_000})).unwrap();
+    }
+    for s in [&mut a, &mut c] {
+        let r: Value = serde_json::from_str(&s.out.recv_timeout(T).unwrap()).unwrap();
+        assert_eq!(r["errors"], 0, "{r}");
+    }
+    assert_eq!(m.sum(mm, 0, LEN), fnv(&pattern(11, LEN)));
+    assert_eq!(m.sum(mm, LEN, LEN), fnv(&pattern(11, LEN)));
+    let grew = (m.hwm_kib() - before) / 1024;
+    eprintln!("receiver peak memory grew by {grew} MiB while 1200 MiB arrived");
+    assert!(
+        grew < 400,
+        "the receiver grew by {grew} MiB while 1200 MiB arrived"
+    );
+}
