@@ -98,3 +98,69 @@ fn bad_input_gets_one_clear_line_and_a_failure_code() {
     assert!(!ok);
     assert!(err.contains("write_bw"), "lists the valid tests: {err}");
 }
+
+#[test]
+fn perf_runs_across_two_processes_over_the_mesh() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    for t in ["write_bw", "send_lat", "read_lat"] {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
+            .args(["perf", t, "--server", "-p", &port])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The client retries until the server listens.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let (ok, out, err) = loop {
+            let r = ernic(&[
+                "perf",
+                t,
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-n",
+                "200",
+                "-s",
+                "4K",
+                "--baseline",
+                "--json",
+            ]);
+            if r.0 || std::time::Instant::now() > end || !r.2.contains("cannot reach") {
+                break r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(ok, "{t}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (v["test"].as_str(), v["transport"].as_str()),
+            (Some(t), Some("mesh")),
+            "{v}"
+        );
+        assert!(v["ratio"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+        assert!(
+            server.wait().unwrap().success(),
+            "{t}: the server exits cleanly after its client"
+        );
+    }
+}
+
+#[test]
+fn a_client_without_a_server_says_so() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let (ok, _, err) = ernic(&["perf", "write_bw", "127.0.0.1", "-p", &port]);
+    assert!(!ok);
+    assert!(
+        err.contains("cannot reach ernic perf --server at 127.0.0.1 port"),
+        "{err}"
+    );
+}

@@ -718,3 +718,49 @@ fn malformed_and_unknown_messages_are_dropped_without_harm() {
         (wire::Op::Ack, WcStatus::RetryExcErr, 42)
     );
 }
+
+#[test]
+fn a_node_asks_a_peer_for_at_most_32_mib_of_read_replies_at_once() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    const N: usize = 18 << 20; // one READ: a 16 MiB and a 2 MiB request
+    let ka = w.a.mr(0, 2 * N);
+    let kb = w.b.mr(0, N);
+    let data = pattern(N, 4);
+    w.b.arena[..N].copy_from_slice(&data);
+    for i in 0..2u64 {
+        let off = i as usize * N;
+        w.post(
+            qa,
+            &SendWr::new(i, SendOp::Read(ra(w.b.addr(0), kb))).sgl(&[sge(
+                w.a.addr(off),
+                N as u32,
+                ka,
+            )]),
+        );
+    }
+    let reqs = w.net.lock().unwrap().queue.len();
+    assert_eq!(
+        reqs, 2,
+        "18 MiB asked; another 16 MiB would pass 32 MiB, so the second READ waits"
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 0).status, WcStatus::Success);
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert!(w.a.bytes(0, N) == &data[..] && w.a.bytes(N, N) == &data[..]);
+}
+
+#[test]
+fn held_sends_are_given_up_at_once_when_they_keep_a_full_queue_waiting() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    w.post(qa, &SendWr::new(1, SendOp::Send).inline(b"x"));
+    w.pump(10);
+    assert!(w.b.e.has_held());
+    let now = w.now;
+    w.b.e.expire_held(now); // what the device loop does after half a second of starvation
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::RnrRetryExcErr);
+    assert!(!w.b.e.has_held());
+}
