@@ -643,6 +643,13 @@ impl Shared {
                 stream.set_read_timeout(None)?;
                 let c = self.new_conn(NodeId(id), stream)?;
                 self.install(c);
+                {
+                    let mut st = self.lock();
+                    st.dirty_gids.insert(id);
+                    st.dirty_topology = true;
+                    st.send_all_to.push(id);
+                }
+                self.changed.notify_all();
                 self.log(Level::Info, format_args!("node {id} registered"));
                 Ok(())
             }
@@ -729,9 +736,8 @@ impl Shared {
                 gids,
             },
         );
-        st.dirty_gids.insert(id);
-        st.dirty_topology = true;
-        st.send_all_to.push(id);
+        // Its connection is installed before the broadcast thread is told to
+        // send it the whole table (see `handshake_in`).
         st.recompute_owners(Some(0));
         Ok(id)
     }
