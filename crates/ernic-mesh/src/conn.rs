@@ -240,11 +240,15 @@ impl Conn {
 
     /// Queues a data frame if it fits, writing it at once when the
     /// connection is idle. Returns the buffer when it has been written whole.
+    /// A `deferred` frame is only queued, and nobody is woken for it: the
+    /// caller flushes ([`Conn::flush_now`]) when it is done with more urgent
+    /// work.
     pub fn data(
         &self,
         frame: Vec<u8>,
         tag: u64,
         reply: bool,
+        deferred: bool,
     ) -> Result<Option<Vec<u8>>, (QueueError, Vec<u8>)> {
         if self.is_closed() {
             return Err((QueueError::Closed, frame));
@@ -254,7 +258,7 @@ impl Conn {
             return Err((QueueError::Full, frame));
         }
         let mut offset = 0;
-        if q.idle() {
+        if !deferred && q.idle() {
             match sys::send_now(&self.stream, &frame) {
                 Ok(n) if n == frame.len() => return Ok(Some(frame)),
                 Ok(n) => offset = n,
@@ -273,7 +277,9 @@ impl Conn {
             offset,
         });
         drop(q);
-        self.cv.notify_all();
+        if !deferred {
+            self.cv.notify_all();
+        }
         Ok(None)
     }
 
@@ -286,7 +292,7 @@ impl Conn {
     ) -> Result<Option<Vec<u8>>, QueueError> {
         let end = Instant::now() + limit;
         loop {
-            match self.data(frame, 0, false) {
+            match self.data(frame, 0, false, false) {
                 Ok(done) => return Ok(done),
                 Err((QueueError::Closed, _)) => return Err(QueueError::Closed),
                 Err((QueueError::Full, f)) => {
@@ -324,6 +330,13 @@ impl Conn {
                     return;
                 }
             }
+        }
+        // What the socket did not take (deferred replies included, which
+        // woke no one when queued), the send thread writes.
+        let left = !q.data.is_empty();
+        drop(q);
+        if left {
+            self.cv.notify_all();
         }
     }
 
@@ -410,6 +423,11 @@ impl Conn {
     /// The reader, if no one else is reading.
     pub fn try_reader(&self) -> Option<MutexGuard<'_, ReadState>> {
         self.reader.try_lock().ok()
+    }
+
+    /// The socket's descriptor.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.stream)
     }
 
     /// Waits up to `timeout` for bytes to read.

@@ -125,7 +125,8 @@ impl Inbound {
         Ok(())
     }
 
-    /// Queues a message if it fits now; gives it back if not.
+    /// Queues a message if it fits now; gives it back if not (a polling
+    /// thread's way in).
     pub fn try_push(&self, m: Message) -> Result<(), Message> {
         let size = m.buf.len();
         let mut st = self.lock();
@@ -137,10 +138,7 @@ impl Inbound {
         st.count += 1;
         st.msgs.push_back(m);
         self.queued.store(st.msgs.len(), Ordering::Release);
-        drop(st);
-        if self.sleepers.load(Ordering::Acquire) > 0 {
-            self.not_empty.notify_all();
-        }
+        // Wakes no one: the polling thread that queued it applies it itself.
         Ok(())
     }
 

@@ -187,6 +187,12 @@ impl Mesh {
         self.shared.poll_io();
     }
 
+    /// Gives the connections back to the receive threads (a polling thread
+    /// about to sleep calls this).
+    pub fn poller_idle(&self) {
+        self.shared.poller_idle();
+    }
+
     /// Whether some thread polled the connections itself within the last
     /// millisecond (the device thread then need not wake for messages).
     pub fn poller_active(&self) -> bool {
@@ -291,7 +297,9 @@ impl Remote for Carrier {
         }
         .emit(&mut buf);
         (out.fill)(&mut buf[HEADER_LEN..]);
-        match conn.data(buf, out.tag, out.reply) {
+        // Replies wait for the end of the device's pass (`Mesh::poll_io`
+        // flushes them), so delivering a request's completion comes first.
+        match conn.data(buf, out.tag, out.reply, out.reply) {
             Ok(done) => {
                 if let Some(b) = done {
                     self.shared.recycle(b);

@@ -102,6 +102,8 @@ pub(crate) struct Shared {
     /// in microseconds since `epoch`.
     polled: AtomicU64,
     epoch: Instant,
+    /// Calls of `poll_io`, to read the clock on a few of them only.
+    poll_calls: AtomicU64,
 }
 
 /// A poller that polled within this long is taken to be polling still: the
@@ -148,6 +150,7 @@ impl Shared {
             conn_list: Mutex::new(Arc::new(Vec::new())),
             polled: AtomicU64::new(0),
             epoch: Instant::now(),
+            poll_calls: AtomicU64::new(0),
             cfg,
         }
     }
@@ -389,10 +392,23 @@ impl Shared {
         }
     }
 
+    /// Stops claiming the connections for a poller: the receive threads read
+    /// again (a polling thread about to sleep says so).
+    pub fn poller_idle(&self) {
+        self.polled.store(0, Ordering::Relaxed);
+    }
+
     /// Whether a thread is polling the connections itself.
     pub fn poller_active(&self) -> bool {
-        let last = Duration::from_micros(self.polled.load(Ordering::Relaxed));
-        self.epoch.elapsed().saturating_sub(last) < POLLER_WINDOW
+        match self.polled.load(Ordering::Relaxed) {
+            0 => false,
+            us => {
+                self.epoch
+                    .elapsed()
+                    .saturating_sub(Duration::from_micros(us))
+                    < POLLER_WINDOW
+            }
+        }
     }
 
     fn drop_conn(&self, c: &Arc<Conn>, e: FrameError) -> bool {
@@ -409,17 +425,40 @@ impl Shared {
     /// queue. A thread that polls anyway (the device's) calls this so a
     /// message need not wait for a send or receive thread to wake.
     pub fn poll_io(self: &Arc<Self>) {
-        self.polled
-            .store(self.epoch.elapsed().as_micros() as u64, Ordering::Relaxed);
+        // The clock is read on one call in 64: a spinning poller calls this
+        // millions of times a second, and the receive threads only need to
+        // know it polled within the last millisecond. +1: zero means "no
+        // poller" (see `poller_idle`).
+        if self.poll_calls.fetch_add(1, Ordering::Relaxed) % 64 == 0 {
+            self.polled.store(
+                self.epoch.elapsed().as_micros() as u64 + 1,
+                Ordering::Relaxed,
+            );
+        }
         let conns = self
             .conn_list
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        for c in conns.iter() {
-            c.flush_now(&mut |b| self.recycle(b));
-            if let Some(mut rs) = c.try_reader() {
-                self.read_frames(c, &mut rs, false);
+        // Readiness first, for all connections in one poll(2): spinning on
+        // recv(2) would take each socket's lock against the kernel's own
+        // receive path.
+        let mut fds = [0; 64];
+        let mut ready = [false; 64];
+        for chunk in conns.chunks(64) {
+            for (fd, c) in fds.iter_mut().zip(chunk) {
+                *fd = c.fd();
+            }
+            crate::sys::readable_now(&fds[..chunk.len()], &mut ready[..chunk.len()]);
+            for (c, r) in chunk.iter().zip(ready) {
+                c.flush_now(&mut |b| self.recycle(b));
+                let leftover = r || c.try_reader().is_some_and(|rs| rs.ready.is_some());
+                if !leftover {
+                    continue;
+                }
+                if let Some(mut rs) = c.try_reader() {
+                    self.read_frames(c, &mut rs, false);
+                }
             }
         }
     }
@@ -551,7 +590,7 @@ impl Shared {
                 }
                 r
             }
-            Some(t) => match t.data(buf, 0, false) {
+            Some(t) => match t.data(buf, 0, false, false) {
                 Ok(done) => Ok(done),
                 Err((QueueError::Full, buf)) => return Some((hdr, buf)),
                 Err((QueueError::Closed, buf)) => {

@@ -61,3 +61,26 @@ pub fn wait_readable(fd: &impl AsRawFd, timeout: Duration) -> bool {
     let n = unsafe { libc::poll(&mut p, 1, ms) };
     n > 0
 }
+
+/// Which of `fds` have something to read (or have closed), without waiting:
+/// one `poll(2)` for all of them. Sets `ready[i]` for each readable `fds[i]`.
+pub fn readable_now(fds: &[RawFd], ready: &mut [bool]) {
+    const MAX: usize = 64;
+    for (chunk, out) in fds.chunks(MAX).zip(ready.chunks_mut(MAX)) {
+        let mut p = [libc::pollfd {
+            fd: -1,
+            events: 0,
+            revents: 0,
+        }; MAX];
+        for (slot, fd) in p.iter_mut().zip(chunk) {
+            slot.fd = *fd;
+            slot.events = libc::POLLIN;
+        }
+        // SAFETY: `p` holds `chunk.len()` initialised pollfds, valid for the
+        // duration of the call.
+        let n = unsafe { libc::poll(p.as_mut_ptr(), chunk.len() as libc::nfds_t, 0) };
+        for (o, slot) in out.iter_mut().zip(&p) {
+            *o = n > 0 && slot.revents != 0;
+        }
+    }
+}

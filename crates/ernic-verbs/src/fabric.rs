@@ -58,7 +58,16 @@ pub(crate) struct Shared {
     /// poll takes the lock only once something is actually due.
     deadline: AtomicU64,
     epoch: Instant,
+    /// When an application thread last polled a CQ (nanoseconds since
+    /// `epoch`): while one does, it does the device's work and the device
+    /// thread stands aside.
+    app_polled: AtomicU64,
+    /// Calls of `progress`, to read the clock on a few of them only.
+    progress_calls: AtomicU64,
 }
+
+/// An application that polled within this long is taken to be polling still.
+const APP_WINDOW: Duration = Duration::from_millis(1);
 
 const NO_TIMER: u64 = u64::MAX;
 
@@ -78,10 +87,13 @@ impl Shared {
     pub fn with<R>(&self, f: impl FnOnce(&mut State, Instant) -> R) -> R {
         let mut st = self.lock();
         let r = f(&mut st, Instant::now());
+        st.distribute();
         if let Some(mesh) = &self.mesh {
             st.engine.take_released(|b| mesh.release(b));
+            // Replies queued by this call (a receive that released a held
+            // SEND, say) go out now.
+            mesh.poll_io();
         }
-        st.distribute();
         // Written only on change: every spinning poller reads it, and a store
         // would pull its cache line away from them on each call.
         let d = st
@@ -110,6 +122,12 @@ impl Shared {
     /// waiting for it to wake.
     pub fn progress(&self) {
         let Some(mesh) = &self.mesh else { return };
+        // One call in 64 reads the clock: the device thread only needs to
+        // know an application polled within the last millisecond.
+        if self.progress_calls.fetch_add(1, Ordering::Relaxed) % 64 == 0 {
+            self.app_polled
+                .store(self.since_epoch(Instant::now()).max(1), Ordering::Relaxed);
+        }
         mesh.poll_io();
         if !mesh.has_messages() {
             return;
@@ -137,6 +155,8 @@ impl Shared {
         st.engine.poll(now);
         st.engine.take_released(|b| mesh.release(b));
         st.distribute();
+        // Replies queued during the pass go out now, after the completions.
+        mesh.poll_io();
         mesh.end_pass();
     }
 
@@ -151,25 +171,47 @@ impl Shared {
         }
     }
 
-    /// The device thread of a fabric on a mesh.
+    /// The device thread of a fabric on a mesh. While an application thread
+    /// polls a CQ, that thread does the device's work and this one stands
+    /// aside (two cores afford one busy thread per process). Otherwise, while
+    /// there is traffic, it polls the connections itself (one thread reading
+    /// and applying, with no hand-off), spinning briefly after the last work;
+    /// then it gives the connections back to the receive threads and sleeps
+    /// until they queue something or a timer is due.
     fn device_loop(weak: Weak<Shared>) {
+        const SPIN: Duration = Duration::from_micros(200);
+        let mut last_work = Instant::now();
         loop {
             let Some(me) = weak.upgrade() else { return };
             let Some(mesh) = me.mesh.clone() else { return };
-            if mesh.has_messages() || me.run_due() {
+            if me.app_polling() {
+                drop(me);
+                std::thread::sleep(Duration::from_micros(500));
+                continue;
+            }
+            mesh.poll_io();
+            let worked = mesh.has_messages();
+            if worked || me.run_due() {
                 let mut st = me.lock();
                 Self::pass(&mut st, &mesh, Instant::now());
                 me.publish_deadline(&st);
             }
             drop(me);
-            if mesh.poller_active() {
-                // An application thread is polling and applies what arrives
-                // itself; waking for each message would only take its CPU.
-                std::thread::sleep(Duration::from_micros(500));
+            if worked {
+                last_work = Instant::now();
+            } else if last_work.elapsed() < SPIN {
+                std::hint::spin_loop();
             } else {
+                mesh.poller_idle();
                 mesh.wait(Duration::from_millis(2));
             }
         }
+    }
+
+    fn app_polling(&self) -> bool {
+        let last = self.app_polled.load(Ordering::Relaxed);
+        last != 0
+            && self.since_epoch(Instant::now()).saturating_sub(last) < APP_WINDOW.as_nanos() as u64
     }
 
     /// Whether a timer is due now.
@@ -246,6 +288,8 @@ impl Fabric {
                 mesh,
                 deadline: AtomicU64::new(NO_TIMER),
                 epoch: Instant::now(),
+                app_polled: AtomicU64::new(0),
+                progress_calls: AtomicU64::new(0),
             }),
         }
     }
