@@ -52,6 +52,14 @@ struct Queue {
 }
 
 impl Queue {
+    /// Nothing but data waits, and the send thread is not writing.
+    fn only_data(&self) -> bool {
+        !self.writing
+            && self.heartbeat.is_none()
+            && self.answer.is_none()
+            && self.control.is_empty()
+    }
+
     fn idle(&self) -> bool {
         !self.writing
             && self.heartbeat.is_none()
@@ -83,9 +91,16 @@ pub(crate) enum QueueError {
     Closed,
 }
 
+/// Bytes a reader takes off the socket at once into its staging buffer: one
+/// receive can bring several small frames.
+const STAGE: usize = 64 << 10;
+
 /// Where the reader is in the byte stream.
-#[derive(Default)]
 pub(crate) struct ReadState {
+    /// Bytes received but not yet taken: `stage[lo..hi]`.
+    stage: Box<[u8]>,
+    lo: usize,
+    hi: usize,
     hdr: [u8; frame::HEADER_LEN],
     hdr_got: usize,
     body: Option<(Header, Vec<u8>)>,
@@ -93,6 +108,36 @@ pub(crate) struct ReadState {
     /// A complete frame that could not be handed on yet (no room); it goes
     /// before anything read after it.
     pub ready: Option<(Header, Vec<u8>)>,
+}
+
+impl Default for ReadState {
+    fn default() -> ReadState {
+        ReadState {
+            stage: vec![0u8; STAGE].into_boxed_slice(),
+            lo: 0,
+            hi: 0,
+            hdr: [0; frame::HEADER_LEN],
+            hdr_got: 0,
+            body: None,
+            body_got: 0,
+            ready: None,
+        }
+    }
+}
+
+impl ReadState {
+    /// Whether it holds bytes or a frame the socket will not signal again.
+    pub fn has_pending(&self) -> bool {
+        self.ready.is_some() || self.lo < self.hi
+    }
+
+    /// Moves up to `out.len()` staged bytes into `out`; returns how many.
+    fn take(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.hi - self.lo);
+        out[..n].copy_from_slice(&self.stage[self.lo..self.lo + n]);
+        self.lo += n;
+        n
+    }
 }
 
 /// What one read step found.
@@ -113,6 +158,8 @@ pub(crate) struct Conn {
     q: Mutex<Queue>,
     cv: Condvar,
     reader: Mutex<ReadState>,
+    /// Queued frames a vectored send wrote whole, waiting to be recycled.
+    written: Mutex<Vec<Vec<u8>>>,
     closed: AtomicBool,
     /// The receive side holds a frame it has no room for: the peer is not
     /// silent, this side is not reading (heartbeats wait behind the frame).
@@ -141,6 +188,7 @@ impl Conn {
             q: Mutex::new(Queue::default()),
             cv: Condvar::new(),
             reader: Mutex::new(ReadState::default()),
+            written: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
             heard: AtomicU64::new(0),
@@ -268,6 +316,18 @@ impl Conn {
                     return Err((QueueError::Closed, frame));
                 }
             }
+        } else if !deferred && q.only_data() && q.data.len() < 16 {
+            // Deferred replies wait ahead: they go out together with this
+            // frame, in one sendmsg.
+            match self.send_with_queued(&mut q, &frame) {
+                Ok(n) if n == frame.len() => return Ok(Some(frame)),
+                Ok(n) => offset = n,
+                Err(()) => {
+                    drop(q);
+                    self.close();
+                    return Err((QueueError::Closed, frame));
+                }
+            }
         }
         q.account(frame.len(), reply, true);
         q.data.push_back(Item {
@@ -281,6 +341,43 @@ impl Conn {
             self.cv.notify_all();
         }
         Ok(None)
+    }
+
+    /// Writes the queued data frames and then `frame` with one sendmsg, as
+    /// far as the socket takes them; retires the queued frames written whole
+    /// and returns how much of `frame` went.
+    fn send_with_queued(&self, q: &mut Queue, frame: &[u8]) -> Result<usize, ()> {
+        let mut bufs: [&[u8]; 16] = [&[]; 16];
+        let mut n = 0;
+        for it in q.data.iter() {
+            bufs[n] = &it.frame[it.offset..];
+            n += 1;
+        }
+        bufs[n] = frame;
+        let mut sent = sys::send_vectored_now(&self.stream, &bufs[..=n]).map_err(|_| ())?;
+        while let Some(it) = q.data.front_mut() {
+            let left = it.frame.len() - it.offset;
+            if sent < left {
+                it.offset += sent;
+                return Ok(0);
+            }
+            sent -= left;
+            let it = q.data.pop_front().expect("front exists");
+            q.account(it.frame.len(), it.reply, false);
+            self.written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(it.frame);
+        }
+        Ok(sent)
+    }
+
+    /// Frames written whole by a vectored send, for the caller to recycle.
+    pub fn take_written(&self, out: &mut dyn FnMut(Vec<u8>)) {
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        for f in w.drain(..) {
+            out(f);
+        }
     }
 
     /// Queues a data frame, waiting up to `limit` for room (the manager
@@ -435,27 +532,68 @@ impl Conn {
         sys::wait_readable(&self.stream, timeout)
     }
 
+    /// Refills the staging buffer from the socket: `None` when bytes came.
+    fn fill(&self, rs: &mut ReadState) -> Option<ReadStep> {
+        if rs.lo == rs.hi {
+            rs.lo = 0;
+            rs.hi = 0;
+        }
+        match sys::recv_now(&self.stream, &mut rs.stage[rs.hi..]) {
+            Ok(None) => Some(ReadStep::Pending),
+            Ok(Some(0)) | Err(_) => Some(ReadStep::Eof),
+            Ok(Some(n)) => {
+                rs.hi += n;
+                None
+            }
+        }
+    }
+
     /// Reads what has arrived toward the next frame, without blocking.
     pub fn read_step(&self, rs: &mut ReadState, alloc: &dyn Fn(usize) -> Vec<u8>) -> ReadStep {
         loop {
-            if let Some((h, buf)) = rs.body.as_mut() {
-                if rs.body_got == buf.len() {
-                    let (h, buf) = (*h, rs.body.take().expect("some").1);
+            if let Some((_, buf)) = rs.body.as_mut() {
+                let need = buf.len() - rs.body_got;
+                if need == 0 {
+                    let (h, buf) = rs.body.take().expect("some");
                     rs.hdr_got = 0;
                     return ReadStep::Frame(h, buf);
                 }
-                match sys::recv_now(&self.stream, &mut buf[rs.body_got..]) {
-                    Ok(None) => return ReadStep::Pending,
-                    Ok(Some(0)) | Err(_) => return ReadStep::Eof,
-                    Ok(Some(n)) => rs.body_got += n,
+                if rs.lo < rs.hi {
+                    let got = rs.body_got;
+                    let (_, buf) = rs.body.as_mut().expect("some");
+                    let n = {
+                        let avail = rs.hi - rs.lo;
+                        let n = avail.min(need);
+                        buf[got..got + n].copy_from_slice(&rs.stage[rs.lo..rs.lo + n]);
+                        n
+                    };
+                    rs.lo += n;
+                    rs.body_got += n;
+                    continue;
+                }
+                if need >= STAGE / 2 {
+                    // A large body goes straight into its buffer.
+                    match sys::recv_now(&self.stream, &mut buf[rs.body_got..]) {
+                        Ok(None) => return ReadStep::Pending,
+                        Ok(Some(0)) | Err(_) => return ReadStep::Eof,
+                        Ok(Some(n)) => rs.body_got += n,
+                    }
+                    continue;
+                }
+                if let Some(step) = self.fill(rs) {
+                    return step;
                 }
                 continue;
             }
-            match sys::recv_now(&self.stream, &mut rs.hdr[rs.hdr_got..]) {
-                Ok(None) => return ReadStep::Pending,
-                Ok(Some(0)) | Err(_) => return ReadStep::Eof,
-                Ok(Some(n)) => rs.hdr_got += n,
+            if rs.lo == rs.hi {
+                if let Some(step) = self.fill(rs) {
+                    return step;
+                }
             }
+            let mut hdr = rs.hdr;
+            let n = rs.take(&mut hdr[rs.hdr_got..]);
+            rs.hdr = hdr;
+            rs.hdr_got += n;
             if rs.hdr_got < frame::HEADER_LEN {
                 continue;
             }

@@ -51,6 +51,8 @@ pub(crate) struct Inbound {
     queued: AtomicUsize,
     /// Threads waiting for a message: a push wakes them only if there are any.
     sleepers: AtomicUsize,
+    /// Receive threads waiting for room: a release wakes them only if there are any.
+    room_waiters: AtomicUsize,
 }
 
 /// Why a message was not queued.
@@ -81,6 +83,7 @@ impl Inbound {
             stall,
             queued: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
+            room_waiters: AtomicUsize::new(0),
         }
     }
 
@@ -107,11 +110,13 @@ impl Inbound {
                 return Err(Refused::Closed);
             }
             st.waiting_since.get_or_insert(now);
+            self.room_waiters.fetch_add(1, Ordering::AcqRel);
             st = self
                 .not_full
                 .wait_timeout(st, Duration::from_millis(50))
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+            self.room_waiters.fetch_sub(1, Ordering::AcqRel);
         }
         st.waiting_since = None;
         st.bytes += size;
@@ -164,7 +169,9 @@ impl Inbound {
         st.bytes = st.bytes.saturating_sub(len);
         st.count = st.count.saturating_sub(1);
         drop(st);
-        self.not_full.notify_all();
+        if self.room_waiters.load(Ordering::Acquire) > 0 {
+            self.not_full.notify_all();
+        }
     }
 
     /// Waits up to `timeout` for a message.

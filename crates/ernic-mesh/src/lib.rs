@@ -187,6 +187,12 @@ impl Mesh {
         self.shared.poll_io();
     }
 
+    /// Writes what the sockets take now of the queued data (replies deferred
+    /// during a device pass), without reading.
+    pub fn flush(&self) {
+        self.shared.flush();
+    }
+
     /// Gives the connections back to the receive threads (a polling thread
     /// about to sleep calls this).
     pub fn poller_idle(&self) {
@@ -299,7 +305,9 @@ impl Remote for Carrier {
         (out.fill)(&mut buf[HEADER_LEN..]);
         // Replies wait for the end of the device's pass (`Mesh::poll_io`
         // flushes them), so delivering a request's completion comes first.
-        match conn.data(buf, out.tag, out.reply, out.reply) {
+        let r = conn.data(buf, out.tag, out.reply, out.reply);
+        conn.take_written(&mut |b| self.shared.recycle(b));
+        match r {
             Ok(done) => {
                 if let Some(b) = done {
                     self.shared.recycle(b);

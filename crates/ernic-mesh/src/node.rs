@@ -338,14 +338,18 @@ impl Shared {
     /// for room when the inbound queue is full.
     fn recv_loop(self: &Arc<Self>, c: &Arc<Conn>) {
         while !c.is_closed() && !self.stop.load(Ordering::Relaxed) {
-            let leftover = c.reader().ready.is_some();
+            if self.poller_active() {
+                // A polling thread reads what arrives sooner than this thread
+                // could wake; stay out of its way (and off its locks), and
+                // take over within a window of it stopping.
+                thread::sleep(Duration::from_micros(200));
+                continue;
+            }
+            let leftover = c.try_reader().is_some_and(|rs| rs.has_pending());
             if !leftover && !c.wait_readable(Duration::from_millis(100)) {
                 continue;
             }
             if self.poller_active() {
-                // A polling thread reads what arrives sooner than this thread
-                // could wake; stay out of its way, and take over if it stops.
-                thread::sleep(Duration::from_micros(200));
                 continue;
             }
             let mut rs = c.reader();
@@ -389,6 +393,19 @@ impl Shared {
                     }
                 }
             }
+        }
+    }
+
+    /// Writes what the sockets take now of the queued data (replies a pass
+    /// deferred, say), without reading.
+    pub fn flush(&self) {
+        let conns = self
+            .conn_list
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for c in conns.iter() {
+            c.flush_now(&mut |b| self.recycle(b));
         }
     }
 
@@ -452,7 +469,7 @@ impl Shared {
             crate::sys::readable_now(&fds[..chunk.len()], &mut ready[..chunk.len()]);
             for (c, r) in chunk.iter().zip(ready) {
                 c.flush_now(&mut |b| self.recycle(b));
-                let leftover = r || c.try_reader().is_some_and(|rs| rs.ready.is_some());
+                let leftover = r || c.try_reader().is_some_and(|rs| rs.has_pending());
                 if !leftover {
                     continue;
                 }

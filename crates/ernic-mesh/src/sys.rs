@@ -30,6 +30,44 @@ pub fn send_now(fd: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Sends what the socket takes now of the buffers, in order, with one
+/// `sendmsg(2)`; `Ok(0)` when it takes nothing.
+pub fn send_vectored_now(fd: &impl AsRawFd, bufs: &[&[u8]]) -> io::Result<usize> {
+    const MAX: usize = 16;
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX];
+    let n = bufs.len().min(MAX);
+    for (v, b) in iov.iter_mut().zip(bufs) {
+        v.iov_base = b.as_ptr() as *mut libc::c_void;
+        v.iov_len = b.len();
+    }
+    // SAFETY: a zeroed msghdr is a valid "no name, no control" header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = n as _;
+    // SAFETY: `msg` points at `n` iovecs describing live, readable slices
+    // that outlive the call (sendmsg only reads them); `fd` is the caller's
+    // socket; MSG_NOSIGNAL keeps a closed peer from raising SIGPIPE.
+    let r = unsafe {
+        libc::sendmsg(
+            fd.as_raw_fd(),
+            &msg,
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if r >= 0 {
+        return Ok(r as usize);
+    }
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::WouldBlock {
+        Ok(0)
+    } else {
+        Err(e)
+    }
+}
+
 /// Receives what has arrived; `Ok(None)` when nothing has, `Ok(Some(0))` at
 /// the end of the stream.
 pub fn recv_now(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {

@@ -91,8 +91,8 @@ impl Shared {
         if let Some(mesh) = &self.mesh {
             st.engine.take_released(|b| mesh.release(b));
             // Replies queued by this call (a receive that released a held
-            // SEND, say) go out now.
-            mesh.poll_io();
+            // SEND, say) go out now, with anything else that waits.
+            mesh.flush();
         }
         // Written only on change: every spinning poller reads it, and a store
         // would pull its cache line away from them on each call.
@@ -135,13 +135,13 @@ impl Shared {
         let Ok(mut st) = self.state.try_lock() else {
             return;
         };
-        Self::pass(&mut st, mesh, Instant::now());
+        Self::pass(&mut st, mesh, Instant::now(), false);
         self.publish_deadline(&st);
     }
 
     /// One device loop pass: apply every queued message, run timers, hand
     /// completions to CQs, give buffers back.
-    fn pass(st: &mut State, mesh: &Mesh, now: Instant) {
+    fn pass(st: &mut State, mesh: &Mesh, now: Instant, flush: bool) {
         mesh.begin_pass();
         while let Some(m) = mesh.pop() {
             st.engine.apply_remote(m.from, m.buf, m.start, now);
@@ -155,8 +155,12 @@ impl Shared {
         st.engine.poll(now);
         st.engine.take_released(|b| mesh.release(b));
         st.distribute();
-        // Replies queued during the pass go out now, after the completions.
-        mesh.poll_io();
+        if flush {
+            // Replies queued during the pass go out now, after the
+            // completions. An application's own pass leaves them to its next
+            // send (which takes them along in one sendmsg) or its next poll.
+            mesh.flush();
+        }
         mesh.end_pass();
     }
 
@@ -179,7 +183,7 @@ impl Shared {
     /// then it gives the connections back to the receive threads and sleeps
     /// until they queue something or a timer is due.
     fn device_loop(weak: Weak<Shared>) {
-        const SPIN: Duration = Duration::from_micros(200);
+        const SPIN: Duration = Duration::from_micros(500);
         let mut last_work = Instant::now();
         loop {
             let Some(me) = weak.upgrade() else { return };
@@ -193,7 +197,7 @@ impl Shared {
             let worked = mesh.has_messages();
             if worked || me.run_due() {
                 let mut st = me.lock();
-                Self::pass(&mut st, &mesh, Instant::now());
+                Self::pass(&mut st, &mesh, Instant::now(), true);
                 me.publish_deadline(&st);
             }
             drop(me);
