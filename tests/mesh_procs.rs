@@ -276,7 +276,8 @@ fn a_quiet_node_keeps_its_id_and_a_restarted_one_gets_a_new_one() {
     );
     drop(a);
     wait_for(&mut m, 1, false);
-    let b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &[]);
+    // It comes back over IPv6: the manager listens on both families.
+    let b = Node::start(&format!("tcp:worker:[::1]:{port}"), &[], &[]);
     assert_eq!(b.id, 2, "a restarted node gets a new id, never an old one");
 }
 
