@@ -2,15 +2,12 @@
 //! driven over their stdin/stdout, stopped, killed and restarted.
 //! (`ERNIC_TEST_LOG=1 ERNIC_LOG=info` shows the nodes' logs.)
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const T: Duration = Duration::from_secs(60);
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -20,78 +17,30 @@ fn free_port() -> u16 {
         .port()
 }
 
-struct Node {
-    child: Child,
-    stdin: ChildStdin,
-    out: Receiver<String>,
-    id: u64,
-    gid: String,
+mod common;
+use common::{Node, T};
+
+/// Starts a node on loopback with a 100 ms heartbeat.
+fn start(spec: &str, env: &[(&str, &str)], extra: &[&str]) -> Node {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ernic"));
+    cmd.args(["mesh", "node", spec, "--heartbeat-ms", "100"])
+        .args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Node::spawn(cmd)
 }
 
-impl Node {
-    fn start(spec: &str, env: &[(&str, &str)], extra: &[&str]) -> Node {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ernic"));
-        cmd.args(["mesh", "node", spec, "--heartbeat-ms", "100"])
-            .args(extra);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(if std::env::var_os("ERNIC_TEST_LOG").is_some() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
-            .spawn()
-            .expect("start ernic mesh node");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, out) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(l) = line else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let ready: Value = serde_json::from_str(&out.recv_timeout(T).expect("node ready")).unwrap();
-        Node {
-            child,
-            stdin,
-            out,
-            id: ready["node"].as_u64().unwrap(),
-            gid: ready["gid"].as_str().unwrap().to_string(),
-        }
-    }
+/// What these tests ask of a node beyond commands.
+trait NodeExt {
+    fn hwm_kib(&self) -> u64;
+    fn mr(&mut self, len: u64) -> (u64, u64, u64);
+    fn sum(&mut self, mr: u64, offset: u64, len: u64) -> u64;
+    fn wcs(&mut self, n: u64) -> Vec<Value>;
+}
 
-    fn try_call(&mut self, v: Value) -> Value {
-        writeln!(self.stdin, "{v}").expect("node stdin");
-        self.stdin.flush().unwrap();
-        let line = self
-            .out
-            .recv_timeout(T)
-            .unwrap_or_else(|_| panic!("no answer to {v}"));
-        serde_json::from_str(&line).unwrap()
-    }
-
-    fn call(&mut self, v: Value) -> Value {
-        let r = self.try_call(v.clone());
-        assert!(r.get("error").is_none(), "{v} -> {r}");
-        r
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig}");
-    }
-
+impl NodeExt for Node {
+    /// Peak resident memory, from /proc.
     fn hwm_kib(&self) -> u64 {
         let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         let l = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
@@ -119,13 +68,6 @@ impl Node {
         let w = r["wcs"].as_array().unwrap().clone();
         assert_eq!(w.len() as u64, n, "completions: {w:?}");
         w
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -158,10 +100,10 @@ fn pattern(seed: u64, len: u64) -> Vec<u8> {
 
 fn mesh(n_workers: usize, env: &[(&str, &str)]) -> (Node, Vec<Node>, u16) {
     let port = free_port();
-    let m = Node::start(&format!("tcp:manager:listen:{port}"), env, &[]);
+    let m = start(&format!("tcp:manager:listen:{port}"), env, &[]);
     assert_eq!(m.id, 0);
     let workers = (0..n_workers)
-        .map(|_| Node::start(&format!("tcp:worker:127.0.0.1:{port}"), env, &[]))
+        .map(|_| start(&format!("tcp:worker:127.0.0.1:{port}"), env, &[]))
         .collect();
     (m, workers, port)
 }
@@ -277,7 +219,7 @@ fn a_quiet_node_keeps_its_id_and_a_restarted_one_gets_a_new_one() {
     drop(a);
     wait_for(&mut m, 1, false);
     // It comes back over IPv6: the manager listens on both families.
-    let b = Node::start(&format!("tcp:worker:[::1]:{port}"), &[], &[]);
+    let b = start(&format!("tcp:worker:[::1]:{port}"), &[], &[]);
     assert_eq!(b.id, 2, "a restarted node gets a new id, never an old one");
 }
 
@@ -285,8 +227,8 @@ fn a_quiet_node_keeps_its_id_and_a_restarted_one_gets_a_new_one() {
 fn rnr_both_ways_waits_for_a_receive_or_fails_after_the_timeout() {
     let port = free_port();
     let extra = ["--rnr-timeout-ms", "1500"];
-    let mut a = Node::start(&format!("tcp:manager:listen:{port}"), &[], &extra);
-    let mut b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &extra);
+    let mut a = start(&format!("tcp:manager:listen:{port}"), &[], &extra);
+    let mut b = start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &extra);
     let (qa, qb) = pair(&mut a, &mut b);
     let (ma, _, _) = a.mr(4096);
     let (mb, _, _) = b.mr(4096);
@@ -323,8 +265,8 @@ fn rnr_both_ways_waits_for_a_receive_or_fails_after_the_timeout() {
 fn a_lost_peer_costs_retry_exceeded_not_a_hang() {
     let port = free_port();
     let extra = ["--request-timeout-ms", "2000"];
-    let mut a = Node::start(&format!("tcp:manager:listen:{port}"), &[], &extra);
-    let mut b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &extra);
+    let mut a = start(&format!("tcp:manager:listen:{port}"), &[], &extra);
+    let mut b = start(&format!("tcp:worker:127.0.0.1:{port}"), &[], &extra);
     let (qa, _) = pair(&mut a, &mut b);
     let (ma, _, _) = a.mr(4096);
     let (_, addr, rkey) = b.mr(4096);
@@ -363,8 +305,8 @@ fn a_peer_that_stops_reading_is_cut_off_after_the_send_timeout() {
     let port = free_port();
     let env = [("ERNIC_TCP_SEND_TIMEOUT_MS", "1000")];
     let extra = ["--request-timeout-ms", "4000"];
-    let mut a = Node::start(&format!("tcp:manager:listen:{port}"), &env, &extra);
-    let mut b = Node::start(&format!("tcp:worker:127.0.0.1:{port}"), &env, &extra);
+    let mut a = start(&format!("tcp:manager:listen:{port}"), &env, &extra);
+    let mut b = start(&format!("tcp:worker:127.0.0.1:{port}"), &env, &extra);
     let (qa, _) = pair(&mut a, &mut b);
     let (ma, _, _) = a.mr(4 << 20);
     let (_, addr, rkey) = b.mr(4 << 20);

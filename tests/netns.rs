@@ -5,14 +5,11 @@
 //! Needs root and iproute2. CI has both (`.ci/run` installs iproute2) and
 //! must run this; elsewhere it skips with one line saying why.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::io::Write;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const T: Duration = Duration::from_secs(60);
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip");
@@ -115,76 +112,34 @@ impl Drop for Net {
     }
 }
 
-struct Node {
-    child: Child,
-    stdin: ChildStdin,
-    out: Receiver<String>,
-    id: u64,
-    gid: String,
+mod common;
+use common::{Node, T};
+
+/// Starts a node inside network namespace `ns`.
+fn start(ns: &str, spec: &str) -> Node {
+    let mut cmd = Command::new("ip");
+    cmd.args([
+        "netns",
+        "exec",
+        ns,
+        env!("CARGO_BIN_EXE_ernic"),
+        "mesh",
+        "node",
+        spec,
+    ])
+    .args(["--heartbeat-ms", "100", "--request-timeout-ms", "2000"]);
+    Node::spawn(cmd)
 }
 
-impl Node {
-    fn start(ns: &str, spec: &str) -> Node {
-        let mut child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns,
-                env!("CARGO_BIN_EXE_ernic"),
-                "mesh",
-                "node",
-                spec,
-            ])
-            .args(["--heartbeat-ms", "100", "--request-timeout-ms", "2000"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start a node in a namespace");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, out) = channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let ready: Value = serde_json::from_str(&out.recv_timeout(T).expect("node ready")).unwrap();
-        Node {
-            child,
-            stdin,
-            out,
-            id: ready["node"].as_u64().unwrap(),
-            gid: ready["gid"].as_str().unwrap().into(),
-        }
-    }
-
-    fn call(&mut self, v: Value) -> Value {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
-        let r: Value = serde_json::from_str(&self.out.recv_timeout(T).expect("an answer")).unwrap();
-        assert!(r.get("error").is_none(), "{v} -> {r}");
-        r
-    }
-
-    fn peer_alive(&mut self, id: u64) -> Option<bool> {
-        let info = self.call(json!({"op": "info"}));
-        info["peers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .map(|p| p["alive"] == true)
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Whether `n` thinks node `id` is alive.
+fn peer_alive(n: &mut Node, id: u64) -> Option<bool> {
+    let info = n.call(json!({"op": "info"}));
+    info["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .map(|p| p["alive"] == true)
 }
 
 fn until(what: &str, mut f: impl FnMut() -> bool) {
@@ -223,9 +178,9 @@ fn three_hosts_on_a_bridge_survive_a_cut_link() {
         return;
     }
     let net = Net::new();
-    let mut m = Node::start(&net.ns("h0"), "tcp:manager:listen:7000");
-    let mut a = Node::start(&net.ns("h1"), "tcp:worker:10.77.7.1:7000");
-    let mut b = Node::start(&net.ns("h2"), "tcp:worker:10.77.7.1:7000");
+    let mut m = start(&net.ns("h0"), "tcp:manager:listen:7000");
+    let mut a = start(&net.ns("h1"), "tcp:worker:10.77.7.1:7000");
+    let mut b = start(&net.ns("h2"), "tcp:worker:10.77.7.1:7000");
     assert_eq!((m.id, a.id, b.id), (0, 1, 2));
     assert_eq!(write_across(&mut a, &mut b), ("Success".into(), true));
     assert_eq!(write_across(&mut b, &mut m), ("Success".into(), true));
@@ -246,9 +201,9 @@ fn three_hosts_on_a_bridge_survive_a_cut_link() {
     let w = a.call(json!({"op": "poll", "n": 1, "timeout_ms": 30_000}));
     assert_eq!(w["wcs"][0]["status"], "RetryExcErr", "{w}");
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
-    until("node 2 is dead", || m.peer_alive(2) == Some(false));
+    until("node 2 is dead", || peer_alive(&mut m, 2) == Some(false));
     until("node 1 hears node 2 is dead", || {
-        a.peer_alive(2) == Some(false)
+        peer_alive(&mut a, 2) == Some(false)
     });
     let qa2 = a.call(json!({"op": "qp"}));
     let refused = {
@@ -260,7 +215,9 @@ fn three_hosts_on_a_bridge_survive_a_cut_link() {
     assert!(refused, "no node owns the GID of a dead node");
     // Restore it: the quiet node comes back under its id, and traffic flows.
     net.link(2, true);
-    until("node 2 is alive again", || m.peer_alive(2) == Some(true));
+    until("node 2 is alive again", || {
+        peer_alive(&mut m, 2) == Some(true)
+    });
     assert_eq!(b.call(json!({"op": "info"}))["node"], 2, "it kept its id");
     assert_eq!(write_across(&mut a, &mut b), ("Success".into(), true));
     assert_eq!(write_across(&mut b, &mut m), ("Success".into(), true));

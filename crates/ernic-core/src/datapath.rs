@@ -225,6 +225,23 @@ pub(crate) struct Incoming<'r> {
     pub unreliable: bool,
 }
 
+impl<'r> Incoming<'r> {
+    /// A whole message in one piece, reliably delivered.
+    pub fn whole(req: Req, src: Source<'r>, len: u64) -> Incoming<'r> {
+        Incoming {
+            req,
+            src,
+            len,
+            offset: 0,
+            total: len,
+            last: true,
+            grh: None,
+            src_qpn: None,
+            unreliable: false,
+        }
+    }
+}
+
 /// Result of the memory phase of a delivery into a receive.
 enum Delivery {
     /// Delivered this many bytes.
@@ -412,7 +429,7 @@ impl<M: DmaMemory> Engine<M> {
         let pdev = match dest.route {
             Route::Local(d) => d,
             Route::Remote(node) => {
-                let out = self.exec_remote(dev, qpn, ctr, req, sgl, inline, len, node, &dest, now);
+                let out = self.exec_remote(dev, qpn, ctr, req, sgl, src, len, node, &dest, now);
                 return out;
             }
         };
@@ -435,15 +452,8 @@ impl<M: DmaMemory> Engine<M> {
         let out = match req.op {
             SendOp::Send | SendOp::SendImm(_) | SendOp::SendInv(_) | SendOp::WriteImm(..) => {
                 let inc = Incoming {
-                    req: *req,
-                    src,
-                    len,
-                    offset: 0,
-                    total: len,
-                    last: true,
-                    grh: None,
-                    src_qpn: None,
                     unreliable: qp_type == QpType::Uc,
+                    ..Incoming::whole(*req, src, len)
                 };
                 self.respond_receive(them, &inc)
             }
@@ -1023,15 +1033,10 @@ impl<M: DmaMemory> Engine<M> {
             access: peer.access,
         };
         let inc = Incoming {
-            req: *req,
-            src,
-            len,
-            offset: 0,
-            total: len,
-            last: true,
             grh: Some(header),
             src_qpn: Some(src_qpn),
             unreliable: true,
+            ..Incoming::whole(*req, src, len)
         };
         // The receiver's troubles stay with the receiver (the sender's own
         // buffers were checked before).

@@ -191,7 +191,7 @@ impl<M: DmaMemory> Engine<M> {
         ctr: u32,
         req: &Req,
         sgl: &[Sge],
-        inline: &[u8],
+        src: Source<'_>,
         len: u64,
         node: NodeId,
         dest: &Dest,
@@ -208,21 +208,12 @@ impl<M: DmaMemory> Engine<M> {
             return Outcome::Done(st, n);
         }
         let (mut sent, mut req_id) = (slot.sent, slot.req_id);
+
         let me = End {
             dev,
             qpn,
             pd,
             access: Access::NONE,
-        };
-        let src = if req.flags.inline {
-            Source::Bytes(inline)
-        } else {
-            Source::Sgl {
-                dev,
-                pd,
-                sgl,
-                skip: 0,
-            }
         };
         if req_id == 0 {
             // First pass: the local buffers must hold before anything is sent.

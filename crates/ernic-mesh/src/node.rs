@@ -363,7 +363,23 @@ impl Shared {
     /// frame with no room to go waits for it; without, it stays in the
     /// reader for later. Returns false when the connection is done.
     fn read_frames(self: &Arc<Self>, c: &Arc<Conn>, rs: &mut ReadState, blocking: bool) -> bool {
-        if let Some((h, buf)) = rs.ready.take() {
+        loop {
+            // A frame left from before goes first.
+            let (h, buf) = match rs.ready.take() {
+                Some(f) => f,
+                None => match c.read_step(rs, &|n| self.buffer(n)) {
+                    ReadStep::Pending => return true,
+                    ReadStep::Eof => {
+                        c.close();
+                        return false;
+                    }
+                    ReadStep::Bad(e) => return self.drop_conn(c, e),
+                    ReadStep::Frame(h, buf) => {
+                        c.heard();
+                        (h, buf)
+                    }
+                },
+            };
             match self.handle(c, h, buf, blocking) {
                 Ok(None) => {}
                 Ok(Some(back)) => {
@@ -371,27 +387,6 @@ impl Shared {
                     return true;
                 }
                 Err(e) => return self.drop_conn(c, e),
-            }
-        }
-        loop {
-            match c.read_step(rs, &|n| self.buffer(n)) {
-                ReadStep::Pending => return true,
-                ReadStep::Eof => {
-                    c.close();
-                    return false;
-                }
-                ReadStep::Bad(e) => return self.drop_conn(c, e),
-                ReadStep::Frame(h, buf) => {
-                    c.heard();
-                    match self.handle(c, h, buf, blocking) {
-                        Ok(None) => {}
-                        Ok(Some(back)) => {
-                            rs.ready = Some(back);
-                            return true;
-                        }
-                        Err(e) => return self.drop_conn(c, e),
-                    }
-                }
             }
         }
     }

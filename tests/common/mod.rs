@@ -1,0 +1,92 @@
+//! A handle on an `ernic mesh node` process: JSON commands in, one JSON line
+//! per answer out.
+#![allow(dead_code, missing_docs)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How long a node may take to answer.
+pub const T: Duration = Duration::from_secs(60);
+
+pub struct Node {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    pub out: Receiver<String>,
+    pub id: u64,
+    pub gid: String,
+}
+
+impl Node {
+    /// Starts `cmd` (which runs `ernic mesh node ...`) and waits until the
+    /// node has registered. `ERNIC_TEST_LOG=1` lets its stderr through.
+    pub fn spawn(mut cmd: Command) -> Node {
+        let err = if std::env::var_os("ERNIC_TEST_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .expect("start ernic mesh node");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, out) = channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let ready: Value = serde_json::from_str(&out.recv_timeout(T).expect("node ready")).unwrap();
+        Node {
+            child,
+            stdin,
+            out,
+            id: ready["node"].as_u64().unwrap(),
+            gid: ready["gid"].as_str().unwrap().to_string(),
+        }
+    }
+
+    /// Sends a command and returns the answer, error or not.
+    pub fn try_call(&mut self, v: Value) -> Value {
+        writeln!(self.stdin, "{v}").expect("node stdin");
+        self.stdin.flush().unwrap();
+        let line = self
+            .out
+            .recv_timeout(T)
+            .unwrap_or_else(|_| panic!("no answer to {v}"));
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a command and returns the answer, which must not be an error.
+    pub fn call(&mut self, v: Value) -> Value {
+        let r = self.try_call(v.clone());
+        assert!(r.get("error").is_none(), "{v} -> {r}");
+        r
+    }
+
+    /// Sends a signal (`-STOP`, `-CONT`, ...) to the node.
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
