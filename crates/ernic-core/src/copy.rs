@@ -234,8 +234,8 @@ mod tests {
         let mut out = [0u8; 60];
         copy(&mem, Dst::Bytes(&mut out), Src::Segs(&dst), 60).unwrap();
         assert_eq!(&out[..], &expect[..]);
-        mem.remove(pa);
-        mem.remove(pb);
+        mem.remove(pa, 256);
+        mem.remove(pb, 256);
     }
 
     #[test]

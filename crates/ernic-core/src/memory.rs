@@ -56,8 +56,12 @@ pub unsafe trait DmaMemory {
 /// names freed memory fails with [`MemError::Unmapped`] instead of touching it.
 #[derive(Debug, Default)]
 pub struct ProcessMemory {
-    /// Start address → length of every live region.
-    regions: BTreeMap<u64, u64>,
+    /// (start, length) of every live region → how many times it was added.
+    /// Regions may overlap (one buffer registered twice, or a buffer and a
+    /// slice of it).
+    regions: BTreeMap<(u64, u64), u32>,
+    /// The longest region ever added: a lookup scans no further back.
+    longest: u64,
 }
 
 impl ProcessMemory {
@@ -66,20 +70,30 @@ impl ProcessMemory {
         ProcessMemory::default()
     }
 
-    /// Makes `len` bytes at `base` reachable.
+    /// Makes `len` bytes at `base` reachable. Adding the same region twice
+    /// needs two removes.
     ///
     /// # Safety
     ///
     /// `base..base + len` must be valid for reads and writes and stay so until
-    /// [`remove`](ProcessMemory::remove) is called with `base`. Regions must
-    /// not overlap.
+    /// [`remove`](ProcessMemory::remove) is called with `base` and `len`.
     pub unsafe fn add(&mut self, base: NonNull<u8>, len: usize) {
-        self.regions.insert(base.as_ptr() as u64, len as u64);
+        *self
+            .regions
+            .entry((base.as_ptr() as u64, len as u64))
+            .or_insert(0) += 1;
+        self.longest = self.longest.max(len as u64);
     }
 
-    /// Makes the region that starts at `base` unreachable again.
-    pub fn remove(&mut self, base: NonNull<u8>) {
-        self.regions.remove(&(base.as_ptr() as u64));
+    /// Takes back one [`add`](ProcessMemory::add) of `len` bytes at `base`.
+    pub fn remove(&mut self, base: NonNull<u8>, len: usize) {
+        let key = (base.as_ptr() as u64, len as u64);
+        if let Some(n) = self.regions.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.regions.remove(&key);
+            }
+        }
     }
 
     /// Number of live regions.
@@ -101,16 +115,17 @@ unsafe impl DmaMemory for ProcessMemory {
         if addr.checked_add(len).is_none() {
             return Err(MemError::Wraps { addr, len });
         }
-        let (&base, &rlen) = self
+        // The region reaching furthest past `addr` among those that start
+        // at or before it; none starting more than `longest` before it can.
+        let floor = addr.saturating_sub(self.longest);
+        let reach = self
             .regions
-            .range(..=addr)
-            .next_back()
+            .range((floor, 0)..=(addr, u64::MAX))
+            .map(|(&(base, rlen), _)| base + rlen)
+            .filter(|&end| end > addr)
+            .max()
             .ok_or(MemError::Unmapped { addr })?;
-        let off = addr - base;
-        if off >= rlen {
-            return Err(MemError::Unmapped { addr });
-        }
-        let n = len.min(rlen - off).min(usize::MAX as u64) as usize;
+        let n = len.min(reach - addr).min(usize::MAX as u64) as usize;
         let ptr = NonNull::new(addr as *mut u8).ok_or(MemError::Unmapped { addr })?;
         Ok((ptr, n))
     }
@@ -134,7 +149,31 @@ mod tests {
         assert_eq!(n, 4);
         assert_eq!(mem.map(a + 64, 1), Err(MemError::Unmapped { addr: a + 64 }));
         assert!(matches!(mem.map(u64::MAX, 2), Err(MemError::Wraps { .. })));
-        mem.remove(base);
+        mem.remove(base, 64);
         assert!(mem.map(a, 1).is_err());
+    }
+
+    #[test]
+    fn overlapping_and_repeated_regions_are_counted() {
+        let mut buf = vec![0u8; 256];
+        let base = NonNull::new(buf.as_mut_ptr()).unwrap();
+        let a = base.as_ptr() as u64;
+        let mid = NonNull::new(base.as_ptr().wrapping_add(64)).unwrap();
+        let mut mem = ProcessMemory::new();
+        // SAFETY: `buf` outlives every entry; all are removed below.
+        unsafe {
+            mem.add(base, 128);
+            mem.add(base, 128);
+            mem.add(mid, 192);
+        }
+        // From inside both, the longer reach wins.
+        assert_eq!(mem.map(a + 100, 1000).unwrap().1, 156);
+        mem.remove(mid, 192);
+        assert_eq!(mem.map(a + 100, 1000).unwrap().1, 28);
+        mem.remove(base, 128);
+        assert_eq!(mem.map(a, 8).unwrap().1, 8, "added twice, removed once");
+        mem.remove(base, 128);
+        assert!(mem.map(a, 8).is_err());
+        assert!(mem.is_empty());
     }
 }

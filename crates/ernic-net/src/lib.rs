@@ -16,8 +16,12 @@
 
 pub mod config;
 pub mod deque;
+#[allow(unsafe_code)]
+pub mod ernic;
 pub mod freelist;
 pub mod idpool;
 pub mod mr_cache;
 pub mod msgbuff;
+#[allow(unsafe_code)]
+pub mod provider;
 pub mod scheduler;

@@ -16,6 +16,8 @@ pub const PAGE: usize = 4096;
 pub(crate) struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
+    /// Allocated here (freed on drop), or the caller's memory.
+    owned: bool,
 }
 
 // SAFETY: the buffer is plain memory owned by this value; every access goes
@@ -31,7 +33,25 @@ impl Buffer {
         let layout = Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE).ok()?;
         // SAFETY: the layout has a non-zero size.
         let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
-        Some(Buffer { ptr, len })
+        Some(Buffer {
+            ptr,
+            len,
+            owned: true,
+        })
+    }
+
+    /// The caller's memory, never freed here.
+    ///
+    /// # Safety
+    ///
+    /// `ptr..ptr + len` must stay valid for reads and writes for the
+    /// buffer's whole life.
+    pub unsafe fn borrowed(ptr: NonNull<u8>, len: usize) -> Buffer {
+        Buffer {
+            ptr,
+            len,
+            owned: false,
+        }
     }
 
     pub fn ptr(&self) -> NonNull<u8> {
@@ -80,7 +100,11 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from `alloc_zeroed` with this same layout.
+        if !self.owned {
+            return;
+        }
+        // SAFETY: an owned `ptr` came from `alloc_zeroed` with this same
+        // layout.
         unsafe { dealloc(self.ptr.as_ptr(), self.layout()) };
     }
 }

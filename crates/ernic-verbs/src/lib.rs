@@ -51,6 +51,7 @@ mod cq;
 mod fabric;
 #[allow(unsafe_code)]
 mod mr;
+#[allow(unsafe_code)]
 mod qp;
 
 pub use buffer::PAGE;

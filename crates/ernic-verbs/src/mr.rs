@@ -28,10 +28,10 @@ struct MrInner {
 impl Drop for MrInner {
     fn drop(&mut self) {
         let dev = self.pd.dev().id();
-        let (key, ptr) = (self.key, self.buf.ptr());
+        let (key, ptr, len) = (self.key, self.buf.ptr(), self.buf.len());
         self.pd.dev().shared().with(|st, _| {
             let _ = st.engine.dereg_mr(dev, key);
-            st.engine.memory_mut().remove(ptr);
+            st.engine.memory_mut().remove(ptr, len);
         });
     }
 }
@@ -51,21 +51,27 @@ impl std::fmt::Debug for Mr {
 impl Mr {
     pub(crate) fn register(pd: &Pd, len: usize, access: Access) -> Result<Mr, Error> {
         let buf = Buffer::new(len).ok_or(Error::Alloc { len })?;
+        Mr::register_buffer(pd, buf, access)
+    }
+
+    pub(crate) fn register_buffer(pd: &Pd, buf: Buffer, access: Access) -> Result<Mr, Error> {
+        let len = buf.len();
         let ptr = buf.ptr();
         let addr = ptr.as_ptr() as u64;
         let dev = pd.dev().id();
         let pd_id = pd.id();
         let key = pd.dev().shared().with(|st, _| {
-            // SAFETY: `buf` is a live allocation of `len` bytes; it is
-            // removed from the registry in `MrInner::drop` (or just below, on
-            // failure) before it is freed.
+            // SAFETY: `buf` is live memory of `len` bytes (an allocation
+            // of ours, or the caller's under `reg_user_mr`'s contract); it
+            // is removed from the registry in `MrInner::drop` (or just
+            // below, on failure) before it is freed.
             unsafe { st.engine.memory_mut().add(ptr, len) };
             let r = st.engine.reg_mr(
                 dev,
                 MrSpec::contiguous(pd_id, addr, len as u64, access, addr),
             );
             if r.is_err() {
-                st.engine.memory_mut().remove(ptr);
+                st.engine.memory_mut().remove(ptr, len);
             }
             r
         })?;

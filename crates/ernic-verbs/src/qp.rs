@@ -58,6 +58,26 @@ impl Pd {
         Mr::register(self, len, access)
     }
 
+    /// Registers `len` bytes of the caller's memory at `ptr` with `access`
+    /// (what `ibv_reg_mr` does). The device reads and writes that memory
+    /// whenever a work request or a peer names it, from its own thread.
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay valid for reads and writes until the returned
+    /// [`Mr`] and every clone of it are dropped, and the caller must not
+    /// rely on its contents while operations that target it may run.
+    pub unsafe fn reg_user_mr(
+        &self,
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        access: Access,
+    ) -> Result<Mr, Error> {
+        // SAFETY: the caller's contract is `Buffer::borrowed`'s.
+        let buf = unsafe { crate::buffer::Buffer::borrowed(ptr, len) };
+        Mr::register_buffer(self, buf, access)
+    }
+
     /// Allocates an MR for fast registration of up to `max_len` bytes.
     pub fn alloc_fast_mr(&self, max_len: u64) -> Result<FastMr, Error> {
         FastMr::alloc(self, max_len)

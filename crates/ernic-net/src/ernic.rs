@@ -1,0 +1,620 @@
+//! The ernic provider: rails over ernic's own verbs, in one process
+//! (loopback fabric) or across processes and hosts (a fabric on the mesh).
+//!
+//! Each rail is a device of its own with a PD, one CQ, a shared receive
+//! queue for the caller's rx buffers and a datagram QP for connection
+//! set-up. An RDM endpoint reaches each peer through two reliable
+//! connected QPs, made on `av_insert`:
+//!
+//! - the *message* QP sends with immediate into the peer's shared receive
+//!   queue (the caller's rx buffers);
+//! - the *data* QP carries RDMA writes with immediate; each consumes one of
+//!   the zero-length receives the provider keeps posted on the peer's data
+//!   QP, so a write never eats a caller's rx buffer.
+//!
+//! The two sides learn each other's QP numbers over the datagram QP: REQ
+//! (my QPs) → REP (mine, and I am connected to yours) → ACK (so am I).
+//! Until both sides are connected, posts to that peer answer `EAGAIN`;
+//! lost datagrams are sent again every 20 ms by the CQ read.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::Ipv6Addr;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use ernic_verbs::{
+    Access, Ah, Cq, Device, Error as VerbsError, Fabric, Gid, Mr, Pd, Qp, QpCaps, QpType, Qpn,
+    RemoteAddr, Rkey, SendOp, SendWr, Sge, Srq, Wc, WcOpcode, WcStatus,
+};
+
+use crate::provider::{
+    CqEntry, CqErrEntry, CqError, CqFlags, FiAddr, MrReg, PostError, Provider, ProviderError, Rail,
+    RemoteAddressing,
+};
+
+/// Bytes of an endpoint name: the rail's GID and its datagram QP number.
+pub const NAME_LEN: usize = 20;
+
+const QKEY: u32 = 0x4e43_4c31;
+const MAGIC: &[u8; 4] = b"ERNP";
+const MSG_LEN: usize = 36;
+const GRH: usize = 40;
+const UD_SLOT: usize = 128;
+const UD_RECVS: usize = 32;
+const DATA_RECVS: u32 = 512;
+const QP_DEPTH: u32 = 1024;
+const SRQ_DEPTH: u32 = 4096;
+const CQ_DEPTH: u32 = 65536;
+const RETRY: Duration = Duration::from_millis(20);
+
+const INTERNAL: u64 = 1 << 63;
+const KIND_UD_RECV: u64 = 1 << 48;
+const KIND_UD_SEND: u64 = 2 << 48;
+const KIND_DATA_RECV: u64 = 3 << 48;
+const KIND_MASK: u64 = 0xff << 48;
+
+const REQ: u8 = 1;
+const REP: u8 = 2;
+const ACK: u8 = 3;
+
+/// Rails over ernic's verbs.
+#[derive(Debug)]
+pub struct ErnicProvider {
+    fabric: Fabric,
+    next: AtomicU16,
+    wait: Duration,
+}
+
+impl ErnicProvider {
+    /// A provider over `fabric` (loopback, or on a mesh).
+    pub fn new(fabric: Fabric) -> ErnicProvider {
+        ErnicProvider {
+            fabric,
+            next: AtomicU16::new(1),
+            wait: Duration::from_secs(10),
+        }
+    }
+
+    /// The fabric the rails live on.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+}
+
+impl Provider for ErnicProvider {
+    fn name(&self) -> String {
+        "ernic".into()
+    }
+
+    fn open_rail(&self) -> Result<Box<dyn Rail>, ProviderError> {
+        let node = match self.fabric.mesh() {
+            None => 0,
+            Some(m) => {
+                m.wait_registered(self.wait)
+                    .ok_or_else(|| {
+                        ProviderError("this node never registered with the mesh manager".into())
+                    })?
+                    .0
+                    + 1
+            }
+        };
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let gid = Gid(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0x6e65, node, n).octets());
+        Ok(Box::new(ErnicRail::open(&self.fabric, gid).map_err(verr)?))
+    }
+}
+
+fn verr(e: VerbsError) -> ProviderError {
+    ProviderError(e.to_string())
+}
+
+fn post_err(e: VerbsError) -> PostError {
+    match e {
+        VerbsError::Engine(ernic_verbs::EngineError::QueueFull { .. }) => PostError::Again,
+        e => PostError::Failed(e.to_string()),
+    }
+}
+
+struct Peer {
+    gid: Gid,
+    ud_qpn: Qpn,
+    ah: Ah,
+    data: Qp,
+    msg: Qp,
+    /// The peer's data and message QPs our QPs are connected to.
+    remote: Option<(Qpn, Qpn)>,
+    /// The peer's QPs are connected to ours.
+    peer_ready: bool,
+    last_sent: Option<Instant>,
+}
+
+impl Peer {
+    fn ready(&self) -> bool {
+        self.remote.is_some() && self.peer_ready
+    }
+}
+
+struct ErnicRail {
+    dev: Device,
+    pd: Pd,
+    cq: Cq,
+    srq: Srq,
+    ud: Qp,
+    ud_mr: Mr,
+    name: [u8; NAME_LEN],
+    peers: Vec<Peer>,
+    by_name: HashMap<[u8; NAME_LEN], FiAddr>,
+    connecting: usize,
+    mrs: HashMap<u64, Mr>,
+    next_mr: u64,
+    ready: VecDeque<Result<CqEntry, CqErrEntry>>,
+    wcs: Vec<Wc>,
+}
+
+impl ErnicRail {
+    fn open(fabric: &Fabric, gid: Gid) -> Result<ErnicRail, VerbsError> {
+        let dev = fabric.open_device(gid)?;
+        let pd = dev.alloc_pd()?;
+        let cq = dev.create_cq(CQ_DEPTH)?;
+        let srq = pd.create_srq(SRQ_DEPTH, 1)?;
+        let ud = pd.create_qp(
+            QpType::Ud,
+            &cq,
+            &cq,
+            QpCaps {
+                max_send_wr: 256,
+                max_recv_wr: UD_RECVS as u32,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 64,
+            },
+        )?;
+        ud.ready_datagram(QKEY)?;
+        let ud_mr = pd.reg_mr(UD_SLOT * UD_RECVS, Access::LOCAL_WRITE)?;
+        for i in 0..UD_RECVS {
+            ud.post_recv(
+                INTERNAL | KIND_UD_RECV | i as u64,
+                &[ud_mr.sge(i * UD_SLOT, UD_SLOT as u32)?],
+            )?;
+        }
+        let mut name = [0u8; NAME_LEN];
+        name[..16].copy_from_slice(&gid.0);
+        name[16..].copy_from_slice(&ud.qpn().0.to_le_bytes());
+        Ok(ErnicRail {
+            dev,
+            pd,
+            cq,
+            srq,
+            ud,
+            ud_mr,
+            name,
+            peers: Vec::new(),
+            by_name: HashMap::new(),
+            connecting: 0,
+            mrs: HashMap::new(),
+            next_mr: 1,
+            ready: VecDeque::with_capacity(4096),
+            wcs: vec![Wc::EMPTY; 64],
+        })
+    }
+
+    fn peer_for(&mut self, name: &[u8; NAME_LEN]) -> Result<FiAddr, VerbsError> {
+        if let Some(&a) = self.by_name.get(name) {
+            return Ok(a);
+        }
+        let mut g = [0u8; 16];
+        g.copy_from_slice(&name[..16]);
+        let gid = Gid(g);
+        let ud_qpn = Qpn(u32::from_le_bytes(name[16..].try_into().expect("4 bytes")));
+        let (data, msg) = self.qps()?;
+        let ah = self.pd.create_ah(gid)?;
+        let addr = self.peers.len() as FiAddr;
+        self.peers.push(Peer {
+            gid,
+            ud_qpn,
+            ah,
+            data,
+            msg,
+            remote: None,
+            peer_ready: false,
+            last_sent: None,
+        });
+        self.by_name.insert(*name, addr);
+        self.connecting += 1;
+        Ok(addr)
+    }
+
+    fn qps(&self) -> Result<(Qp, Qp), VerbsError> {
+        let caps = QpCaps {
+            max_send_wr: QP_DEPTH,
+            max_recv_wr: DATA_RECVS,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        };
+        let data = self.pd.create_qp(QpType::Rc, &self.cq, &self.cq, caps)?;
+        let msg =
+            self.pd
+                .create_qp_with(QpType::Rc, &self.cq, &self.cq, Some(&self.srq), caps, false)?;
+        Ok((data, msg))
+    }
+
+    /// Replaces a peer's QPs after an error took them down (a reliable
+    /// connection stops at its first error; an RDM endpoint keeps going),
+    /// and connects again.
+    fn rebuild(&mut self, addr: FiAddr) -> Result<(), VerbsError> {
+        let (data, msg) = self.qps()?;
+        let p = &mut self.peers[addr as usize];
+        let was_ready = p.ready();
+        p.data = data;
+        p.msg = msg;
+        p.remote = None;
+        p.peer_ready = false;
+        p.last_sent = None;
+        if was_ready {
+            self.connecting += 1;
+        }
+        Ok(())
+    }
+
+    fn send_ctl(&mut self, addr: FiAddr, kind: u8) {
+        let p = &mut self.peers[addr as usize];
+        let mut m = [0u8; MSG_LEN];
+        m[..4].copy_from_slice(MAGIC);
+        m[4] = kind;
+        m[8..28].copy_from_slice(&self.name);
+        m[28..32].copy_from_slice(&p.data.qpn().0.to_le_bytes());
+        m[32..36].copy_from_slice(&p.msg.qpn().0.to_le_bytes());
+        let wr = SendWr::new(INTERNAL | KIND_UD_SEND, SendOp::Send)
+            .inline(&m)
+            .signaled(false)
+            .to(p.ah.dest(p.ud_qpn, QKEY));
+        // A lost datagram is sent again by `retry`.
+        let _ = self.ud.post_send(&wr);
+        p.last_sent = Some(Instant::now());
+    }
+
+    fn connect(&mut self, addr: FiAddr, data_qpn: Qpn, msg_qpn: Qpn) -> Result<(), VerbsError> {
+        let p = &mut self.peers[addr as usize];
+        match p.remote {
+            Some(r) if r == (data_qpn, msg_qpn) => return Ok(()),
+            // The peer rebuilt its QPs: so do we.
+            Some(_) => {
+                self.rebuild(addr)?;
+                return self.connect(addr, data_qpn, msg_qpn);
+            }
+            None => {}
+        }
+        p.data.connect(p.gid, data_qpn, Access::ALL)?;
+        p.msg.connect(p.gid, msg_qpn, Access::ALL)?;
+        for _ in 0..DATA_RECVS {
+            p.data.post_recv(INTERNAL | KIND_DATA_RECV | addr, &[])?;
+        }
+        p.remote = Some((data_qpn, msg_qpn));
+        Ok(())
+    }
+
+    fn mark_ready(&mut self, addr: FiAddr) {
+        let p = &mut self.peers[addr as usize];
+        let was = p.ready();
+        p.peer_ready = true;
+        if !was && p.ready() {
+            self.connecting -= 1;
+        }
+    }
+
+    fn on_datagram(&mut self, slot: usize, len: usize) {
+        let mut m = [0u8; MSG_LEN];
+        if len < GRH + MSG_LEN
+            || self.ud_mr.read(slot * UD_SLOT + GRH, &mut m).is_err()
+            || &m[..4] != MAGIC
+        {
+            return;
+        }
+        let name: [u8; NAME_LEN] = m[8..28].try_into().expect("20 bytes");
+        let data_qpn = Qpn(u32::from_le_bytes(m[28..32].try_into().expect("4 bytes")));
+        let msg_qpn = Qpn(u32::from_le_bytes(m[32..36].try_into().expect("4 bytes")));
+        let Ok(addr) = self.peer_for(&name) else {
+            return;
+        };
+        if self.connect(addr, data_qpn, msg_qpn).is_err() {
+            return;
+        }
+        match m[4] {
+            REQ => self.send_ctl(addr, REP),
+            REP => {
+                self.mark_ready(addr);
+                self.send_ctl(addr, ACK);
+            }
+            ACK => self.mark_ready(addr),
+            _ => {}
+        }
+    }
+
+    /// Sends set-up datagrams again to peers that have not answered.
+    fn retry(&mut self, now: Instant) {
+        for a in 0..self.peers.len() {
+            let p = &self.peers[a];
+            if p.ready() || p.last_sent.is_some_and(|t| now.duration_since(t) < RETRY) {
+                continue;
+            }
+            let kind = if p.remote.is_some() { REP } else { REQ };
+            self.send_ctl(a as FiAddr, kind);
+        }
+    }
+
+    fn peer(&mut self, dest: FiAddr) -> Result<&Peer, PostError> {
+        match self.peers.get(dest as usize) {
+            None => Err(PostError::Failed(format!(
+                "no address {dest} in this rail's address vector"
+            ))),
+            Some(p) if p.ready() => Ok(&self.peers[dest as usize]),
+            Some(_) => {
+                self.retry(Instant::now());
+                Err(PostError::Again)
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Result<(), CqError> {
+        if self.connecting > 0 {
+            self.retry(Instant::now());
+        }
+        let mut wcs = std::mem::take(&mut self.wcs);
+        let r = self.cq.poll(&mut wcs);
+        let n = match r {
+            Ok(n) => n,
+            Err(e) => {
+                self.wcs = wcs;
+                return Err(CqError::Failed(e.to_string()));
+            }
+        };
+        for wc in &wcs[..n] {
+            self.on_completion(wc);
+        }
+        self.wcs = wcs;
+        Ok(())
+    }
+
+    fn on_completion(&mut self, wc: &Wc) {
+        if wc.wr_id & INTERNAL != 0 {
+            let low = wc.wr_id & !(INTERNAL | KIND_MASK);
+            match wc.wr_id & KIND_MASK {
+                KIND_UD_RECV => {
+                    if wc.status == WcStatus::Success {
+                        self.on_datagram(low as usize, wc.byte_len as usize);
+                    }
+                    if wc.status != WcStatus::WrFlushErr {
+                        let slot = low as usize;
+                        if let Ok(sge) = self.ud_mr.sge(slot * UD_SLOT, UD_SLOT as u32) {
+                            let _ = self.ud.post_recv(wc.wr_id, &[sge]);
+                        }
+                    }
+                }
+                KIND_DATA_RECV => {
+                    let Some(p) = self.peers.get(low as usize) else {
+                        return;
+                    };
+                    if wc.status == WcStatus::WrFlushErr {
+                        return;
+                    }
+                    let _ = p.data.post_recv(wc.wr_id, &[]);
+                    if wc.status == WcStatus::Success && wc.opcode == WcOpcode::RecvRdmaWithImm {
+                        self.ready.push_back(Ok(CqEntry {
+                            context: 0,
+                            flags: CqFlags::REMOTE_WRITE | CqFlags::REMOTE_CQ_DATA,
+                            len: wc.byte_len as usize,
+                            data: wc.imm.unwrap_or(0),
+                        }));
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        let flags = match wc.opcode {
+            WcOpcode::Send => CqFlags::SEND,
+            WcOpcode::RdmaWrite => CqFlags::WRITE,
+            WcOpcode::Recv | WcOpcode::RecvRdmaWithImm => CqFlags::RECV | CqFlags::REMOTE_CQ_DATA,
+            _ => CqFlags::default(),
+        };
+        if wc.status == WcStatus::Success {
+            self.ready.push_back(Ok(CqEntry {
+                context: wc.wr_id,
+                flags,
+                len: wc.byte_len as usize,
+                data: wc.imm.unwrap_or(0),
+            }));
+        } else {
+            if wc.status != WcStatus::WrFlushErr {
+                if let Some(a) = self
+                    .peers
+                    .iter()
+                    .position(|p| p.data.qpn() == wc.qpn || p.msg.qpn() == wc.qpn)
+                {
+                    if self.rebuild(a as FiAddr).is_ok() {
+                        self.send_ctl(a as FiAddr, REQ);
+                    }
+                }
+            }
+            self.ready.push_back(Err(CqErrEntry {
+                context: wc.wr_id,
+                flags,
+                err: match wc.status {
+                    WcStatus::LocLenErr => libc_codes::EMSGSIZE,
+                    WcStatus::RemAccessErr | WcStatus::LocProtErr => libc_codes::EACCES,
+                    WcStatus::WrFlushErr => libc_codes::ECANCELED,
+                    _ => libc_codes::EIO,
+                },
+                message: format!("work request failed: {}", wc.status.as_str()),
+            }));
+        }
+    }
+}
+
+/// The errno values error completions carry (Linux's numbering).
+pub mod libc_codes {
+    /// I/O error.
+    pub const EIO: i32 = 5;
+    /// Permission denied.
+    pub const EACCES: i32 = 13;
+    /// Message too long.
+    pub const EMSGSIZE: i32 = 90;
+    /// Operation canceled.
+    pub const ECANCELED: i32 = 125;
+}
+
+fn sgl(addr: u64, len: usize, desc: u64) -> Result<[Sge; 1], PostError> {
+    let len = u32::try_from(len)
+        .map_err(|_| PostError::Failed(format!("{len} bytes is more than one post carries")))?;
+    Ok([Sge {
+        addr,
+        len,
+        lkey: ernic_verbs::Lkey(desc as u32),
+    }])
+}
+
+impl Rail for ErnicRail {
+    fn name(&self) -> Vec<u8> {
+        self.name.to_vec()
+    }
+
+    fn av_insert(&mut self, name: &[u8]) -> Result<FiAddr, ProviderError> {
+        let name: [u8; NAME_LEN] = name.try_into().map_err(|_| {
+            ProviderError(format!(
+                "an ernic endpoint name has {NAME_LEN} bytes, not {}",
+                name.len()
+            ))
+        })?;
+        let known = self.by_name.contains_key(&name);
+        let addr = self.peer_for(&name).map_err(verr)?;
+        if !known {
+            self.send_ctl(addr, REQ);
+        }
+        Ok(addr)
+    }
+
+    fn remote_addressing(&self) -> RemoteAddressing {
+        RemoteAddressing::Virtual
+    }
+
+    unsafe fn mr_reg(&mut self, addr: *mut u8, len: usize) -> Result<MrReg, ProviderError> {
+        let id = self.next_mr;
+        self.next_mr += 1;
+        let Some(ptr) = NonNull::new(addr).filter(|_| len > 0) else {
+            // Nothing to reach: zero-length posts carry no SGE.
+            return Ok(MrReg {
+                handle: 0,
+                key: 0,
+                desc: 0,
+            });
+        };
+        // SAFETY: the caller keeps the memory valid until `mr_close`
+        // (this trait method's contract), which drops the `Mr`.
+        let mr = unsafe { self.pd.reg_user_mr(ptr, len, Access::ALL) }.map_err(verr)?;
+        let reg = MrReg {
+            handle: id,
+            key: u64::from(mr.rkey().0),
+            desc: u64::from(mr.lkey().0),
+        };
+        self.mrs.insert(id, mr);
+        Ok(reg)
+    }
+
+    fn mr_close(&mut self, handle: u64) -> Result<(), ProviderError> {
+        if handle == 0 {
+            return Ok(());
+        }
+        self.mrs
+            .remove(&handle)
+            .map(drop)
+            .ok_or_else(|| ProviderError(format!("no registration {handle} on this rail")))
+    }
+
+    fn write_data(
+        &mut self,
+        addr: u64,
+        len: usize,
+        desc: u64,
+        dest: FiAddr,
+        remote: u64,
+        key: u64,
+        data: u32,
+        context: u64,
+    ) -> Result<(), PostError> {
+        let sg = sgl(addr, len, desc)?;
+        let p = self.peer(dest)?;
+        let op = SendOp::WriteImm(
+            RemoteAddr {
+                addr: remote,
+                rkey: Rkey(key as u32),
+            },
+            data,
+        );
+        let wr = SendWr::new(context, op).sgl(if len == 0 { &[] } else { &sg });
+        p.data.post_send(&wr).map_err(post_err)
+    }
+
+    fn send_data(
+        &mut self,
+        addr: u64,
+        len: usize,
+        desc: u64,
+        dest: FiAddr,
+        data: u32,
+        context: u64,
+    ) -> Result<(), PostError> {
+        let sg = sgl(addr, len, desc)?;
+        let p = self.peer(dest)?;
+        let wr = SendWr::new(context, SendOp::SendImm(data)).sgl(if len == 0 { &[] } else { &sg });
+        p.msg.post_send(&wr).map_err(post_err)
+    }
+
+    fn recv(&mut self, addr: u64, len: usize, desc: u64, context: u64) -> Result<(), PostError> {
+        let sg = sgl(addr, len, desc)?;
+        self.srq
+            .post_recv(context, if len == 0 { &[] } else { &sg })
+            .map_err(post_err)
+    }
+
+    fn cq_read(&mut self, out: &mut [CqEntry]) -> Result<usize, CqError> {
+        if self.ready.is_empty() {
+            self.poll()?;
+        }
+        match self.ready.front() {
+            None => return Err(CqError::Again),
+            Some(Err(_)) => return Err(CqError::Avail),
+            Some(Ok(_)) => {}
+        }
+        let mut n = 0;
+        while n < out.len() {
+            match self.ready.front() {
+                Some(Ok(e)) => {
+                    out[n] = *e;
+                    self.ready.pop_front();
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        Ok(n)
+    }
+
+    fn cq_readerr(&mut self) -> Option<CqErrEntry> {
+        match self.ready.front() {
+            Some(Err(_)) => self.ready.pop_front().and_then(Result::err),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for ErnicRail {
+    fn drop(&mut self) {
+        // Registrations and QPs go before the device (field order would drop
+        // the device handle first; the fabric keeps it alive either way).
+        self.mrs.clear();
+        self.peers.clear();
+        let _ = &self.dev;
+    }
+}
