@@ -24,4 +24,8 @@ pub mod mr_cache;
 pub mod msgbuff;
 #[allow(unsafe_code)]
 pub mod provider;
+#[allow(unsafe_code)]
+mod rawbuf;
+#[allow(unsafe_code)]
+pub mod rdma;
 pub mod scheduler;

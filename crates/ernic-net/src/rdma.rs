@@ -1,0 +1,1492 @@
+//! The RDMA protocol (seed 000, with DESIGN.md §5's corrections): a device
+//! endpoint of N data rails and a control rail; receiver-driven bulk
+//! transfers as RDMA writes with a 32-bit immediate
+//! `seq | comm_id << 10 | nseg << 28`, striped by the scheduler; eager sends
+//! of small messages into posted rx buffers; progress only inside `test`
+//! (and before posting).
+//!
+//! A message's life:
+//! - the receiver's `irecv` takes the next sequence number and posts a
+//!   CTRL (seq, the sender's comm id, buffer address, length, one key per
+//!   data rail) on the control rail;
+//! - the sender's `isend` takes the same number; a message up to the eager
+//!   limit goes at once as a send with immediate on one data rail; a larger
+//!   one waits for its CTRL, then is written in stripes, each a write with
+//!   the same immediate;
+//! - the receiver counts the completions carrying that immediate and
+//!   finishes at `nseg`. Where the write completions' lengths cannot be
+//!   trusted (libfabric's tcp providers report 0), a message shorter than
+//!   the receive buffer also sends a SIZE message on the control rail,
+//!   counted as one more segment, so the receive completes with the sent
+//!   size.
+//!
+//! The sender starts a message only while it is fewer than 128 ahead of
+//! the CTRLs it has seen, so eager messages never overrun the receiver's
+//! window or rx buffers, and the 10-bit sequence space (window 256) never
+//! holds two live messages with one number.
+
+use std::collections::VecDeque;
+
+use crate::config::{Config, MAX_RAILS};
+use crate::deque::Deque;
+use crate::freelist::{Entry, Freelist};
+use crate::idpool::IdPool;
+use crate::msgbuff::{MsgBuff, Status};
+use crate::provider::{
+    CqEntry, CqError, CqFlags, FiAddr, MrReg, PostError, Provider, Rail, RemoteAddressing,
+};
+use crate::rawbuf::Slots;
+use crate::scheduler::Scheduler;
+
+/// Bits of the sequence number in the immediate.
+pub const SEQ_BITS: u32 = 10;
+/// Bits of the comm id in the immediate.
+pub const COMM_ID_BITS: u32 = 18;
+/// Most requests in flight on one comm.
+pub const MAX_INFLIGHT: usize = 128;
+/// The sequence window.
+pub const MSGBUFF_SIZE: u16 = 256;
+/// Bytes of a listen handle.
+pub const HANDLE_LEN: usize = 128;
+/// Comms one endpoint holds.
+pub const MAX_COMMS: usize = 4096;
+
+/// The immediate word of a message's segments.
+pub fn imm(seq: u16, comm: u32, nseg: u8) -> u32 {
+    u32::from(seq) & 0x3ff | (comm & 0x3ffff) << SEQ_BITS | u32::from(nseg & 0xf) << 28
+}
+
+/// The (seq, comm id, segment count) of an immediate word.
+pub fn split_imm(data: u32) -> (u16, u32, u8) {
+    (
+        (data & 0x3ff) as u16,
+        (data >> SEQ_BITS) & 0x3ffff,
+        (data >> 28) as u8,
+    )
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    /// The provider failed.
+    #[error("provider: {0}")]
+    Provider(String),
+    /// A caller's mistake: a bad handle, comm, request or size.
+    #[error("{0}")]
+    Invalid(String),
+    /// The request failed.
+    #[error("request failed: {0}")]
+    Request(String),
+}
+
+fn perr(e: impl std::fmt::Display) -> NetError {
+    NetError::Provider(e.to_string())
+}
+
+/// A listen handle: what the connecting side needs (at most 128 bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handle(pub Vec<u8>);
+
+/// A listening comm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenComm(u32);
+/// The sending end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendComm(u32);
+/// The receiving end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvComm(u32);
+/// A request in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    entry: Entry,
+    generation: u32,
+}
+/// A registration of the caller's memory on every data rail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MrHandle(u32);
+
+/// A connection being made: give it to [`Endpoint::connect`] until it
+/// answers a comm.
+#[derive(Debug)]
+pub struct Connector {
+    handle: Handle,
+    comm: Option<u32>,
+}
+
+impl Connector {
+    /// A connection to the listener behind `handle`.
+    pub fn new(handle: Handle) -> Connector {
+        Connector { handle, comm: None }
+    }
+}
+
+const CONN: u8 = 1;
+const CONN_RESP: u8 = 2;
+const CTRL: u8 = 3;
+const SIZE: u8 = 4;
+
+const CTL_SLOT: usize = 1024;
+const CTL_RX: usize = 256;
+const CTL_TX: usize = 256;
+const DATA_RX: usize = 256;
+
+const KIND_SHIFT: u32 = 56;
+const K_RX: u64 = 1;
+const K_REQ: u64 = 2;
+const K_TX: u64 = 3;
+
+fn ctx(kind: u64, rail: usize, index: usize) -> u64 {
+    kind << KIND_SHIFT | (rail as u64) << 32 | index as u64
+}
+
+fn unctx(c: u64) -> (u64, usize, usize) {
+    (
+        c >> KIND_SHIFT,
+        ((c >> 32) & 0xff_ffff) as usize,
+        (c & 0xffff_ffff) as usize,
+    )
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ctrl {
+    addr: u64,
+    len: u64,
+    nkeys: u8,
+    keys: [u64; MAX_RAILS],
+}
+
+#[derive(Debug)]
+enum ConnState {
+    /// Sender: the CONN message is not yet posted.
+    Created,
+    /// Sender: CONN posted, waiting for CONN_RESP.
+    WaitResp,
+    /// Receiver: CONN_RESP not yet posted.
+    RespPending,
+    /// Receiver: CONN_RESP posted, waiting for its completion.
+    RespSent,
+    /// Both: ready for data.
+    Connected,
+    /// Failed.
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum SElem {
+    Ctrl(Ctrl),
+    Req(Entry),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum RElem {
+    Req(Entry),
+    Eager {
+        rail: usize,
+        slot: usize,
+        len: usize,
+    },
+}
+
+struct Comm {
+    kind: CommKind,
+    state: ConnState,
+    /// The peer comm's id (learned from CONN or CONN_RESP).
+    remote: u32,
+    peer_ctrl: FiAddr,
+    peer_data: [FiAddr; MAX_RAILS],
+    next_seq: u16,
+    inflight: usize,
+    started: u64,
+    ctrls_seen: u64,
+    sends: MsgBuff<SElem>,
+    recvs: MsgBuff<RElem>,
+    /// Listen comms: receiving comms made for CONNs, waiting for `accept`.
+    backlog: VecDeque<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CommKind {
+    Listen,
+    Send,
+    Recv,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ReqState {
+    Free,
+    Pending,
+    Done(usize),
+    Failed(String),
+}
+
+#[derive(Debug, Clone)]
+struct Req {
+    generation: u32,
+    state: ReqState,
+    send: bool,
+    comm: u32,
+    seq: u16,
+    addr: u64,
+    len: usize,
+    mr: u32,
+    need: u8,
+    got: u8,
+    size: Option<usize>,
+}
+
+impl Default for Req {
+    fn default() -> Req {
+        Req {
+            generation: 0,
+            state: ReqState::Free,
+            send: false,
+            comm: 0,
+            seq: 0,
+            addr: 0,
+            len: 0,
+            mr: 0,
+            need: 0,
+            got: 0,
+            size: None,
+        }
+    }
+}
+
+/// What a control send's completion does.
+#[derive(Debug, Clone, Copy)]
+enum After {
+    Nothing,
+    /// Counts as a segment of this request.
+    Req(Entry),
+    /// Connects this receiving comm (its CONN_RESP went out).
+    Connect(u32),
+}
+
+/// A post parked on EAGAIN.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Write {
+        req: Entry,
+        rail: usize,
+        offset: usize,
+        len: usize,
+        dest: FiAddr,
+        remote: u64,
+        key: u64,
+        imm: u32,
+    },
+    Eager {
+        req: Entry,
+        rail: usize,
+        dest: FiAddr,
+        imm: u32,
+    },
+    Ctl {
+        slot: usize,
+        len: usize,
+        dest: FiAddr,
+        imm: u32,
+        then: After,
+    },
+    Rx {
+        rail: usize,
+        slot: usize,
+    },
+}
+
+struct RailSet {
+    rail: Box<dyn Rail>,
+    rx: Slots,
+    rx_reg: MrReg,
+}
+
+struct MrEntry {
+    addr: u64,
+    len: usize,
+    regs: Vec<MrReg>,
+    refs: usize,
+}
+
+/// A device endpoint: its rails, comms, requests and registrations.
+pub struct Endpoint {
+    cfg: Config,
+    ctl: RailSet,
+    tx: Slots,
+    tx_reg: MrReg,
+    tx_free: Vec<usize>,
+    data: Vec<RailSet>,
+    virt: bool,
+    sched: Scheduler,
+    ids: IdPool,
+    comms: Vec<Option<Comm>>,
+    reqs: Freelist<Req>,
+    pending: Deque<Op>,
+    mrs: Vec<Option<MrEntry>>,
+    cqbuf: Vec<CqEntry>,
+    generation: u32,
+    /// Malformed or stray control messages dropped.
+    pub dropped: u64,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("rails", &self.data.len())
+            .field("reqs", &self.reqs)
+            .finish()
+    }
+}
+
+fn open_set(p: &dyn Provider, slot: usize, count: usize) -> Result<RailSet, NetError> {
+    let mut rail = p.open_rail().map_err(perr)?;
+    let rx = Slots::new(slot, count);
+    let (a, l) = rx.area();
+    // SAFETY: `rx` lives in the same RailSet as the registration, and
+    // `Endpoint::drop` closes the registration before the slots are freed.
+    let rx_reg = unsafe { rail.mr_reg(a, l) }.map_err(perr)?;
+    Ok(RailSet { rail, rx, rx_reg })
+}
+
+impl Endpoint {
+    /// An endpoint of `rails` data rails (cut to `OFI_NCCL_FORCE_NUM_RAILS`
+    /// when set) and one control rail on `provider`.
+    pub fn open(provider: &dyn Provider, rails: usize, cfg: Config) -> Result<Endpoint, NetError> {
+        let rails = if cfg.force_num_rails > 0 {
+            cfg.force_num_rails
+        } else {
+            rails
+        };
+        if !(1..=MAX_RAILS).contains(&rails) {
+            return Err(NetError::Invalid(format!(
+                "{rails} rails: between 1 and {MAX_RAILS}"
+            )));
+        }
+        let ctl = open_set(provider, CTL_SLOT, CTL_RX)?;
+        let mut data = Vec::with_capacity(rails);
+        for _ in 0..rails {
+            data.push(open_set(provider, cfg.eager_max_size.max(64), DATA_RX)?);
+        }
+        let virt = ctl.rail.remote_addressing() == RemoteAddressing::Virtual
+            && data
+                .iter()
+                .all(|d| d.rail.remote_addressing() == RemoteAddressing::Virtual);
+        let mut ctl = ctl;
+        let tx = Slots::new(CTL_SLOT, CTL_TX);
+        let (a, l) = tx.area();
+        // SAFETY: `tx` is dropped after `Endpoint::drop` closes this.
+        let tx_reg = unsafe { ctl.rail.mr_reg(a, l) }.map_err(perr)?;
+        let mut ep = Endpoint {
+            sched: Scheduler::new(rails, cfg.sched_max_small_msg_size, cfg.min_stripe_size),
+            cfg,
+            ctl,
+            tx,
+            tx_reg,
+            tx_free: (0..CTL_TX).rev().collect(),
+            data,
+            virt,
+            ids: IdPool::new(MAX_COMMS),
+            comms: (0..MAX_COMMS).map(|_| None).collect(),
+            reqs: Freelist::new(1024, 1024, 0, Req::default).map_err(perr)?,
+            pending: Deque::with_capacity(1024),
+            mrs: Vec::new(),
+            cqbuf: vec![CqEntry::default(); 64],
+            generation: 0,
+            dropped: 0,
+        };
+        for slot in 0..CTL_RX {
+            ep.post(Op::Rx {
+                rail: usize::MAX,
+                slot,
+            });
+        }
+        for rail in 0..rails {
+            for slot in 0..DATA_RX {
+                ep.post(Op::Rx { rail, slot });
+            }
+        }
+        Ok(ep)
+    }
+
+    /// Data rails.
+    pub fn rails(&self) -> usize {
+        self.data.len()
+    }
+
+    fn new_comm(&mut self, kind: CommKind, state: ConnState) -> Result<u32, NetError> {
+        let id = self
+            .ids
+            .allocate()
+            .map_err(|e| NetError::Invalid(format!("cannot open a comm: {e}")))?
+            as u32;
+        self.comms[id as usize] = Some(Comm {
+            kind,
+            state,
+            remote: 0,
+            peer_ctrl: 0,
+            peer_data: [0; MAX_RAILS],
+            next_seq: 0,
+            inflight: 0,
+            started: 0,
+            ctrls_seen: 0,
+            sends: MsgBuff::new(MSGBUFF_SIZE, SEQ_BITS),
+            recvs: MsgBuff::new(MSGBUFF_SIZE, SEQ_BITS),
+            backlog: VecDeque::new(),
+        });
+        Ok(id)
+    }
+
+    fn comm(&mut self, id: u32, kind: CommKind) -> Result<&mut Comm, NetError> {
+        match self.comms.get_mut(id as usize).and_then(Option::as_mut) {
+            Some(c) if c.kind == kind => Ok(c),
+            _ => Err(NetError::Invalid(format!("no {kind:?} comm {id}"))),
+        }
+    }
+
+    /// Opens a listening comm and the handle a peer connects with.
+    pub fn listen(&mut self) -> Result<(ListenComm, Handle), NetError> {
+        let id = self.new_comm(CommKind::Listen, ConnState::Connected)?;
+        let name = self.ctl.rail.name();
+        let mut h = Vec::with_capacity(HANDLE_LEN);
+        h.push(name.len() as u8);
+        h.extend_from_slice(&name);
+        h.extend_from_slice(&id.to_le_bytes());
+        if h.len() > HANDLE_LEN {
+            return Err(NetError::Provider(format!(
+                "endpoint name of {} bytes does not fit a handle",
+                name.len()
+            )));
+        }
+        h.resize(HANDLE_LEN, 0);
+        Ok((ListenComm(id), Handle(h)))
+    }
+
+    fn names(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 * (1 + self.data.len()));
+        out.push(self.data.len() as u8);
+        for n in
+            std::iter::once(self.ctl.rail.name()).chain(self.data.iter().map(|d| d.rail.name()))
+        {
+            out.push(n.len() as u8);
+            out.extend_from_slice(&n);
+        }
+        out
+    }
+
+    /// Connects to a listener; answers `None` until the connection is made.
+    pub fn connect(&mut self, c: &mut Connector) -> Result<Option<SendComm>, NetError> {
+        let id = match c.comm {
+            Some(id) => id,
+            None => {
+                let h = &c.handle.0;
+                let n = *h.first().unwrap_or(&0) as usize;
+                if h.len() != HANDLE_LEN || n == 0 || 1 + n + 4 > HANDLE_LEN {
+                    return Err(NetError::Invalid("not a listen handle".into()));
+                }
+                let listen = u32::from_le_bytes(h[1 + n..1 + n + 4].try_into().expect("4 bytes"));
+                let peer = self.ctl.rail.av_insert(&h[1..1 + n]).map_err(perr)?;
+                let id = self.new_comm(CommKind::Send, ConnState::Created)?;
+                let comm = self.comms[id as usize].as_mut().expect("just made");
+                comm.peer_ctrl = peer;
+                comm.remote = listen;
+                c.comm = Some(id);
+                id
+            }
+        };
+        self.progress();
+        let comm = self.comm(id, CommKind::Send)?;
+        match &comm.state {
+            ConnState::Created => {
+                let (peer, listen) = (comm.peer_ctrl, comm.remote);
+                let mut m = vec![CONN, 0, 0, 0];
+                m.extend_from_slice(&listen.to_le_bytes());
+                m.extend_from_slice(&id.to_le_bytes());
+                m.extend_from_slice(&self.names());
+                if self.ctl_send(&m, peer, 0, After::Nothing) {
+                    self.comm(id, CommKind::Send)?.state = ConnState::WaitResp;
+                }
+                Ok(None)
+            }
+            ConnState::Connected => Ok(Some(SendComm(id))),
+            ConnState::Failed(e) => Err(NetError::Request(format!("connect failed: {e}"))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Accepts a connection on `l`; answers `None` until one is made.
+    pub fn accept(&mut self, l: ListenComm) -> Result<Option<RecvComm>, NetError> {
+        self.progress();
+        let Some(&id) = self.comm(l.0, CommKind::Listen)?.backlog.front() else {
+            return Ok(None);
+        };
+        let c = self.comm(id, CommKind::Recv)?;
+        match &c.state {
+            ConnState::RespPending => {
+                let (peer, remote) = (c.peer_ctrl, c.remote);
+                let mut m = vec![CONN_RESP, 0, 0, 0];
+                m.extend_from_slice(&remote.to_le_bytes());
+                m.extend_from_slice(&id.to_le_bytes());
+                m.extend_from_slice(&self.names());
+                if self.ctl_send(&m, peer, 0, After::Connect(id)) {
+                    self.comm(id, CommKind::Recv)?.state = ConnState::RespSent;
+                }
+                Ok(None)
+            }
+            ConnState::Connected => {
+                self.comm(l.0, CommKind::Listen)?.backlog.pop_front();
+                Ok(Some(RecvComm(id)))
+            }
+            ConnState::Failed(e) => {
+                let e = e.clone();
+                self.comm(l.0, CommKind::Listen)?.backlog.pop_front();
+                self.free_comm(id);
+                Err(NetError::Request(format!("accept failed: {e}")))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn free_comm(&mut self, id: u32) {
+        if self.comms[id as usize].take().is_some() {
+            let _ = self.ids.free(id as usize);
+        }
+    }
+
+    /// Sends a control message from a tx slot; false when it could not
+    /// even be parked (no free slot: try again later).
+    fn ctl_send(&mut self, m: &[u8], dest: FiAddr, imm: u32, then: After) -> bool {
+        debug_assert!(m.len() <= CTL_SLOT);
+        let Some(slot) = self.tx_free.pop() else {
+            return false;
+        };
+        self.tx.write(slot, m);
+        self.post(Op::Ctl {
+            slot,
+            len: m.len(),
+            dest,
+            imm,
+            then,
+        });
+        true
+    }
+
+    /// Posts `op`, parking it on EAGAIN (behind anything already parked,
+    /// to keep order) and failing its request on a hard error.
+    fn post(&mut self, op: Op) {
+        if !self.pending.is_empty() {
+            self.pending.push_back(op);
+            return;
+        }
+        if let Err(e) = self.try_post(op) {
+            match e {
+                PostError::Again => self.pending.push_back(op),
+                PostError::Failed(msg) => self.op_failed(op, msg),
+            }
+        }
+    }
+
+    fn try_post(&mut self, op: Op) -> Result<(), PostError> {
+        match op {
+            Op::Write {
+                req,
+                rail,
+                offset,
+                len,
+                dest,
+                remote,
+                key,
+                imm,
+            } => {
+                let r = self.reqs.get(req).expect("live request");
+                let (addr, mr) = (r.addr + offset as u64, r.mr);
+                let desc = self.mr_desc(mr, rail);
+                self.data[rail].rail.write_data(
+                    addr,
+                    len,
+                    desc,
+                    dest,
+                    remote,
+                    key,
+                    imm,
+                    ctx(K_REQ, rail, req.0 as usize),
+                )
+            }
+            Op::Eager {
+                req,
+                rail,
+                dest,
+                imm,
+            } => {
+                let r = self.reqs.get(req).expect("live request");
+                let (addr, len, mr) = (r.addr, r.len, r.mr);
+                let desc = self.mr_desc(mr, rail);
+                self.data[rail].rail.send_data(
+                    addr,
+                    len,
+                    desc,
+                    dest,
+                    imm,
+                    ctx(K_REQ, rail, req.0 as usize),
+                )
+            }
+            Op::Ctl {
+                slot,
+                len,
+                dest,
+                imm,
+                then,
+            } => {
+                let c = ctx(K_TX, 0, slot) | then_bits(then);
+                self.ctl
+                    .rail
+                    .send_data(self.tx.addr(slot), len, self.tx_reg.desc, dest, imm, c)
+            }
+            Op::Rx { rail, slot } => {
+                let set = if rail == usize::MAX {
+                    &mut self.ctl
+                } else {
+                    &mut self.data[rail]
+                };
+                let (addr, len, desc) = (set.rx.addr(slot), set.rx.slot_len(), set.rx_reg.desc);
+                set.rail
+                    .recv(addr, len, desc, ctx(K_RX, rail & 0xff_ffff, slot))
+            }
+        }
+    }
+
+    fn mr_desc(&self, mr: u32, rail: usize) -> u64 {
+        self.mrs
+            .get(mr as usize)
+            .and_then(Option::as_ref)
+            .map_or(0, |m| m.regs[rail].desc)
+    }
+
+    fn op_failed(&mut self, op: Op, msg: String) {
+        match op {
+            Op::Write { req, .. } | Op::Eager { req, .. } => self.fail_req(req, msg),
+            Op::Ctl { slot, then, .. } => {
+                self.tx_free.push(slot);
+                self.after_failed(then, msg);
+            }
+            // An rx buffer that cannot be posted is lost to this endpoint.
+            Op::Rx { .. } => self.dropped += 1,
+        }
+    }
+
+    fn after_failed(&mut self, then: After, msg: String) {
+        match then {
+            After::Nothing => {}
+            After::Req(req) => self.fail_req(req, msg),
+            After::Connect(id) => {
+                if let Some(c) = self.comms[id as usize].as_mut() {
+                    c.state = ConnState::Failed(msg);
+                }
+            }
+        }
+    }
+
+    fn fail_req(&mut self, req: Entry, msg: String) {
+        let Some(r) = self.reqs.get_mut(req) else {
+            return;
+        };
+        if r.state != ReqState::Pending {
+            return;
+        }
+        r.state = ReqState::Failed(msg);
+        let (comm, seq, send) = (r.comm, r.seq, r.send);
+        self.retire(comm, seq, send);
+    }
+
+    /// Takes a finished message out of its comm's window.
+    fn retire(&mut self, comm: u32, seq: u16, send: bool) {
+        if let Some(c) = self.comms.get_mut(comm as usize).and_then(Option::as_mut) {
+            let done = if send {
+                c.sends.complete(seq).is_ok()
+            } else {
+                c.recvs.complete(seq).is_ok()
+            };
+            if done {
+                c.inflight = c.inflight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// One request's segment done.
+    fn segment_done(&mut self, req: Entry, size: Option<usize>) {
+        let Some(r) = self.reqs.get_mut(req) else {
+            return;
+        };
+        if r.state != ReqState::Pending {
+            return;
+        }
+        r.got += 1;
+        if size.is_some() {
+            r.size = size;
+        }
+        if r.need > 0 && r.got >= r.need {
+            let size = if r.send {
+                r.len
+            } else {
+                r.size.unwrap_or(r.len)
+            };
+            r.state = ReqState::Done(size);
+            let (comm, seq, send) = (r.comm, r.seq, r.send);
+            self.retire(comm, seq, send);
+        }
+    }
+
+    /// Drives the endpoint: retries parked posts, then drains every rail's
+    /// CQ.
+    pub fn progress(&mut self) {
+        for _ in 0..self.pending.len() {
+            let Some(op) = self.pending.pop_front() else {
+                break;
+            };
+            match self.try_post(op) {
+                Ok(()) => {}
+                Err(PostError::Again) => {
+                    self.pending.push_front(op);
+                    break;
+                }
+                Err(PostError::Failed(msg)) => self.op_failed(op, msg),
+            }
+        }
+        for rail in std::iter::once(usize::MAX).chain(0..self.data.len()) {
+            self.drain(rail);
+        }
+    }
+
+    fn drain(&mut self, rail: usize) {
+        let mut buf = std::mem::take(&mut self.cqbuf);
+        let n = self.cfg.cq_read_count.min(buf.len()).max(1);
+        loop {
+            let set = if rail == usize::MAX {
+                &mut self.ctl
+            } else {
+                &mut self.data[rail]
+            };
+            match set.rail.cq_read(&mut buf[..n]) {
+                Ok(k) => {
+                    for e in &buf[..k] {
+                        self.on_entry(rail, e);
+                    }
+                    if k < n {
+                        break;
+                    }
+                }
+                Err(CqError::Again) => break,
+                Err(CqError::Avail) => {
+                    let Some(err) = set.rail.cq_readerr() else {
+                        break;
+                    };
+                    self.on_error(
+                        rail,
+                        err.context,
+                        format!("{} (errno {})", err.message, err.err),
+                    );
+                }
+                Err(CqError::Failed(msg)) => {
+                    self.dropped += 1;
+                    let _ = msg;
+                    break;
+                }
+            }
+        }
+        self.cqbuf = buf;
+    }
+
+    fn on_error(&mut self, rail: usize, context: u64, msg: String) {
+        let (kind, _, index) = unctx(context & !THEN_MASK);
+        match kind {
+            K_REQ => self.fail_req(Entry(index as u32), msg),
+            K_TX => {
+                self.tx_free.push(index);
+                self.after_failed(then_of(context), msg);
+            }
+            K_RX => {
+                // A receive that failed (too long a message): post it again.
+                self.dropped += 1;
+                self.post(Op::Rx { rail, slot: index });
+            }
+            _ => self.dropped += 1,
+        }
+    }
+
+    fn on_entry(&mut self, rail: usize, e: &CqEntry) {
+        if e.flags.has(CqFlags::REMOTE_WRITE) {
+            let (seq, comm, nseg) = split_imm(e.data);
+            self.remote_segment(comm, seq, nseg, None);
+            return;
+        }
+        let (kind, _, index) = unctx(e.context & !THEN_MASK);
+        match kind {
+            K_REQ => self.segment_done(Entry(index as u32), None),
+            K_TX => {
+                self.tx_free.push(index);
+                match then_of(e.context) {
+                    After::Nothing => {}
+                    After::Req(req) => self.segment_done(req, None),
+                    After::Connect(id) => {
+                        if let Some(c) = self.comms[id as usize].as_mut() {
+                            c.state = ConnState::Connected;
+                        }
+                    }
+                }
+            }
+            K_RX if rail == usize::MAX => {
+                let mut m = vec![0u8; e.len.min(CTL_SLOT)];
+                self.ctl.rx.read(index, &mut m);
+                self.post(Op::Rx { rail, slot: index });
+                if !self.on_control(&m, e.data) {
+                    self.dropped += 1;
+                }
+            }
+            K_RX => self.on_eager(rail, index, e.len, e.data),
+            _ => self.dropped += 1,
+        }
+    }
+
+    /// A segment of a message this endpoint receives: a write completion,
+    /// or a SIZE message.
+    fn remote_segment(&mut self, comm: u32, seq: u16, nseg: u8, size: Option<usize>) {
+        let Some(c) = self.comms.get_mut(comm as usize).and_then(Option::as_mut) else {
+            self.dropped += 1;
+            return;
+        };
+        match c.recvs.retrieve(seq) {
+            Ok(Some(RElem::Req(req))) => {
+                let req = *req;
+                if let Some(r) = self.reqs.get_mut(req) {
+                    r.need = nseg;
+                }
+                self.segment_done(req, size);
+            }
+            _ => self.dropped += 1,
+        }
+    }
+
+    fn on_eager(&mut self, rail: usize, slot: usize, len: usize, data: u32) {
+        let (seq, comm, _) = split_imm(data);
+        let Some(c) = self
+            .comms
+            .get_mut(comm as usize)
+            .and_then(Option::as_mut)
+            .filter(|c| c.kind == CommKind::Recv)
+        else {
+            self.dropped += 1;
+            self.post(Op::Rx { rail, slot });
+            return;
+        };
+        match c.recvs.status(seq) {
+            Status::InProgress => {
+                if let Ok(Some(RElem::Req(req))) = c.recvs.retrieve(seq) {
+                    let req = *req;
+                    self.deliver_eager(req, rail, slot, len);
+                } else {
+                    self.dropped += 1;
+                    self.post(Op::Rx { rail, slot });
+                }
+            }
+            Status::NotStarted => {
+                let _ = c.recvs.insert(seq, RElem::Eager { rail, slot, len });
+            }
+            _ => {
+                self.dropped += 1;
+                self.post(Op::Rx { rail, slot });
+            }
+        }
+    }
+
+    /// Copies an eager message into its receive and completes it.
+    fn deliver_eager(&mut self, req: Entry, rail: usize, slot: usize, len: usize) {
+        let r = self.reqs.get(req).expect("live request").clone();
+        if len > r.len {
+            self.post(Op::Rx { rail, slot });
+            self.fail_req(
+                req,
+                format!(
+                    "message of {len} bytes does not fit the {}-byte receive",
+                    r.len
+                ),
+            );
+            return;
+        }
+        if len > 0 {
+            // SAFETY: the request's buffer is the caller's registered memory
+            // of `r.len >= len` bytes (checked at `irecv`), which the
+            // caller keeps valid while the request is in flight.
+            unsafe { self.data[rail].rx.read_to(slot, r.addr as *mut u8, len) };
+        }
+        self.post(Op::Rx { rail, slot });
+        if let Some(r) = self.reqs.get_mut(req) {
+            r.need = 1;
+        }
+        self.segment_done(req, Some(len));
+    }
+}
+
+const THEN_MASK: u64 = 0xff_ffff << 32;
+
+fn then_bits(then: After) -> u64 {
+    // The rail field of a tx context is free: it holds what comes after.
+    let v: u64 = match then {
+        After::Nothing => 0,
+        After::Req(e) => 1 << 22 | u64::from(e.0 & 0x3f_ffff),
+        After::Connect(id) => 2 << 22 | u64::from(id & 0x3f_ffff),
+    };
+    v << 32
+}
+
+fn then_of(context: u64) -> After {
+    let v = (context & THEN_MASK) >> 32;
+    match v >> 22 {
+        1 => After::Req(Entry((v & 0x3f_ffff) as u32)),
+        2 => After::Connect((v & 0x3f_ffff) as u32),
+        _ => After::Nothing,
+    }
+}
+
+/// Reads the rail names a CONN or CONN_RESP carries: a count of data
+/// rails, then (length, name) for the control rail and each data rail.
+fn parse_names(m: &[u8]) -> Option<Vec<&[u8]>> {
+    let (&n, mut rest) = m.split_first()?;
+    let n = n as usize + 1;
+    if n > MAX_RAILS + 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (&len, r) = rest.split_first()?;
+        let name = r.get(..len as usize)?;
+        out.push(name);
+        rest = &r[len as usize..];
+    }
+    Some(out)
+}
+
+fn u32_at(m: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(m.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(m: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(m.get(at..at + 8)?.try_into().ok()?))
+}
+
+impl Endpoint {
+    /// Handles a control message; false if it was malformed or stray.
+    fn on_control(&mut self, m: &[u8], _imm: u32) -> bool {
+        match m.first() {
+            Some(&CONN) => self.on_conn(m).is_some(),
+            Some(&CONN_RESP) => self.on_conn_resp(m).is_some(),
+            Some(&CTRL) => self.on_ctrl(m).is_some(),
+            Some(&SIZE) => {
+                let Some((comm, seq, nseg, size)) =
+                    (|| Some((u32_at(m, 4)?, u32_at(m, 8)?, u32_at(m, 12)?, u64_at(m, 16)?)))()
+                else {
+                    return false;
+                };
+                self.remote_segment(comm, seq as u16, nseg as u8, Some(size as usize));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn on_conn(&mut self, m: &[u8]) -> Option<()> {
+        let listen = u32_at(m, 4)?;
+        let sender = u32_at(m, 8)?;
+        let names = parse_names(m.get(12..)?)?;
+        if names.len() != self.data.len() + 1 {
+            // A peer with another rail count: refuse by ignoring; its
+            // connect never completes.
+            return None;
+        }
+        self.comm(listen, CommKind::Listen).ok()?;
+        let peer_ctrl = self.ctl.rail.av_insert(names[0]).ok()?;
+        let mut peer_data = [0; MAX_RAILS];
+        for (i, n) in names[1..].iter().enumerate() {
+            peer_data[i] = self.data[i].rail.av_insert(n).ok()?;
+        }
+        let id = self.new_comm(CommKind::Recv, ConnState::RespPending).ok()?;
+        let c = self.comms[id as usize].as_mut()?;
+        c.remote = sender;
+        c.peer_ctrl = peer_ctrl;
+        c.peer_data = peer_data;
+        self.comm(listen, CommKind::Listen)
+            .ok()?
+            .backlog
+            .push_back(id);
+        Some(())
+    }
+
+    fn on_conn_resp(&mut self, m: &[u8]) -> Option<()> {
+        let sender = u32_at(m, 4)?;
+        let receiver = u32_at(m, 8)?;
+        let names = parse_names(m.get(12..)?)?;
+        if names.len() != self.data.len() + 1 {
+            return None;
+        }
+        let mut peer_data = [0; MAX_RAILS];
+        for (i, n) in names[1..].iter().enumerate() {
+            peer_data[i] = self.data[i].rail.av_insert(n).ok()?;
+        }
+        let c = self.comm(sender, CommKind::Send).ok()?;
+        if !matches!(c.state, ConnState::WaitResp) {
+            return None;
+        }
+        c.remote = receiver;
+        c.peer_data = peer_data;
+        c.state = ConnState::Connected;
+        Some(())
+    }
+
+    fn on_ctrl(&mut self, m: &[u8]) -> Option<()> {
+        let comm = u32_at(m, 4)?;
+        let seq = (u32_at(m, 8)? & 0x3ff) as u16;
+        let addr = u64_at(m, 12)?;
+        let len = u64_at(m, 20)?;
+        let nkeys = *m.get(28)? as usize;
+        if nkeys != self.data.len() {
+            return None;
+        }
+        let mut keys = [0u64; MAX_RAILS];
+        for (i, k) in keys.iter_mut().enumerate().take(nkeys) {
+            *k = u64_at(m, 32 + 8 * i)?;
+        }
+        let ctrl = Ctrl {
+            addr,
+            len,
+            nkeys: nkeys as u8,
+            keys,
+        };
+        let c = self.comm(comm, CommKind::Send).ok()?;
+        c.ctrls_seen += 1;
+        match c.sends.status(seq) {
+            Status::InProgress => match c.sends.retrieve(seq) {
+                Ok(Some(SElem::Req(req))) => {
+                    let req = *req;
+                    let _ = c.sends.replace(seq, SElem::Req(req));
+                    self.start_write(req, ctrl);
+                }
+                _ => return None,
+            },
+            Status::NotStarted => {
+                c.sends.insert(seq, SElem::Ctrl(ctrl)).ok()?;
+            }
+            // The message went eagerly and is done: the CTRL only counted.
+            Status::Completed => {}
+            Status::Unavailable => return None,
+        }
+        Some(())
+    }
+
+    /// Registers `len` bytes of the caller's memory at `addr` on every data
+    /// rail (shared with an earlier registration of the same range unless
+    /// `OFI_NCCL_MR_CACHE_DISABLE` is set).
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay valid for reads and writes until
+    /// [`dereg`](Endpoint::dereg), and the rails may write it whenever a
+    /// receive naming it is in flight.
+    pub unsafe fn reg(&mut self, addr: *mut u8, len: usize) -> Result<MrHandle, NetError> {
+        if !self.cfg.mr_cache_disable {
+            for (i, m) in self.mrs.iter_mut().enumerate() {
+                if let Some(m) = m.as_mut().filter(|m| m.addr == addr as u64 && m.len == len) {
+                    m.refs += 1;
+                    return Ok(MrHandle(i as u32));
+                }
+            }
+        }
+        let mut regs = Vec::with_capacity(self.data.len());
+        for d in &mut self.data {
+            // SAFETY: this function's contract is the rail's.
+            match unsafe { d.rail.mr_reg(addr, len) } {
+                Ok(r) => regs.push(r),
+                Err(e) => {
+                    for (d, r) in self.data.iter_mut().zip(&regs) {
+                        let _ = d.rail.mr_close(r.handle);
+                    }
+                    return Err(perr(e));
+                }
+            }
+        }
+        let entry = MrEntry {
+            addr: addr as u64,
+            len,
+            regs,
+            refs: 1,
+        };
+        let i = match self.mrs.iter().position(Option::is_none) {
+            Some(i) => {
+                self.mrs[i] = Some(entry);
+                i
+            }
+            None => {
+                self.mrs.push(Some(entry));
+                self.mrs.len() - 1
+            }
+        };
+        Ok(MrHandle(i as u32))
+    }
+
+    /// Drops a registration (the last reference closes it on every rail).
+    pub fn dereg(&mut self, h: MrHandle) -> Result<(), NetError> {
+        let m = self
+            .mrs
+            .get_mut(h.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| NetError::Invalid(format!("no registration {}", h.0)))?;
+        m.refs -= 1;
+        if m.refs == 0 {
+            let m = self.mrs[h.0 as usize].take().expect("present");
+            for (d, r) in self.data.iter_mut().zip(&m.regs) {
+                d.rail.mr_close(r.handle).map_err(perr)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_mr(&self, h: MrHandle, addr: u64, len: usize) -> Result<(), NetError> {
+        let m = self
+            .mrs
+            .get(h.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| NetError::Invalid(format!("no registration {}", h.0)))?;
+        let inside = addr >= m.addr
+            && addr
+                .checked_add(len as u64)
+                .is_some_and(|e| e <= m.addr + m.len as u64);
+        if len > 0 && !inside {
+            return Err(NetError::Invalid(format!(
+                "{len} bytes at {addr:#x} are outside registration {}",
+                h.0
+            )));
+        }
+        Ok(())
+    }
+
+    fn new_req(
+        &mut self,
+        send: bool,
+        comm: u32,
+        seq: u16,
+        addr: u64,
+        len: usize,
+        mr: MrHandle,
+    ) -> Result<Request, NetError> {
+        let entry = self.reqs.take().map_err(perr)?;
+        self.generation = self.generation.wrapping_add(1);
+        let generation = self.generation;
+        *self.reqs.get_mut(entry).expect("just taken") = Req {
+            generation,
+            state: ReqState::Pending,
+            send,
+            comm,
+            seq,
+            addr,
+            len,
+            mr: mr.0,
+            need: 0,
+            got: 0,
+            size: None,
+        };
+        Ok(Request { entry, generation })
+    }
+
+    /// Starts sending `len` bytes at `addr` (inside registration `mr`).
+    /// Answers `None` when the comm cannot take another message now (128
+    /// in flight, or too far ahead of the receiver): call `test` on earlier
+    /// requests and try again.
+    ///
+    /// # Safety
+    ///
+    /// The bytes must stay valid and unchanged until the request completes.
+    pub unsafe fn isend(
+        &mut self,
+        comm: SendComm,
+        addr: *const u8,
+        len: usize,
+        mr: MrHandle,
+    ) -> Result<Option<Request>, NetError> {
+        self.progress();
+        self.check_mr(mr, addr as u64, len)?;
+        let eager_max = self.cfg.eager_max_size;
+        let c = self.comm(comm.0, CommKind::Send)?;
+        if !matches!(c.state, ConnState::Connected) {
+            return Err(NetError::Invalid(format!(
+                "send comm {} is not connected",
+                comm.0
+            )));
+        }
+        if c.inflight >= MAX_INFLIGHT || c.started >= c.ctrls_seen + MAX_INFLIGHT as u64 {
+            return Ok(None);
+        }
+        let seq = c.next_seq;
+        let ctrl = match c.sends.retrieve(seq) {
+            Ok(Some(SElem::Ctrl(ctrl))) => Some(*ctrl),
+            _ => None,
+        };
+        let req = self.new_req(true, comm.0, seq, addr as u64, len, mr)?;
+        let c = self.comm(comm.0, CommKind::Send)?;
+        let placed = if ctrl.is_some() {
+            c.sends.replace(seq, SElem::Req(req.entry)).map(|_| ())
+        } else {
+            c.sends.insert(seq, SElem::Req(req.entry))
+        };
+        if let Err(e) = placed {
+            let _ = self.reqs.give(req.entry);
+            return Err(NetError::Invalid(format!("sequence window: {e}")));
+        }
+        c.next_seq = (seq + 1) & 0x3ff;
+        c.inflight += 1;
+        c.started += 1;
+        let (remote, peer_data) = (c.remote, c.peer_data);
+        if len <= eager_max {
+            let rail = self.sched.schedule(len).stripes()[0].rail as usize;
+            let r = self.reqs.get_mut(req.entry).expect("live");
+            r.need = 1;
+            self.post(Op::Eager {
+                req: req.entry,
+                rail,
+                dest: peer_data[rail],
+                imm: imm(seq, remote, 1),
+            });
+        } else if let Some(ctrl) = ctrl {
+            self.start_write(req.entry, ctrl);
+        }
+        Ok(Some(req))
+    }
+
+    /// Writes a send whose CTRL has arrived.
+    fn start_write(&mut self, req: Entry, ctrl: Ctrl) {
+        let r = self.reqs.get(req).expect("live").clone();
+        if r.len <= self.cfg.eager_max_size {
+            // Went eagerly: the CTRL only counted.
+            return;
+        }
+        if r.len as u64 > ctrl.len {
+            self.fail_req(
+                req,
+                format!(
+                    "the receiver posted {} bytes for a {}-byte send",
+                    ctrl.len, r.len
+                ),
+            );
+            return;
+        }
+        let Some(c) = self.comms.get(r.comm as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let (remote, peer_data, peer_ctrl) = (c.remote, c.peer_data, c.peer_ctrl);
+        let sched = self.sched.schedule(r.len);
+        let short = (r.len as u64) < ctrl.len;
+        let nseg = sched.len() as u8 + u8::from(short);
+        let im = imm(r.seq, remote, nseg);
+        if let Some(r) = self.reqs.get_mut(req) {
+            r.need = nseg;
+        }
+        let _ = ctrl.nkeys;
+        for st in sched.stripes() {
+            let rail = st.rail as usize;
+            let remote_addr = if self.virt {
+                ctrl.addr + st.offset as u64
+            } else {
+                st.offset as u64
+            };
+            self.post(Op::Write {
+                req,
+                rail,
+                offset: st.offset,
+                len: st.len,
+                dest: peer_data[rail],
+                remote: remote_addr,
+                key: ctrl.keys[rail],
+                imm: im,
+            });
+        }
+        if short {
+            let mut m = vec![SIZE, 0, 0, 0];
+            m.extend_from_slice(&remote.to_le_bytes());
+            m.extend_from_slice(&u32::from(r.seq).to_le_bytes());
+            m.extend_from_slice(&u32::from(nseg).to_le_bytes());
+            m.extend_from_slice(&(r.len as u64).to_le_bytes());
+            if !self.ctl_send(&m, peer_ctrl, im, After::Req(req)) {
+                self.fail_req(req, "no control buffer for the size message".into());
+            }
+        }
+    }
+
+    /// Starts receiving up to `len` bytes into `addr` (inside registration
+    /// `mr`). Answers `None` when 128 receives are in flight.
+    ///
+    /// # Safety
+    ///
+    /// The bytes must stay valid for writes, and be left alone, until the
+    /// request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        comm: RecvComm,
+        addr: *mut u8,
+        len: usize,
+        mr: MrHandle,
+    ) -> Result<Option<Request>, NetError> {
+        self.progress();
+        self.check_mr(mr, addr as u64, len)?;
+        let c = self.comm(comm.0, CommKind::Recv)?;
+        if !matches!(c.state, ConnState::Connected) {
+            return Err(NetError::Invalid(format!(
+                "receive comm {} is not connected",
+                comm.0
+            )));
+        }
+        if c.inflight >= MAX_INFLIGHT {
+            return Ok(None);
+        }
+        let seq = c.next_seq;
+        let early = match c.recvs.retrieve(seq) {
+            Ok(Some(RElem::Eager { rail, slot, len })) => Some((*rail, *slot, *len)),
+            _ => None,
+        };
+        let req = self.new_req(false, comm.0, seq, addr as u64, len, mr)?;
+        let c = self.comm(comm.0, CommKind::Recv)?;
+        let placed = if early.is_some() {
+            c.recvs.replace(seq, RElem::Req(req.entry)).map(|_| ())
+        } else {
+            c.recvs.insert(seq, RElem::Req(req.entry))
+        };
+        if let Err(e) = placed {
+            let _ = self.reqs.give(req.entry);
+            return Err(NetError::Invalid(format!("sequence window: {e}")));
+        }
+        c.next_seq = (seq + 1) & 0x3ff;
+        c.inflight += 1;
+        let (remote, peer_ctrl) = (c.remote, c.peer_ctrl);
+        // The CTRL goes even when the message came eagerly: the sender
+        // counts CTRLs to stay within the window.
+        let mut m = Vec::with_capacity(32 + 8 * self.data.len());
+        m.extend_from_slice(&[CTRL, 0, 0, 0]);
+        m.extend_from_slice(&remote.to_le_bytes());
+        m.extend_from_slice(&u32::from(seq).to_le_bytes());
+        let base = if self.virt { addr as u64 } else { 0 };
+        m.extend_from_slice(&base.to_le_bytes());
+        m.extend_from_slice(&(len as u64).to_le_bytes());
+        m.extend_from_slice(&[self.data.len() as u8, 0, 0, 0]);
+        for rail in 0..self.data.len() {
+            let key = self.mrs[mr.0 as usize]
+                .as_ref()
+                .map_or(0, |m| m.regs[rail].key);
+            m.extend_from_slice(&key.to_le_bytes());
+        }
+        if !self.ctl_send(&m, peer_ctrl, 0, After::Nothing) {
+            // Every tx slot is busy: park the CTRL by building it again
+            // later is not possible here, so fail loudly instead.
+            self.fail_req(req.entry, "no control buffer for the CTRL message".into());
+        }
+        if let Some((rail, slot, elen)) = early {
+            self.deliver_eager(req.entry, rail, slot, elen);
+        }
+        Ok(Some(req))
+    }
+
+    /// Drives progress and reports whether `req` is done: `Some(size)` (and
+    /// the request is gone), or `None` while it runs. A failed request is an
+    /// error (and gone).
+    pub fn test(&mut self, req: Request) -> Result<Option<usize>, NetError> {
+        let live = self
+            .reqs
+            .get(req.entry)
+            .is_some_and(|r| r.generation == req.generation && r.state != ReqState::Free);
+        if !live {
+            return Err(NetError::Invalid(
+                "no such request (already completed?)".into(),
+            ));
+        }
+        if self
+            .reqs
+            .get(req.entry)
+            .is_some_and(|r| r.state == ReqState::Pending)
+        {
+            self.progress();
+        }
+        let r = self.reqs.get_mut(req.entry).expect("live");
+        match r.state.clone() {
+            ReqState::Pending => Ok(None),
+            ReqState::Done(size) => {
+                r.state = ReqState::Free;
+                let _ = self.reqs.give(req.entry);
+                Ok(Some(size))
+            }
+            ReqState::Failed(msg) => {
+                r.state = ReqState::Free;
+                let _ = self.reqs.give(req.entry);
+                Err(NetError::Request(msg))
+            }
+            ReqState::Free => unreachable!("checked live above"),
+        }
+    }
+
+    /// Closes a comm. Its requests still in flight fail ("comm closed");
+    /// eager messages held for it give their rx buffers back.
+    pub fn close(&mut self, comm: impl Into<CommRef>) -> Result<(), NetError> {
+        let id = comm.into().0;
+        let Some(c) = self.comms.get(id as usize).and_then(Option::as_ref) else {
+            return Err(NetError::Invalid(format!("no comm {id}")));
+        };
+        let mut held = Vec::new();
+        let mut reqs = Vec::new();
+        for seq in 0..1024u16 {
+            match c.recvs.retrieve(seq) {
+                Ok(Some(RElem::Eager { rail, slot, .. })) => held.push((*rail, *slot)),
+                Ok(Some(RElem::Req(r))) => reqs.push(*r),
+                _ => {}
+            }
+            if let Ok(Some(SElem::Req(r))) = c.sends.retrieve(seq) {
+                reqs.push(*r);
+            }
+        }
+        for (rail, slot) in held {
+            self.post(Op::Rx { rail, slot });
+        }
+        for r in reqs {
+            self.fail_req(r, "comm closed".into());
+        }
+        self.free_comm(id);
+        Ok(())
+    }
+}
+
+/// Any comm, for [`Endpoint::close`].
+#[derive(Debug, Clone, Copy)]
+pub struct CommRef(u32);
+
+impl From<ListenComm> for CommRef {
+    fn from(c: ListenComm) -> CommRef {
+        CommRef(c.0)
+    }
+}
+impl From<SendComm> for CommRef {
+    fn from(c: SendComm) -> CommRef {
+        CommRef(c.0)
+    }
+}
+impl From<RecvComm> for CommRef {
+    fn from(c: RecvComm) -> CommRef {
+        CommRef(c.0)
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        for m in self.mrs.drain(..).flatten() {
+            for (d, r) in self.data.iter_mut().zip(&m.regs) {
+                let _ = d.rail.mr_close(r.handle);
+            }
+        }
+        let _ = self.ctl.rail.mr_close(self.tx_reg.handle);
+        let _ = self.ctl.rail.mr_close(self.ctl.rx_reg.handle);
+        for d in &mut self.data {
+            let _ = d.rail.mr_close(d.rx_reg.handle);
+        }
+    }
+}
