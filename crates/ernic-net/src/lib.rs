@@ -14,6 +14,8 @@
 //! [`mr_cache`] (page-aligned, reference-counted registrations), [`deque`]
 //! (posts parked on EAGAIN) — and [`config`], the `OFI_NCCL_*` settings.
 
+#[allow(unsafe_code)]
+pub mod chaos;
 pub mod config;
 pub mod deque;
 #[allow(unsafe_code)]

@@ -7,8 +7,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use ernic_net::chaos::{Chaos, ChaosConfig};
 use ernic_net::config::Config;
 use ernic_net::ernic::ErnicProvider;
+use ernic_net::provider::Provider;
 use ernic_net::rdma::{Connector, Endpoint, MrHandle, RecvComm, Request, SendComm};
 use ernic_verbs::Fabric;
 
@@ -20,7 +22,7 @@ struct Side {
     mr: MrHandle,
 }
 
-fn side(p: &ErnicProvider, rails: usize, cfg: &Config, bytes: usize) -> Side {
+fn side(p: &dyn Provider, rails: usize, cfg: &Config, bytes: usize) -> Side {
     let mut ep = Endpoint::open(p, rails, cfg.clone()).unwrap();
     let mut buf = vec![0u8; bytes];
     // SAFETY: `buf` is never moved or dropped while the endpoint lives
@@ -54,6 +56,7 @@ fn pattern(seed: usize, len: usize) -> impl Iterator<Item = u8> {
 
 /// Sends `sizes[i]` into receives of `recv_sizes[i]`, keeping up to
 /// `depth` of each in flight; checks every byte and every reported size.
+/// Returns how many sends failed (only injected failures are accepted).
 fn transfer(
     a: &mut Side,
     b: &mut Side,
@@ -62,7 +65,8 @@ fn transfer(
     sizes: &[usize],
     recv_sizes: &[usize],
     depth: usize,
-) {
+) -> usize {
+    let mut failed = 0;
     let slot = recv_sizes.iter().copied().max().unwrap_or(0).max(1);
     assert!(slot * depth <= a.buf.len() && slot * depth <= b.buf.len());
     let (mut next_send, mut next_recv) = (0, 0);
@@ -110,8 +114,8 @@ fn transfer(
             }
         }
         if let Some(&(i, req)) = sends.front() {
-            if let Some(n) = a.ep.test(req).unwrap() {
-                assert_eq!(n, sizes[i]);
+            if let Some(n) = send_done(a, req, &mut failed) {
+                assert_eq!(n.unwrap_or(sizes[i]), sizes[i]);
                 sends.pop_front();
             }
         }
@@ -135,24 +139,60 @@ fn transfer(
     while let Some((i, req)) = sends.pop_front() {
         let end = Instant::now() + T;
         loop {
-            if let Some(n) = a.ep.test(req).unwrap() {
-                assert_eq!(n, sizes[i]);
+            if let Some(n) = send_done(a, req, &mut failed) {
+                assert_eq!(n.unwrap_or(sizes[i]), sizes[i]);
                 break;
             }
             assert!(Instant::now() < end);
         }
     }
+    failed
+}
+
+/// Tests a send: `Some(Some(size))` done, `Some(None)` failed by an
+/// injected error (counted), `None` still running.
+fn send_done(a: &mut Side, req: Request, failed: &mut usize) -> Option<Option<usize>> {
+    match a.ep.test(req) {
+        Ok(Some(n)) => Some(Some(n)),
+        Ok(None) => None,
+        Err(e) => {
+            assert!(
+                e.to_string().contains("injected"),
+                "unexpected failure: {e}"
+            );
+            *failed += 1;
+            Some(None)
+        }
+    }
 }
 
 fn run(rails: usize, cfg: Config, sizes: &[usize], recv_sizes: &[usize], depth: usize) {
-    let p = ErnicProvider::new(Fabric::new());
+    run_on(
+        &ErnicProvider::new(Fabric::new()),
+        rails,
+        cfg,
+        sizes,
+        recv_sizes,
+        depth,
+    );
+}
+
+fn run_on(
+    p: &dyn Provider,
+    rails: usize,
+    cfg: Config,
+    sizes: &[usize],
+    recv_sizes: &[usize],
+    depth: usize,
+) -> usize {
     let slot = recv_sizes.iter().copied().max().unwrap_or(0).max(1);
-    let mut a = side(&p, rails, &cfg, slot * depth);
-    let mut b = side(&p, rails, &cfg, slot * depth);
+    let mut a = side(p, rails, &cfg, slot * depth);
+    let mut b = side(p, rails, &cfg, slot * depth);
     let (s, r) = connect(&mut a, &mut b);
-    transfer(&mut a, &mut b, s, r, sizes, recv_sizes, depth);
+    let failed = transfer(&mut a, &mut b, s, r, sizes, recv_sizes, depth);
     a.ep.close(s).unwrap();
     b.ep.close(r).unwrap();
+    failed
 }
 
 const SIZES: [usize; 12] = [
@@ -202,4 +242,49 @@ fn all_written_when_eager_is_off() {
     };
     let sizes: Vec<usize> = (0..2000).map(|i| i % 7 * 13).collect();
     run(1, cfg, &sizes, &sizes, 128);
+}
+
+#[test]
+fn random_eagain_and_reordered_completions_lose_nothing() {
+    for seed in 1..=3 {
+        let p = Chaos::new(
+            ErnicProvider::new(Fabric::new()),
+            ChaosConfig {
+                again_per_mille: 300,
+                reorder: true,
+                fail_every_nth_write: 0,
+                seed,
+            },
+        );
+        let sizes: Vec<usize> = (0..1500)
+            .map(|i| [0, 8, 8192, 8193, 200_000, 70_000][i % 6])
+            .collect();
+        let recv: Vec<usize> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s + (i % 3) * 100)
+            .collect();
+        assert_eq!(run_on(&p, 4, Config::default(), &sizes, &recv, 32), 0);
+    }
+}
+
+#[test]
+fn an_error_completion_fails_its_request_and_later_ones_work() {
+    let p = Chaos::new(
+        ErnicProvider::new(Fabric::new()),
+        ChaosConfig {
+            again_per_mille: 50,
+            reorder: true,
+            fail_every_nth_write: 37,
+            seed: 9,
+        },
+    );
+    let sizes: Vec<usize> = (0..400).map(|i| 10_000 + i * 17).collect();
+    let failed = run_on(&p, 2, Config::default(), &sizes, &sizes, 16);
+    assert!(failed > 0, "errors were injected");
+    assert_eq!(
+        failed as u64,
+        p.failed_writes(),
+        "each injected error failed exactly its request"
+    );
 }
