@@ -634,7 +634,11 @@ impl<M: DmaMemory> Engine<M> {
                 );
                 return self.respond_receive(at, inc);
             }
-            None if inc.offset > 0 => return Outcome::Done(WcStatus::RemOpErr, 0),
+            // A WRITE_IMM split in pieces sends the earlier ones as plain
+            // writes: only its last consumes a receive, fresh.
+            None if inc.offset > 0 && !matches!(inc.req.op, SendOp::WriteImm(..)) => {
+                return Outcome::Done(WcStatus::RemOpErr, 0);
+            }
             None => {
                 let Some((rs, posted)) = self.recv_source(at.dev, at.qpn) else {
                     return Outcome::Done(WcStatus::RetryExcErr, 0);

@@ -126,3 +126,39 @@ fn a_connected_qp_to_a_gid_no_node_owns_fails_to_reach_rtr() {
         "{e}"
     );
 }
+
+#[test]
+fn a_write_with_immediate_larger_than_one_frame_crosses_the_mesh() {
+    let (fa, fb) = two_nodes(Config::default());
+    let a = fa.open_device("fd00::2a".parse().unwrap()).unwrap();
+    let b = fb.open_device("fd00::2b".parse().unwrap()).unwrap();
+    wait_owner(&fa, b.gid());
+    wait_owner(&fb, a.gid());
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (a.create_cq(16).unwrap(), b.create_cq(16).unwrap());
+    let qa = pa
+        .create_qp(QpType::Rc, &ca, &ca, QpCaps::default())
+        .unwrap();
+    let qb = pb
+        .create_qp(QpType::Rc, &cb, &cb, QpCaps::default())
+        .unwrap();
+    qa.connect(b.gid(), qb.qpn(), Access::ALL).unwrap();
+    qb.connect(a.gid(), qa.qpn(), Access::ALL).unwrap();
+    let len = 20 << 20;
+    let ma = pa.reg_mr(len, Access::ALL).unwrap();
+    let mb = pb.reg_mr(len, Access::ALL).unwrap();
+    ma.write(len - 4, b"tail").unwrap();
+    qb.post_recv(1, &[]).unwrap();
+    qa.post_send(
+        &SendWr::new(2, SendOp::WriteImm(mb.remote(0).unwrap(), 99))
+            .sgl(&[ma.sge(0, len as u32).unwrap()]),
+    )
+    .unwrap();
+    let r = cb.wait_one(T).unwrap().expect("the receive completes");
+    assert_eq!((r.wr_id, r.status, r.imm), (1, WcStatus::Success, Some(99)));
+    assert_eq!(r.byte_len, len as u32);
+    assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    let mut t = [0u8; 4];
+    mb.read(len - 4, &mut t).unwrap();
+    assert_eq!(&t, b"tail");
+}
