@@ -1239,6 +1239,16 @@ impl<M: DmaMemory> Engine<M> {
     /// Queues stalled for room toward another node want a poll as soon as
     /// room appears, which [`has_timers`](Engine::has_timers) reports.
     pub fn next_deadline(&self) -> Option<Instant> {
+        // A queue waiting for room toward a node (not for a receive) is
+        // due at once: room appears without any message arriving, when the
+        // connection drains into TCP.
+        let blocked = self
+            .stalled
+            .iter()
+            .any(|(d, q)| self.qp(*d, *q).is_ok_and(|qp| qp.rnr_since.is_none()));
+        if blocked {
+            return Some(Instant::now());
+        }
         let rnr = self
             .stalled
             .iter()

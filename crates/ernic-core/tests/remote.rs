@@ -549,6 +549,13 @@ fn a_full_connection_stops_the_send_queue_which_resumes_in_order() {
         "the rest wait on the send queue"
     );
     assert!(w.a.e.has_timers());
+    // Room appears without any message arriving (the connection drains),
+    // so the stalled queue is due at once, not at the request timeout.
+    let due =
+        w.a.e
+            .next_deadline()
+            .expect("a stalled queue has a deadline");
+    assert!(due <= Instant::now(), "due in {:?}", due - Instant::now());
     for _ in 0..5 {
         w.pump(100);
         w.advance(Duration::from_millis(1));

@@ -331,6 +331,12 @@ impl Fabric {
         })
     }
 
+    /// Counters of the inter-node path (timeouts, malformed and stale
+    /// replies), for diagnosis.
+    pub fn remote_stats(&self) -> ernic_core::RemoteStats {
+        self.shared.lock().engine.remote_stats()
+    }
+
     /// Asynchronous events (SRQ limit reached, QP fatal) since the last call.
     pub fn take_events(&self) -> Vec<AsyncEvent> {
         std::mem::take(&mut self.shared.lock().events)

@@ -162,3 +162,46 @@ fn a_write_with_immediate_larger_than_one_frame_crosses_the_mesh() {
     mb.read(len - 4, &mut t).unwrap();
     assert_eq!(&t, b"tail");
 }
+
+/// Writes of 64 MiB (four wire frames each, more than the queue toward a
+/// node holds) complete in order. (The engine test
+/// `a_full_connection_stops_the_send_queue_which_resumes_in_order` pins
+/// down that such a queue is due for a retry at once.)
+#[test]
+fn writes_larger_than_the_queue_toward_a_node_complete_in_order() {
+    let (fa, fb) = two_nodes(Config::default());
+    let a = fa.open_device("fd00::3a".parse().unwrap()).unwrap();
+    let b = fb.open_device("fd00::3b".parse().unwrap()).unwrap();
+    wait_owner(&fa, b.gid());
+    wait_owner(&fb, a.gid());
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (a.create_cq(64).unwrap(), b.create_cq(64).unwrap());
+    let qa = pa
+        .create_qp(QpType::Rc, &ca, &ca, QpCaps::default())
+        .unwrap();
+    let qb = pb
+        .create_qp(QpType::Rc, &cb, &cb, QpCaps::default())
+        .unwrap();
+    qa.connect(b.gid(), qb.qpn(), Access::ALL).unwrap();
+    qb.connect(a.gid(), qa.qpn(), Access::ALL).unwrap();
+    let piece = 64 << 20;
+    let ma = pa.reg_mr(piece, Access::ALL).unwrap();
+    let mb = pb.reg_mr(piece, Access::ALL).unwrap();
+    for i in 0..3 {
+        qa.post_send(
+            &SendWr::new(i, SendOp::Write(mb.remote(0).unwrap()))
+                .sgl(&[ma.sge(0, piece as u32).unwrap()]),
+        )
+        .unwrap();
+    }
+    let start = Instant::now();
+    for i in 0..3 {
+        let c = ca
+            .wait_one(T)
+            .unwrap()
+            .expect("each write completes within the timeout");
+        assert_eq!((c.wr_id, c.status), (i, WcStatus::Success));
+    }
+    assert!(start.elapsed() < T);
+    drop(cb);
+}
