@@ -5,14 +5,54 @@
 //! messages, eager sends, CQ-driven progress, over a provider shaped like
 //! libfabric's RDM endpoints.
 //!
-//! This crate is being built in layers. Present now: the support structures
-//! the protocol leans on for every request, each its own module with the
-//! scenarios of aws-ofi-nccl's unit tests —
-//! [`freelist`] (request pools that grow in blocks and never shrink),
-//! [`idpool`] (bitmap ids, lowest free first), [`msgbuff`] (the sliding
-//! window over sequence numbers), [`scheduler`] (rail striping),
-//! [`mr_cache`] (page-aligned, reference-counted registrations), [`deque`]
-//! (posts parked on EAGAIN) — and [`config`], the `OFI_NCCL_*` settings.
+//! - [`provider`]: the provider contract (per rail an endpoint, address
+//!   vector, registrations and a CQ; every post may answer `EAGAIN`).
+//! - [`ernic`]: the provider over ernic's own verbs, in one process or
+//!   across processes and hosts on the TCP mesh.
+//! - [`chaos`]: a wrapper that injects `EAGAIN`, reorders completions and
+//!   fails chosen writes, for tests and soak runs.
+//! - [`rdma`]: the protocol and its API — [`Endpoint`](rdma::Endpoint)
+//!   with `listen`, `connect`, `accept`, `reg`, `isend`, `irecv`, `test`,
+//!   `close`.
+//! - Support structures, each with aws-ofi-nccl's unit-test scenarios:
+//!   [`freelist`], [`idpool`], [`msgbuff`], [`scheduler`], [`mr_cache`],
+//!   [`deque`]; and [`config`], the `OFI_NCCL_*` settings.
+//!
+//! A message between two endpoints of one process (the example
+//! `examples/two_process.rs` does the same between two processes over the
+//! mesh: `cargo run --release -p ernic-net --example two_process`):
+//!
+//! ```
+//! # #![allow(unsafe_code)]
+//! use ernic_net::{config::Config, ernic::ErnicProvider, rdma::{Connector, Endpoint}};
+//!
+//! let provider = ErnicProvider::new(ernic_verbs::Fabric::new());
+//! let mut a = Endpoint::open(&provider, 2, Config::default()).unwrap();
+//! let mut b = Endpoint::open(&provider, 2, Config::default()).unwrap();
+//! let (listen, handle) = b.listen().unwrap();
+//! let mut connector = Connector::new(handle);
+//! let (mut send, mut recv) = (None, None);
+//! while send.is_none() || recv.is_none() {
+//!     if send.is_none() { send = a.connect(&mut connector).unwrap(); }
+//!     if recv.is_none() { recv = b.accept(listen).unwrap(); }
+//! }
+//! let (send, recv) = (send.unwrap(), recv.unwrap());
+//!
+//! let mut src = b"hello over two rails".to_vec();
+//! let mut dst = vec![0u8; 64];
+//! // SAFETY: both buffers outlive their registrations and requests.
+//! let (ms, md) = unsafe { (a.reg(src.as_mut_ptr(), src.len()).unwrap(), b.reg(dst.as_mut_ptr(), dst.len()).unwrap()) };
+//! // SAFETY: the buffers are left alone until the requests complete.
+//! let r = unsafe { b.irecv(recv, dst.as_mut_ptr(), dst.len(), md) }.unwrap().unwrap();
+//! let s = unsafe { a.isend(send, src.as_ptr(), src.len(), ms) }.unwrap().unwrap();
+//! let (mut sent, mut got) = (None, None);
+//! while sent.is_none() || got.is_none() {
+//!     if sent.is_none() { sent = a.test(s).unwrap(); }
+//!     if got.is_none() { got = b.test(r).unwrap(); }
+//! }
+//! assert_eq!(got, Some(src.len()), "a larger receive completes with the sent size");
+//! assert_eq!(&dst[..src.len()], &src[..]);
+//! ```
 
 #[allow(unsafe_code)]
 pub mod chaos;

@@ -31,6 +31,7 @@ use crate::config::{Config, MAX_RAILS};
 use crate::deque::Deque;
 use crate::freelist::{Entry, Freelist};
 use crate::idpool::IdPool;
+use crate::mr_cache::{MrCache, Released};
 use crate::msgbuff::{MsgBuff, Status};
 use crate::provider::{
     CqEntry, CqError, CqFlags, FiAddr, MrReg, PostError, Provider, Rail, RemoteAddressing,
@@ -48,6 +49,8 @@ pub const MAX_INFLIGHT: usize = 128;
 pub const MSGBUFF_SIZE: u16 = 256;
 /// Bytes of a listen handle.
 pub const HANDLE_LEN: usize = 128;
+/// Registrations are cached by whole pages of this size.
+const PAGE: u64 = 4096;
 /// Comms one endpoint holds.
 pub const MAX_COMMS: usize = 4096;
 
@@ -305,7 +308,6 @@ struct MrEntry {
     addr: u64,
     len: usize,
     regs: Vec<MrReg>,
-    refs: usize,
 }
 
 /// A device endpoint: its rails, comms, requests and registrations.
@@ -323,6 +325,7 @@ pub struct Endpoint {
     reqs: Freelist<Req>,
     pending: Deque<Op>,
     mrs: Vec<Option<MrEntry>>,
+    cache: MrCache<u32>,
     cqbuf: Vec<CqEntry>,
     generation: u32,
     /// Malformed or stray control messages dropped.
@@ -390,6 +393,7 @@ impl Endpoint {
             reqs: Freelist::new(1024, 1024, 0, Req::default).map_err(perr)?,
             pending: Deque::with_capacity(1024),
             mrs: Vec::new(),
+            cache: MrCache::new(PAGE, 64),
             cqbuf: vec![CqEntry::default(); 64],
             generation: 0,
             dropped: 0,
@@ -1081,27 +1085,32 @@ impl Endpoint {
     }
 
     /// Registers `len` bytes of the caller's memory at `addr` on every data
-    /// rail (shared with an earlier registration of the same range unless
-    /// `OFI_NCCL_MR_CACHE_DISABLE` is set).
+    /// rail. With the MR cache (the default; `OFI_NCCL_MR_CACHE_DISABLE=1`
+    /// turns it off) the whole pages around the buffer are registered, and a
+    /// later registration inside them shares it, counted.
     ///
     /// # Safety
     ///
-    /// The memory must stay valid for reads and writes until
-    /// [`dereg`](Endpoint::dereg), and the rails may write it whenever a
-    /// receive naming it is in flight.
+    /// The memory (with the cache: every page it touches) must stay valid
+    /// for reads and writes until [`dereg`](Endpoint::dereg), and the rails
+    /// may write the buffer whenever a receive naming it is in flight.
     pub unsafe fn reg(&mut self, addr: *mut u8, len: usize) -> Result<MrHandle, NetError> {
-        if !self.cfg.mr_cache_disable {
-            for (i, m) in self.mrs.iter_mut().enumerate() {
-                if let Some(m) = m.as_mut().filter(|m| m.addr == addr as u64 && m.len == len) {
-                    m.refs += 1;
-                    return Ok(MrHandle(i as u32));
-                }
+        let (start, span) = if self.cfg.mr_cache_disable || len == 0 {
+            (addr, len)
+        } else {
+            if let Some(h) = self.cache.lookup(addr as u64, len as u64).map_err(perr)? {
+                return Ok(MrHandle(h));
             }
-        }
+            let a = addr as u64;
+            let lo = a & !(PAGE - 1);
+            let hi = (a + len as u64).next_multiple_of(PAGE);
+            (addr.wrapping_sub((a - lo) as usize), (hi - lo) as usize)
+        };
         let mut regs = Vec::with_capacity(self.data.len());
         for d in &mut self.data {
-            // SAFETY: this function's contract is the rail's.
-            match unsafe { d.rail.mr_reg(addr, len) } {
+            // SAFETY: this function's contract is the rail's (the page
+            // widening stays inside pages the caller vouches for).
+            match unsafe { d.rail.mr_reg(start, span) } {
                 Ok(r) => regs.push(r),
                 Err(e) => {
                     for (d, r) in self.data.iter_mut().zip(&regs) {
@@ -1112,10 +1121,9 @@ impl Endpoint {
             }
         }
         let entry = MrEntry {
-            addr: addr as u64,
-            len,
+            addr: start as u64,
+            len: span,
             regs,
-            refs: 1,
         };
         let i = match self.mrs.iter().position(Option::is_none) {
             Some(i) => {
@@ -1126,23 +1134,34 @@ impl Endpoint {
                 self.mrs.push(Some(entry));
                 self.mrs.len() - 1
             }
-        };
-        Ok(MrHandle(i as u32))
+        } as u32;
+        if !self.cfg.mr_cache_disable && len > 0 {
+            self.cache
+                .insert(start as u64, span as u64, i)
+                .map_err(perr)?;
+        }
+        Ok(MrHandle(i))
     }
 
-    /// Drops a registration (the last reference closes it on every rail).
+    /// Drops a registration (with the cache, the last reference closes it
+    /// on every rail).
     pub fn dereg(&mut self, h: MrHandle) -> Result<(), NetError> {
-        let m = self
+        if self
             .mrs
-            .get_mut(h.0 as usize)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| NetError::Invalid(format!("no registration {}", h.0)))?;
-        m.refs -= 1;
-        if m.refs == 0 {
-            let m = self.mrs[h.0 as usize].take().expect("present");
-            for (d, r) in self.data.iter_mut().zip(&m.regs) {
-                d.rail.mr_close(r.handle).map_err(perr)?;
-            }
+            .get(h.0 as usize)
+            .and_then(Option::as_ref)
+            .is_none()
+        {
+            return Err(NetError::Invalid(format!("no registration {}", h.0)));
+        }
+        let cached = self.mrs[h.0 as usize].as_ref().is_some_and(|m| m.len > 0)
+            && !self.cfg.mr_cache_disable;
+        if cached && self.cache.release(&h.0).map_err(perr)? == Released::StillUsed {
+            return Ok(());
+        }
+        let m = self.mrs[h.0 as usize].take().expect("present");
+        for (d, r) in self.data.iter_mut().zip(&m.regs) {
+            d.rail.mr_close(r.handle).map_err(perr)?;
         }
         Ok(())
     }

@@ -288,3 +288,38 @@ fn an_error_completion_fails_its_request_and_later_ones_work() {
         "each injected error failed exactly its request"
     );
 }
+
+#[test]
+fn registrations_are_cached_by_page_and_counted() {
+    let p = ErnicProvider::new(Fabric::new());
+    let mut ep = Endpoint::open(&p, 2, Config::default()).unwrap();
+    let mut buf = vec![0u8; 3 * 4096];
+    let base = buf.as_mut_ptr();
+    // SAFETY: `buf` outlives the endpoint's registrations (all dropped below).
+    unsafe {
+        let h = ep.reg(base, buf.len()).unwrap();
+        assert_eq!(ep.reg(base, buf.len()).unwrap(), h, "the same range hits");
+        assert_eq!(
+            ep.reg(base.wrapping_add(100), 50).unwrap(),
+            h,
+            "a range inside hits"
+        );
+        for _ in 0..3 {
+            ep.dereg(h).unwrap();
+        }
+        assert!(ep.dereg(h).is_err(), "the last reference closed it");
+    }
+    let cfg = Config {
+        mr_cache_disable: true,
+        ..Config::default()
+    };
+    let mut ep = Endpoint::open(&p, 1, cfg).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        let a = ep.reg(base, 4096).unwrap();
+        let b = ep.reg(base, 4096).unwrap();
+        assert_ne!(a, b, "without the cache every registration is its own");
+        ep.dereg(a).unwrap();
+        ep.dereg(b).unwrap();
+    }
+}

@@ -1,0 +1,257 @@
+//! Moves messages between two processes over ernic's TCP mesh with the
+//! RDMA protocol.
+//!
+//! ```text
+//! cargo run --release -p ernic-net --example two_process -- [--rails R] [--size BYTES] [--count N]
+//! ```
+//!
+//! The parent starts a mesh manager on an ephemeral port and spawns itself
+//! as the child (`child PORT ...`), which joins as a worker, opens an
+//! endpoint, listens, and prints its listen handle. The parent connects
+//! with that handle and sends `N` messages of `BYTES`; the child checks
+//! every byte and reports. The parent prints the one-way bandwidth.
+//! `--verify 0` measures bandwidth alone: the buffers are filled once and
+//! only the first messages are checked byte by byte (every size still is).
+#![allow(unsafe_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ernic_net::config::Config;
+use ernic_net::ernic::ErnicProvider;
+use ernic_net::rdma::{Connector, Endpoint, Handle, Request};
+use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
+
+const DEPTH: usize = 4;
+const T: Duration = Duration::from_secs(120);
+
+struct Args {
+    rails: usize,
+    size: usize,
+    count: usize,
+    verify: bool,
+}
+
+fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut a = Args {
+        rails: 2,
+        size: 1 << 20,
+        count: 64,
+        verify: true,
+    };
+    while let Some(flag) = it.next() {
+        let v = it.next().ok_or(format!("{flag} needs a value"))?;
+        let n: usize = v
+            .parse()
+            .map_err(|_| format!("{flag} {v}: expected a number"))?;
+        match flag.as_str() {
+            "--rails" => a.rails = n,
+            "--size" => a.size = n,
+            "--count" => a.count = n,
+            "--verify" => a.verify = n != 0,
+            _ => {
+                return Err(format!(
+                    "unknown flag {flag} (flags: --rails R --size BYTES --count N --verify 0|1)"
+                ));
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn byte(msg: usize, i: usize) -> u8 {
+    (i.wrapping_mul(131) ^ msg.wrapping_mul(7)) as u8
+}
+
+fn wait(ep: &mut Endpoint, req: Request) -> Result<usize, String> {
+    let end = Instant::now() + T;
+    loop {
+        if let Some(n) = ep.test(req).map_err(|e| e.to_string())? {
+            return Ok(n);
+        }
+        if Instant::now() > end {
+            return Err("a request did not complete in time".into());
+        }
+    }
+}
+
+fn child(port: u16, a: Args) -> Result<(), String> {
+    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Worker {
+        host: "127.0.0.1".into(),
+        port,
+    }))
+    .map_err(|e| format!("cannot join the mesh: {e}"))?;
+    let provider = ErnicProvider::new(Fabric::on_mesh(VerbsConfig::default(), mesh));
+    let cfg = Config::from_env().map_err(|e| e.to_string())?;
+    let mut ep = Endpoint::open(&provider, a.rails, cfg).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; a.size.max(1) * DEPTH];
+    // SAFETY: `buf` outlives the endpoint's use of it (the endpoint is
+    // dropped first, at the end of this function, after every request).
+    let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
+    let (listen, handle) = ep.listen().map_err(|e| e.to_string())?;
+    let hex: String = handle.0.iter().map(|b| format!("{b:02x}")).collect();
+    println!("HANDLE {hex}");
+    std::io::stdout().flush().ok();
+    let end = Instant::now() + T;
+    let comm = loop {
+        if let Some(c) = ep.accept(listen).map_err(|e| e.to_string())? {
+            break c;
+        }
+        if Instant::now() > end {
+            return Err("no connection arrived".into());
+        }
+    };
+    let mut inflight = std::collections::VecDeque::new();
+    let (mut posted, mut bytes) = (0, 0);
+    for m in 0..a.count {
+        while inflight.len() < DEPTH && posted < a.count {
+            let p = buf.as_mut_ptr().wrapping_add((posted % DEPTH) * a.size);
+            // SAFETY: the slot is inside the registered buffer and left
+            // alone until its receive completes.
+            match unsafe { ep.irecv(comm, p, a.size, mr) }.map_err(|e| e.to_string())? {
+                Some(r) => {
+                    inflight.push_back(r);
+                    posted += 1;
+                }
+                None => break,
+            }
+        }
+        let r = inflight.pop_front().expect("a receive is posted");
+        let n = wait(&mut ep, r)?;
+        let slot = &buf[(m % DEPTH) * a.size..][..n];
+        let pattern = if a.verify { m } else { m % DEPTH };
+        let check = a.verify || m < DEPTH;
+        if n != a.size || (check && slot.iter().enumerate().any(|(i, &b)| b != byte(pattern, i))) {
+            return Err(format!("message {m} arrived damaged ({n} bytes)"));
+        }
+        bytes += n;
+    }
+    println!("received {} messages, {bytes} bytes, all intact", a.count);
+    if std::env::var_os("ERNIC_DEBUG_STATS").is_some() {
+        eprintln!("child stats: {:?}", provider.fabric().remote_stats());
+    }
+    ep.close(comm).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn parent(a: Args) -> Result<(), String> {
+    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 }))
+        .map_err(|e| format!("cannot start the mesh manager: {e}"))?;
+    let port = mesh.listen_addr().port();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut kid = Command::new(exe)
+        .args([
+            "child",
+            &port.to_string(),
+            "--rails",
+            &a.rails.to_string(),
+            "--size",
+            &a.size.to_string(),
+            "--count",
+            &a.count.to_string(),
+            "--verify",
+            if a.verify { "1" } else { "0" },
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the child: {e}"))?;
+    let mut lines = BufReader::new(kid.stdout.take().expect("piped")).lines();
+    let line = lines
+        .next()
+        .ok_or("the child exited before printing its handle")?
+        .map_err(|e| e.to_string())?;
+    let hex = line
+        .strip_prefix("HANDLE ")
+        .ok_or(format!("unexpected line from the child: {line}"))?;
+    let handle: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
+        .collect();
+
+    let provider = ErnicProvider::new(Fabric::on_mesh(VerbsConfig::default(), mesh));
+    let cfg = Config::from_env().map_err(|e| e.to_string())?;
+    let mut ep = Endpoint::open(&provider, a.rails, cfg).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; a.size.max(1) * DEPTH];
+    for s in 0..DEPTH.min(a.count) {
+        for (i, b) in buf[s * a.size..(s + 1) * a.size].iter_mut().enumerate() {
+            *b = byte(s, i);
+        }
+    }
+    // SAFETY: as in the child.
+    let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
+    let mut conn = Connector::new(Handle(handle));
+    let end = Instant::now() + T;
+    let comm = loop {
+        if let Some(c) = ep.connect(&mut conn).map_err(|e| e.to_string())? {
+            break c;
+        }
+        if Instant::now() > end {
+            return Err("connect did not finish".into());
+        }
+    };
+    let start = Instant::now();
+    let mut inflight = std::collections::VecDeque::new();
+    let mut posted = 0;
+    for m in 0..a.count {
+        while inflight.len() < DEPTH && posted < a.count {
+            let slot = posted % DEPTH;
+            if posted >= DEPTH && a.verify {
+                // Refill the slot (its previous send completed) with this
+                // message's bytes.
+                let off = slot * a.size;
+                for (i, b) in buf[off..off + a.size].iter_mut().enumerate() {
+                    *b = byte(posted, i);
+                }
+            }
+            let p = buf.as_ptr().wrapping_add(slot * a.size);
+            // SAFETY: the slot is inside the registered buffer and unchanged
+            // until its send completes.
+            match unsafe { ep.isend(comm, p, a.size, mr) }.map_err(|e| e.to_string())? {
+                Some(r) => {
+                    inflight.push_back(r);
+                    posted += 1;
+                }
+                None => break,
+            }
+        }
+        let r = inflight.pop_front().expect("a send is posted");
+        wait(&mut ep, r)?;
+        let _ = m;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if std::env::var_os("ERNIC_DEBUG_STATS").is_some() {
+        eprintln!("parent stats: {:?}", provider.fabric().remote_stats());
+    }
+    for l in lines {
+        println!("child: {}", l.map_err(|e| e.to_string())?);
+    }
+    let status = kid.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("the child failed ({status})"));
+    }
+    let gbps = (a.size * a.count) as f64 / secs / 1e9;
+    println!(
+        "{} messages of {} bytes over {} rails: {:.3} s, {gbps:.2} GB/s one way",
+        a.count, a.size, a.rails, secs
+    );
+    Ok(())
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    let r = if args.peek().map(String::as_str) == Some("child") {
+        args.next();
+        let port = args.next().and_then(|p| p.parse().ok());
+        match (port, parse(args)) {
+            (Some(port), Ok(a)) => child(port, a),
+            (None, _) => Err("child needs the manager's port".into()),
+            (_, Err(e)) => Err(e),
+        }
+    } else {
+        parse(args).and_then(parent)
+    };
+    if let Err(e) = r {
+        eprintln!("two_process: {e}");
+        std::process::exit(1);
+    }
+}

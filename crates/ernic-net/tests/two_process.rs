@@ -1,0 +1,246 @@
+//! The RDMA protocol between two processes over a real TCP mesh on
+//! loopback: this test binary runs itself again as the receiving process
+//! (the ignored test `child`, selected with `--ignored --exact`), which joins
+//! the parent's mesh as a worker, listens, prints its handle, and checks
+//! every message it receives.
+#![allow(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ernic_net::chaos::{Chaos, ChaosConfig};
+use ernic_net::config::Config;
+use ernic_net::ernic::ErnicProvider;
+use ernic_net::provider::Provider;
+use ernic_net::rdma::{Connector, Endpoint, Handle, Request};
+use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
+
+const T: Duration = Duration::from_secs(120);
+
+/// (send size, receive size) of every message, and how many may be in
+/// flight.
+fn scenario(name: &str) -> (Vec<(usize, usize)>, usize) {
+    match name {
+        "sizes" => {
+            let sizes = [
+                0,
+                1,
+                8191,
+                8192,
+                8193,
+                65536,
+                131073,
+                393217,
+                1 << 20,
+                16 << 20,
+                64 << 20,
+            ];
+            let v = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| (s, if i % 2 == 1 { s + 4096 } else { s }))
+                .collect();
+            (v, 2)
+        }
+        "many" => (
+            (0..5000)
+                .map(|i| [8, 4000, 9000, 70_000][i % 4])
+                .map(|s| (s, s + (s % 3)))
+                .collect(),
+            128,
+        ),
+        "chaos" => (
+            (0..1000)
+                .map(|i| [0, 8, 8192, 8193, 200_000][i % 5])
+                .map(|s| (s, s))
+                .collect(),
+            32,
+        ),
+        _ => panic!("no scenario {name}"),
+    }
+}
+
+fn provider(fabric: Fabric, name: &str, seed: u64) -> Box<dyn Provider> {
+    let p = ErnicProvider::new(fabric);
+    if name == "chaos" {
+        Box::new(Chaos::new(
+            p,
+            ChaosConfig {
+                again_per_mille: 250,
+                reorder: true,
+                fail_every_nth_write: 0,
+                seed,
+            },
+        ))
+    } else {
+        Box::new(p)
+    }
+}
+
+fn byte(msg: usize, i: usize) -> u8 {
+    (i.wrapping_mul(131) ^ msg.wrapping_mul(0x9e37)) as u8
+}
+
+fn done(ep: &mut Endpoint, req: Request) -> Option<usize> {
+    ep.test(req).expect("no request fails")
+}
+
+/// The receiving process.
+#[test]
+#[ignore = "the receiving process of the two-process tests; they start it"]
+fn child() {
+    let args = std::env::var("ERNIC_NET_CHILD").expect("run by the two-process tests");
+    let mut it = args.split(',');
+    let port: u16 = it.next().unwrap().parse().unwrap();
+    let rails: usize = it.next().unwrap().parse().unwrap();
+    let name = it.next().unwrap().to_string();
+    let (msgs, depth) = scenario(&name);
+    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Worker {
+        host: "127.0.0.1".into(),
+        port,
+    }))
+    .unwrap();
+    let p = provider(Fabric::on_mesh(VerbsConfig::default(), mesh), &name, 2);
+    let mut ep = Endpoint::open(&*p, rails, Config::default()).unwrap();
+    let slot = msgs.iter().map(|m| m.1).max().unwrap().max(1);
+    let mut buf = vec![0u8; slot * depth];
+    // SAFETY: `buf` outlives every request; the endpoint is closed first.
+    let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.unwrap();
+    let (l, h) = ep.listen().unwrap();
+    let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
+    println!("HANDLE {hex}");
+    std::io::stdout().flush().unwrap();
+    let end = Instant::now() + T;
+    let comm = loop {
+        if let Some(c) = ep.accept(l).unwrap() {
+            break c;
+        }
+        assert!(Instant::now() < end, "no connection");
+    };
+    let mut q: VecDeque<(usize, Request)> = VecDeque::new();
+    let (mut next, mut got) = (0, 0);
+    while got < msgs.len() {
+        assert!(Instant::now() < end, "stuck at message {got}");
+        while next < msgs.len() && q.len() < depth {
+            let p = buf.as_mut_ptr().wrapping_add((next % depth) * slot);
+            // SAFETY: the slot is inside the registration and untouched
+            // until its receive completes.
+            match unsafe { ep.irecv(comm, p, msgs[next].1, mr) }.unwrap() {
+                Some(r) => {
+                    q.push_back((next, r));
+                    next += 1;
+                }
+                None => break,
+            }
+        }
+        let (i, r) = *q.front().unwrap();
+        if let Some(n) = done(&mut ep, r) {
+            assert_eq!(n, msgs[i].0, "message {i} completes with the sent size");
+            let s = &buf[(i % depth) * slot..][..n];
+            assert!(
+                s.iter().enumerate().all(|(k, &b)| b == byte(i, k)),
+                "message {i} arrived intact"
+            );
+            q.pop_front();
+            got += 1;
+        }
+    }
+    ep.close(comm).unwrap();
+    println!("OK {got}");
+}
+
+/// The sending process: starts the mesh and the child, sends everything.
+fn parent(rails: usize, name: &str) {
+    let (msgs, depth) = scenario(name);
+    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 })).unwrap();
+    let port = mesh.listen_addr().port();
+    let mut kid = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("ERNIC_NET_CHILD", format!("{port},{rails},{name}"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(kid.stdout.take().unwrap()).lines();
+    let hex = loop {
+        let line = lines.next().expect("the child printed its handle").unwrap();
+        // libtest may have begun the line ("test child ... ").
+        if let Some(at) = line.find("HANDLE ") {
+            break line[at + 7..].to_string();
+        }
+    };
+    let handle: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let p = provider(Fabric::on_mesh(VerbsConfig::default(), mesh), name, 1);
+    let mut ep = Endpoint::open(&*p, rails, Config::default()).unwrap();
+    let slot = msgs.iter().map(|m| m.0).max().unwrap().max(1);
+    let mut buf = vec![0u8; slot * depth];
+    // SAFETY: as in the child.
+    let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.unwrap();
+    let mut c = Connector::new(Handle(handle));
+    let end = Instant::now() + T;
+    let comm = loop {
+        if let Some(s) = ep.connect(&mut c).unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "connect did not finish");
+    };
+    let mut q: VecDeque<Request> = VecDeque::new();
+    let (mut next, mut sent) = (0, 0);
+    while sent < msgs.len() {
+        assert!(Instant::now() < end, "stuck at message {sent}");
+        while next < msgs.len() && q.len() < depth {
+            let off = (next % depth) * slot;
+            let len = msgs[next].0;
+            for (k, b) in buf[off..off + len].iter_mut().enumerate() {
+                *b = byte(next, k);
+            }
+            let p = buf.as_ptr().wrapping_add(off);
+            // SAFETY: the slot is unchanged until its send completes.
+            match unsafe { ep.isend(comm, p, len, mr) }.unwrap() {
+                Some(r) => {
+                    q.push_back(r);
+                    next += 1;
+                }
+                None => break,
+            }
+        }
+        if done(&mut ep, *q.front().unwrap()).is_some() {
+            q.pop_front();
+            sent += 1;
+        }
+    }
+    let out: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = kid.wait().unwrap();
+    assert!(status.success(), "the receiving process failed: {out:?}");
+    assert!(
+        out.iter().any(|l| l == &format!("OK {}", msgs.len())),
+        "{out:?}"
+    );
+    ep.close(comm).unwrap();
+}
+
+#[test]
+fn sizes_to_64_mib_on_one_two_and_four_rails() {
+    for rails in [1, 2, 4] {
+        parent(rails, "sizes");
+    }
+}
+
+#[test]
+fn five_thousand_messages_with_128_in_flight() {
+    parent(2, "many");
+}
+
+#[test]
+fn random_eagain_and_reordering_on_both_sides() {
+    parent(2, "chaos");
+}
