@@ -92,7 +92,7 @@ pub(crate) struct Shared {
     /// Signals state changes to the connect and broadcast threads.
     pub changed: Condvar,
     pub inbound: Inbound,
-    pool: Mutex<Vec<Vec<u8>>>,
+    pool: Mutex<Pool>,
     pub stop: AtomicBool,
     pub listen: SocketAddr,
     level: Level,
@@ -143,7 +143,7 @@ impl Shared {
             st: Mutex::new(st),
             changed: Condvar::new(),
             inbound,
-            pool: Mutex::new(Vec::new()),
+            pool: Mutex::new(Pool::default()),
             stop: AtomicBool::new(false),
             listen,
             level: log_level(),
@@ -176,27 +176,25 @@ impl Shared {
     /// A buffer of exactly `len` bytes, reused when one is free.
     pub fn buffer(&self, len: usize) -> Vec<u8> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = pool.iter().position(|b| b.capacity() >= len) {
-            let mut b = pool.swap_remove(i);
-            drop(pool);
-            if b.len() >= len {
-                b.truncate(len);
-            } else {
-                b.resize(len, 0);
-            }
-            return b;
-        }
+        let b = pool.take(len);
         drop(pool);
-        vec![0u8; len]
+        match b {
+            Some(mut b) => {
+                if b.len() >= len {
+                    b.truncate(len);
+                } else {
+                    b.resize(len, 0);
+                }
+                b
+            }
+            None => vec![0u8; len],
+        }
     }
 
     /// Gives a buffer back for reuse.
     pub fn recycle(&self, b: Vec<u8>) {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        let pooled: usize = pool.iter().map(Vec::capacity).sum();
-        if pool.len() < 64 && pooled + b.capacity() <= 256 << 20 {
-            pool.push(b);
-        }
+        pool.give(b);
     }
 
     fn max_queues(&self) -> (usize, usize, Duration) {
@@ -1202,4 +1200,76 @@ fn boot_id() -> u64 {
     let pid = u64::from(std::process::id());
     let addr = &t as *const u64 as u64;
     (t ^ pid.rotate_left(32) ^ addr.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1
+}
+
+/// Free buffers by size class, so the frames of large writes are reused
+/// (a fresh one costs a page fault per 4 KiB when first written) and the
+/// many small ones never crowd them out.
+#[derive(Default)]
+pub(crate) struct Pool {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
+    large_bytes: usize,
+}
+
+impl Pool {
+    const SMALL: usize = 64 << 10;
+    const MAX_SMALL: usize = 256;
+    const MAX_LARGE: usize = 32;
+    const MAX_LARGE_BYTES: usize = 256 << 20;
+
+    /// The smallest free buffer that holds `len` bytes.
+    fn take(&mut self, len: usize) -> Option<Vec<u8>> {
+        if len <= Pool::SMALL {
+            if let Some(i) = self.small.iter().rposition(|b| b.capacity() >= len) {
+                return Some(self.small.swap_remove(i));
+            }
+        }
+        let i = self
+            .large
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= len)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i)?;
+        let b = self.large.swap_remove(i);
+        self.large_bytes -= b.capacity();
+        Some(b)
+    }
+
+    fn give(&mut self, b: Vec<u8>) {
+        if b.capacity() <= Pool::SMALL {
+            if self.small.len() < Pool::MAX_SMALL {
+                self.small.push(b);
+            }
+        } else if self.large.len() < Pool::MAX_LARGE
+            && self.large_bytes + b.capacity() <= Pool::MAX_LARGE_BYTES
+        {
+            self.large_bytes += b.capacity();
+            self.large.push(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::Pool;
+
+    #[test]
+    fn small_buffers_never_crowd_out_large_ones_and_fit_is_best() {
+        let mut p = Pool::default();
+        for _ in 0..1000 {
+            p.give(vec![0u8; 100]);
+        }
+        p.give(vec![0u8; 32 << 20]);
+        p.give(vec![0u8; 16 << 20]);
+        let b = p.take(10 << 20).expect("a large buffer is kept");
+        assert_eq!(b.capacity(), 16 << 20, "the smallest that fits");
+        assert_eq!(p.take(100).map(|b| b.capacity()), Some(100));
+        assert_eq!(p.take(64 << 20), None);
+        for _ in 0..20 {
+            p.give(vec![0u8; 16 << 20]);
+        }
+        assert!(p.large_bytes <= Pool::MAX_LARGE_BYTES);
+    }
 }

@@ -85,7 +85,9 @@ fn child(port: u16, a: Args) -> Result<(), String> {
     let provider = ErnicProvider::new(Fabric::on_mesh(VerbsConfig::default(), mesh));
     let cfg = Config::from_env().map_err(|e| e.to_string())?;
     let mut ep = Endpoint::open(&provider, a.rails, cfg).map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; a.size.max(1) * DEPTH];
+    // Touched before timing starts, as a reused buffer would be (a fresh
+    // page costs a fault on first write).
+    let mut buf = vec![0xffu8; a.size.max(1) * DEPTH];
     // SAFETY: `buf` outlives the endpoint's use of it (the endpoint is
     // dropped first, at the end of this function, after every request).
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
