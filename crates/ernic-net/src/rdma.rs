@@ -236,6 +236,11 @@ struct Req {
     need: u8,
     got: u8,
     size: Option<usize>,
+    /// Posts made (parked or with the provider) and not yet completed: a
+    /// request is reported only when none is left, so its buffer is free
+    /// and no late completion can count toward a later request in the same
+    /// entry.
+    outstanding: u16,
 }
 
 impl Default for Req {
@@ -252,6 +257,7 @@ impl Default for Req {
             need: 0,
             got: 0,
             size: None,
+            outstanding: 0,
         }
     }
 }
@@ -355,6 +361,12 @@ impl Endpoint {
     /// An endpoint of `rails` data rails (cut to `OFI_NCCL_FORCE_NUM_RAILS`
     /// when set) and one control rail on `provider`.
     pub fn open(provider: &dyn Provider, rails: usize, cfg: Config) -> Result<Endpoint, NetError> {
+        if cfg.protocol != crate::config::Protocol::Rdma {
+            return Err(NetError::Invalid(format!(
+                "OFI_NCCL_PROTOCOL={} is not implemented yet; use RDMA (the default)",
+                cfg.protocol
+            )));
+        }
         let rails = if cfg.force_num_rails > 0 {
             cfg.force_num_rails
         } else {
@@ -577,16 +589,38 @@ impl Endpoint {
     /// Posts `op`, parking it on EAGAIN (behind anything already parked,
     /// to keep order) and failing its request on a hard error.
     fn post(&mut self, op: Op) {
+        if let Some(r) = Endpoint::op_req(op).and_then(|e| self.reqs.get_mut(e)) {
+            r.outstanding += 1;
+        }
         if !self.pending.is_empty() {
             self.pending.push_back(op);
             return;
         }
-        if let Err(e) = self.try_post(op) {
-            match e {
-                PostError::Again => self.pending.push_back(op),
-                PostError::Failed(msg) => self.op_failed(op, msg),
-            }
+        match self.try_post(op) {
+            Ok(()) => {}
+            Err(PostError::Again) => self.pending.push_back(op),
+            Err(PostError::Failed(msg)) => self.op_failed(op, msg),
         }
+    }
+
+    /// The request a post belongs to.
+    fn op_req(op: Op) -> Option<Entry> {
+        match op {
+            Op::Write { req, .. } | Op::Eager { req, .. } => Some(req),
+            Op::Ctl {
+                then: After::Req(req),
+                ..
+            } => Some(req),
+            _ => None,
+        }
+    }
+
+    /// One post of `req` came back from the provider.
+    fn op_done(&mut self, req: Entry) {
+        let Some(r) = self.reqs.get_mut(req) else {
+            return;
+        };
+        r.outstanding = r.outstanding.saturating_sub(1);
     }
 
     fn try_post(&mut self, op: Op) -> Result<(), PostError> {
@@ -666,6 +700,9 @@ impl Endpoint {
     }
 
     fn op_failed(&mut self, op: Op, msg: String) {
+        if let Some(req) = Endpoint::op_req(op) {
+            self.op_done(req);
+        }
         match op {
             Op::Write { req, .. } | Op::Eager { req, .. } => self.fail_req(req, msg),
             Op::Ctl { slot, then, .. } => {
@@ -802,9 +839,15 @@ impl Endpoint {
     fn on_error(&mut self, rail: usize, context: u64, msg: String) {
         let (kind, _, index) = unctx(context & !THEN_MASK);
         match kind {
-            K_REQ => self.fail_req(Entry(index as u32), msg),
+            K_REQ => {
+                self.op_done(Entry(index as u32));
+                self.fail_req(Entry(index as u32), msg);
+            }
             K_TX => {
                 self.tx_free.push(index);
+                if let After::Req(req) = then_of(context) {
+                    self.op_done(req);
+                }
                 self.after_failed(then_of(context), msg);
             }
             K_RX => {
@@ -824,12 +867,18 @@ impl Endpoint {
         }
         let (kind, _, index) = unctx(e.context & !THEN_MASK);
         match kind {
-            K_REQ => self.segment_done(Entry(index as u32), None),
+            K_REQ => {
+                self.op_done(Entry(index as u32));
+                self.segment_done(Entry(index as u32), None);
+            }
             K_TX => {
                 self.tx_free.push(index);
                 match then_of(e.context) {
                     After::Nothing => {}
-                    After::Req(req) => self.segment_done(req, None),
+                    After::Req(req) => {
+                        self.op_done(req);
+                        self.segment_done(req, None);
+                    }
                     After::Connect(id) => {
                         if let Some(c) = self.comms[id as usize].as_mut() {
                             c.state = ConnState::Connected;
@@ -1209,6 +1258,7 @@ impl Endpoint {
             need: 0,
             got: 0,
             size: None,
+            outstanding: 0,
         };
         Ok(Request { entry, generation })
     }
@@ -1421,14 +1471,15 @@ impl Endpoint {
                 "no such request (already completed?)".into(),
             ));
         }
-        if self
-            .reqs
-            .get(req.entry)
-            .is_some_and(|r| r.state == ReqState::Pending)
-        {
+        let busy = |r: &Req| r.state == ReqState::Pending || r.outstanding > 0;
+        if self.reqs.get(req.entry).is_some_and(busy) {
             self.progress();
         }
         let r = self.reqs.get_mut(req.entry).expect("live");
+        if r.outstanding > 0 {
+            // Failed, but some of its posts are still out.
+            return Ok(None);
+        }
         match r.state.clone() {
             ReqState::Pending => Ok(None),
             ReqState::Done(size) => {

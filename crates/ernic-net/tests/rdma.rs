@@ -323,3 +323,47 @@ fn registrations_are_cached_by_page_and_counted() {
         ep.dereg(b).unwrap();
     }
 }
+
+#[test]
+fn the_sendrecv_protocol_is_refused_with_a_clear_error() {
+    let p = ErnicProvider::new(Fabric::new());
+    let cfg = Config {
+        protocol: ernic_net::config::Protocol::SendRecv,
+        ..Config::default()
+    };
+    let e = Endpoint::open(&p, 1, cfg).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("OFI_NCCL_PROTOCOL=SENDRECV is not implemented yet"),
+        "{e}"
+    );
+    assert!(Endpoint::open(&p, 0, Config::default()).is_err(), "0 rails");
+    assert!(
+        Endpoint::open(&p, 16, Config::default()).is_err(),
+        "16 rails"
+    );
+}
+
+/// A striped send whose first stripe fails is reported at once while its
+/// other stripes are still with the provider; their late completions must
+/// not count toward the next request that takes its entry.
+#[test]
+fn late_completions_of_a_failed_striped_send_touch_no_other_request() {
+    let p = Chaos::new(
+        ErnicProvider::new(Fabric::new()),
+        ChaosConfig {
+            again_per_mille: 100,
+            reorder: true,
+            fail_every_nth_write: 5,
+            seed: 4,
+        },
+    );
+    let cfg = Config {
+        min_stripe_size: 4096,
+        sched_max_small_msg_size: 4096,
+        ..Config::default()
+    };
+    let sizes: Vec<usize> = (0..600).map(|i| 100_000 + i * 64).collect();
+    let failed = run_on(&p, 4, cfg, &sizes, &sizes, 16);
+    assert!(failed > 0 && failed as u64 <= p.failed_writes());
+}
