@@ -111,36 +111,19 @@ fn exercise(pa: &dyn Provider, pb: &dyn Provider) {
     assert_eq!((e.context, e.len, e.data), (9, 100, 5));
     assert!(e.flags.has(CqFlags::RECV));
     assert_eq!(&rx[..100], &src[10..110]);
+    // Sixteen bytes from `src` to `dst` under `key`.
+    let (from, to) = (src.as_ptr() as u64, dst.as_ptr() as u64);
+    let write16 = |a: &mut dyn Rail, key: u64, data: u32, ctx: u64| {
+        a.write_data(from, 16, rs.desc, b_at_a, to, key, data, ctx)
+    };
     // A write under a wrong key: an error completion, taken with readerr,
     // and the rail keeps working.
-    post(a, b, |a| {
-        a.write_data(
-            src.as_ptr() as u64,
-            16,
-            rs.desc,
-            b_at_a,
-            dst.as_ptr() as u64,
-            rd.key ^ 0x100,
-            1,
-            11,
-        )
-    });
+    post(a, b, |a| write16(a, rd.key ^ 0x100, 1, 11));
     let err = read_one(a).unwrap_err();
     assert_eq!(err.context, 11);
     assert!(err.message.contains("failed"), "{}", err.message);
     assert_eq!(a.cq_readerr(), None, "one error, taken once");
-    post(a, b, |a| {
-        a.write_data(
-            src.as_ptr() as u64,
-            16,
-            rs.desc,
-            b_at_a,
-            dst.as_ptr() as u64,
-            rd.key,
-            2,
-            12,
-        )
-    });
+    post(a, b, |a| write16(a, rd.key, 2, 12));
     assert_eq!(read_one(a).unwrap().context, 12);
     assert_eq!(read_one(b).unwrap().data, 2);
     // Bad input is refused, not crashed on.
