@@ -11,7 +11,8 @@
 //!   across processes and hosts on the TCP mesh.
 //! - [`chaos`]: a wrapper that injects `EAGAIN`, reorders completions and
 //!   fails chosen writes, for tests and soak runs.
-//! - [`rdma`]: the protocol and its API — [`Endpoint`](rdma::Endpoint)
+//! - [`rdma`]: the protocols (`OFI_NCCL_PROTOCOL=RDMA`, the default, and
+//!   `SENDRECV`) and their API — [`Endpoint`](rdma::Endpoint)
 //!   with `listen`, `connect`, `accept`, `reg`, `isend`, `irecv`, `test`,
 //!   `close`.
 //! - Support structures, each with aws-ofi-nccl's unit-test scenarios:

@@ -20,7 +20,13 @@
 //!   counted as one more segment, so the receive completes with the sent
 //!   size.
 //!
-//! The sender starts a message only while it is fewer than 128 ahead of
+//! `OFI_NCCL_PROTOCOL=SENDRECV` is the simpler protocol the seed contrasts
+//! with this one: no writes, every message goes as sends with immediate
+//! through the receiver's rx buffers, in chunks of 128 KiB whose immediate
+//! carries `seq | comm_id << 10 | index << 22 | last << 31`, copied into the
+//! receive (so a message is at most 512 chunks, 64 MiB).
+//!
+//! In both, the sender starts a message only while it is fewer than 128 ahead of
 //! the CTRLs it has seen, so eager messages never overrun the receiver's
 //! window or rx buffers, and the 10-bit sequence space (window 256) never
 //! holds two live messages with one number.
@@ -49,6 +55,30 @@ pub const MAX_INFLIGHT: usize = 128;
 pub const MSGBUFF_SIZE: u16 = 256;
 /// Bytes of a listen handle.
 pub const HANDLE_LEN: usize = 128;
+/// The chunk of a SENDRECV message (and the size of its rx buffers).
+pub const SENDRECV_CHUNK: usize = 128 << 10;
+/// Chunks of one SENDRECV message, at most (9 bits of the immediate): the
+/// largest SENDRECV message is 64 MiB.
+pub const SENDRECV_MAX_CHUNKS: usize = 512;
+
+/// The immediate of a SENDRECV chunk: `seq | comm << 10 | index << 22 |
+/// last << 31` (12 bits of comm id hold every comm of an endpoint).
+pub fn sr_imm(seq: u16, comm: u32, index: usize, last: bool) -> u32 {
+    u32::from(seq) & 0x3ff
+        | (comm & 0xfff) << 10
+        | (index as u32 & 0x1ff) << 22
+        | u32::from(last) << 31
+}
+
+/// The (seq, comm id, chunk index, last) of a SENDRECV immediate.
+pub fn split_sr_imm(data: u32) -> (u16, u32, usize, bool) {
+    (
+        (data & 0x3ff) as u16,
+        (data >> 10) & 0xfff,
+        ((data >> 22) & 0x1ff) as usize,
+        data >> 31 == 1,
+    )
+}
 /// Registrations are cached by whole pages of this size.
 const PAGE: u64 = 4096;
 /// Comms one endpoint holds.
@@ -206,6 +236,8 @@ struct Comm {
     recvs: MsgBuff<RElem>,
     /// Listen comms: receiving comms made for CONNs, waiting for `accept`.
     backlog: VecDeque<u32>,
+    /// SENDRECV receiving comms: chunks that came before their receive.
+    held: VecDeque<HeldChunk>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,8 +265,8 @@ struct Req {
     addr: u64,
     len: usize,
     mr: u32,
-    need: u8,
-    got: u8,
+    need: u32,
+    got: u32,
     size: Option<usize>,
     /// Posts made (parked or with the provider) and not yet completed: a
     /// request is reported only when none is left, so its buffer is free
@@ -272,6 +304,17 @@ enum After {
     Connect(u32),
 }
 
+/// A SENDRECV chunk held in its rx buffer until its receive is posted.
+#[derive(Debug, Clone, Copy)]
+struct HeldChunk {
+    seq: u16,
+    rail: usize,
+    slot: usize,
+    len: usize,
+    index: usize,
+    last: bool,
+}
+
 /// A post parked on EAGAIN.
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -285,9 +328,13 @@ enum Op {
         key: u64,
         imm: u32,
     },
+    /// A send with immediate of `len` bytes from `offset` of the request
+    /// (an eager message, or a chunk of a SENDRECV one).
     Eager {
         req: Entry,
         rail: usize,
+        offset: usize,
+        len: usize,
         dest: FiAddr,
         imm: u32,
     },
@@ -325,6 +372,10 @@ pub struct Endpoint {
     tx_free: Vec<usize>,
     data: Vec<RailSet>,
     virt: bool,
+    /// `OFI_NCCL_PROTOCOL=SENDRECV`: every message goes as sends through
+    /// the rx buffers, in chunks of `chunk` bytes.
+    sendrecv: bool,
+    chunk: usize,
     sched: Scheduler,
     ids: IdPool,
     comms: Vec<Option<Comm>>,
@@ -361,12 +412,6 @@ impl Endpoint {
     /// An endpoint of `rails` data rails (cut to `OFI_NCCL_FORCE_NUM_RAILS`
     /// when set) and one control rail on `provider`.
     pub fn open(provider: &dyn Provider, rails: usize, cfg: Config) -> Result<Endpoint, NetError> {
-        if cfg.protocol != crate::config::Protocol::Rdma {
-            return Err(NetError::Invalid(format!(
-                "OFI_NCCL_PROTOCOL={} is not implemented yet; use RDMA (the default)",
-                cfg.protocol
-            )));
-        }
         let rails = if cfg.force_num_rails > 0 {
             cfg.force_num_rails
         } else {
@@ -378,9 +423,15 @@ impl Endpoint {
             )));
         }
         let ctl = open_set(provider, CTL_SLOT, CTL_RX)?;
+        let sendrecv = cfg.protocol == crate::config::Protocol::SendRecv;
+        let slot = if sendrecv {
+            SENDRECV_CHUNK
+        } else {
+            cfg.eager_max_size.max(64)
+        };
         let mut data = Vec::with_capacity(rails);
         for _ in 0..rails {
-            data.push(open_set(provider, cfg.eager_max_size.max(64), DATA_RX)?);
+            data.push(open_set(provider, slot, DATA_RX)?);
         }
         let virt = ctl.rail.remote_addressing() == RemoteAddressing::Virtual
             && data
@@ -400,6 +451,8 @@ impl Endpoint {
             tx_free: (0..CTL_TX).rev().collect(),
             data,
             virt,
+            sendrecv,
+            chunk: slot,
             ids: IdPool::new(MAX_COMMS),
             comms: (0..MAX_COMMS).map(|_| None).collect(),
             reqs: Freelist::new(1024, 1024, 0, Req::default).map_err(perr)?,
@@ -448,6 +501,7 @@ impl Endpoint {
             sends: MsgBuff::new(MSGBUFF_SIZE, SEQ_BITS),
             recvs: MsgBuff::new(MSGBUFF_SIZE, SEQ_BITS),
             backlog: VecDeque::new(),
+            held: VecDeque::new(),
         });
         Ok(id)
     }
@@ -652,11 +706,13 @@ impl Endpoint {
             Op::Eager {
                 req,
                 rail,
+                offset,
+                len,
                 dest,
                 imm,
             } => {
                 let r = self.reqs.get(req).expect("live request");
-                let (addr, len, mr) = (r.addr, r.len, r.mr);
+                let (addr, mr) = (r.addr + offset as u64, r.mr);
                 let desc = self.mr_desc(mr, rail);
                 self.data[rail].rail.send_data(
                     addr,
@@ -894,6 +950,7 @@ impl Endpoint {
                     self.dropped += 1;
                 }
             }
+            K_RX if self.sendrecv => self.on_chunk(rail, index, e.len, e.data),
             K_RX => self.on_eager(rail, index, e.len, e.data),
             _ => self.dropped += 1,
         }
@@ -910,7 +967,7 @@ impl Endpoint {
             Ok(Some(RElem::Req(req))) => {
                 let req = *req;
                 if let Some(r) = self.reqs.get_mut(req) {
-                    r.need = nseg;
+                    r.need = u32::from(nseg);
                 }
                 self.segment_done(req, size);
             }
@@ -948,6 +1005,95 @@ impl Endpoint {
                 self.post(Op::Rx { rail, slot });
             }
         }
+    }
+
+    /// A SENDRECV chunk: into its receive, or held until the receive comes.
+    fn on_chunk(&mut self, rail: usize, slot: usize, len: usize, data: u32) {
+        let (seq, comm, index, last) = split_sr_imm(data);
+        let h = HeldChunk {
+            seq,
+            rail,
+            slot,
+            len,
+            index,
+            last,
+        };
+        let Some(c) = self
+            .comms
+            .get_mut(comm as usize)
+            .and_then(Option::as_mut)
+            .filter(|c| c.kind == CommKind::Recv)
+        else {
+            self.dropped += 1;
+            self.post(Op::Rx { rail, slot });
+            return;
+        };
+        match c.recvs.status(seq) {
+            Status::InProgress => {
+                if let Ok(Some(RElem::Req(req))) = c.recvs.retrieve(seq) {
+                    let req = *req;
+                    self.deliver_chunk(req, h);
+                } else {
+                    self.dropped += 1;
+                    self.post(Op::Rx { rail, slot });
+                }
+            }
+            Status::NotStarted => c.held.push_back(h),
+            // The rest of a message whose receive already failed, or (from
+            // a peer that ignores credits) beyond the window.
+            st => {
+                if st != Status::Completed {
+                    self.dropped += 1;
+                }
+                self.post(Op::Rx { rail, slot });
+            }
+        }
+    }
+
+    /// Copies a chunk to its place in its receive; the receive completes
+    /// when every chunk up to the last has come.
+    fn deliver_chunk(&mut self, req: Entry, h: HeldChunk) {
+        let HeldChunk {
+            rail,
+            slot,
+            len,
+            index,
+            last,
+            ..
+        } = h;
+        let r = self.reqs.get(req).expect("live request").clone();
+        if r.state != ReqState::Pending {
+            self.post(Op::Rx { rail, slot });
+            return;
+        }
+        let at = index * self.chunk;
+        if at + len > r.len || len > self.chunk {
+            self.post(Op::Rx { rail, slot });
+            self.fail_req(
+                req,
+                format!(
+                    "a message reaching byte {} does not fit the {}-byte receive",
+                    at + len,
+                    r.len
+                ),
+            );
+            return;
+        }
+        if len > 0 {
+            // SAFETY: `at + len <= r.len` (checked above), and the request's
+            // buffer is the caller's registered memory of `r.len` bytes,
+            // kept valid while the request is in flight.
+            unsafe {
+                self.data[rail]
+                    .rx
+                    .read_to(slot, (r.addr as *mut u8).wrapping_add(at), len)
+            };
+        }
+        self.post(Op::Rx { rail, slot });
+        if last {
+            self.reqs.get_mut(req).expect("live request").need = index as u32 + 1;
+        }
+        self.segment_done(req, last.then_some(at + len));
     }
 
     /// Copies an eager message into its receive and completes it.
@@ -1112,8 +1258,13 @@ impl Endpoint {
             nkeys: nkeys as u8,
             keys,
         };
+        let sendrecv = self.sendrecv;
         let c = self.comm(comm, CommKind::Send).ok()?;
         c.ctrls_seen += 1;
+        if sendrecv {
+            // Only a credit: a receive was posted.
+            return Some(());
+        }
         match c.sends.status(seq) {
             Status::InProgress => match c.sends.retrieve(seq) {
                 Ok(Some(SElem::Req(req))) => {
@@ -1278,6 +1429,12 @@ impl Endpoint {
         len: usize,
         mr: MrHandle,
     ) -> Result<Option<Request>, NetError> {
+        if self.sendrecv && len.div_ceil(self.chunk) > SENDRECV_MAX_CHUNKS {
+            return Err(NetError::Invalid(format!(
+                "{len} bytes: OFI_NCCL_PROTOCOL=SENDRECV carries at most {} bytes a message",
+                SENDRECV_MAX_CHUNKS * self.chunk
+            )));
+        }
         self.progress();
         self.check_mr(mr, addr as u64, len)?;
         let eager_max = self.cfg.eager_max_size;
@@ -1288,7 +1445,9 @@ impl Endpoint {
                 comm.0
             )));
         }
-        if c.inflight >= MAX_INFLIGHT || c.started >= c.ctrls_seen + MAX_INFLIGHT as u64 {
+        // Both protocols: no more than 128 ahead of the receives posted.
+        let ahead = c.started >= c.ctrls_seen + MAX_INFLIGHT as u64;
+        if c.inflight >= MAX_INFLIGHT || ahead {
             return Ok(None);
         }
         let seq = c.next_seq;
@@ -1311,13 +1470,31 @@ impl Endpoint {
         c.inflight += 1;
         c.started += 1;
         let (remote, peer_data) = (c.remote, c.peer_data);
-        if len <= eager_max {
+        if self.sendrecv {
+            // In order on one rail: the receiver places chunks by arrival.
+            let rail = self.sched.schedule(0).stripes()[0].rail as usize;
+            let n = len.div_ceil(self.chunk).max(1);
+            self.reqs.get_mut(req.entry).expect("live").need = n as u32;
+            for i in 0..n {
+                let offset = i * self.chunk;
+                self.post(Op::Eager {
+                    req: req.entry,
+                    rail,
+                    offset,
+                    len: self.chunk.min(len - offset),
+                    dest: peer_data[rail],
+                    imm: sr_imm(seq, remote, i, i + 1 == n),
+                });
+            }
+        } else if len <= eager_max {
             let rail = self.sched.schedule(len).stripes()[0].rail as usize;
             let r = self.reqs.get_mut(req.entry).expect("live");
             r.need = 1;
             self.post(Op::Eager {
                 req: req.entry,
                 rail,
+                offset: 0,
+                len,
                 dest: peer_data[rail],
                 imm: imm(seq, remote, 1),
             });
@@ -1353,7 +1530,7 @@ impl Endpoint {
         let nseg = sched.len() as u8 + u8::from(short);
         let im = imm(r.seq, remote, nseg);
         if let Some(r) = self.reqs.get_mut(req) {
-            r.need = nseg;
+            r.need = u32::from(nseg);
         }
         let _ = ctrl.nkeys;
         for st in sched.stripes() {
@@ -1402,6 +1579,7 @@ impl Endpoint {
     ) -> Result<Option<Request>, NetError> {
         self.progress();
         self.check_mr(mr, addr as u64, len)?;
+        let no_tx = self.tx_free.is_empty();
         let c = self.comm(comm.0, CommKind::Recv)?;
         if !matches!(c.state, ConnState::Connected) {
             return Err(NetError::Invalid(format!(
@@ -1409,7 +1587,8 @@ impl Endpoint {
                 comm.0
             )));
         }
-        if c.inflight >= MAX_INFLIGHT {
+        // Its CTRL needs a tx slot.
+        if c.inflight >= MAX_INFLIGHT || no_tx {
             return Ok(None);
         }
         let seq = c.next_seq;
@@ -1431,27 +1610,47 @@ impl Endpoint {
         c.next_seq = (seq + 1) & 0x3ff;
         c.inflight += 1;
         let (remote, peer_ctrl) = (c.remote, c.peer_ctrl);
-        // The CTRL goes even when the message came eagerly: the sender
-        // counts CTRLs to stay within the window.
-        let mut m = Vec::with_capacity(32 + 8 * self.data.len());
-        m.extend_from_slice(&[CTRL, 0, 0, 0]);
-        m.extend_from_slice(&remote.to_le_bytes());
-        m.extend_from_slice(&u32::from(seq).to_le_bytes());
+        if self.sendrecv {
+            // Chunks that came first, in their order.
+            let mut i = 0;
+            while let Some(&h) = self.comms[comm.0 as usize]
+                .as_ref()
+                .and_then(|c| c.held.get(i))
+            {
+                if h.seq == seq {
+                    self.comms[comm.0 as usize]
+                        .as_mut()
+                        .expect("live")
+                        .held
+                        .remove(i);
+                    self.deliver_chunk(req.entry, h);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        // The CTRL goes even when the message came eagerly (and in
+        // SENDRECV, where it is only a credit): the sender counts CTRLs to
+        // stay within the window. Built on the stack: no allocation.
+        let mut m = [0u8; 32 + 8 * MAX_RAILS];
+        m[0] = CTRL;
+        m[4..8].copy_from_slice(&remote.to_le_bytes());
+        m[8..12].copy_from_slice(&u32::from(seq).to_le_bytes());
         let base = if self.virt { addr as u64 } else { 0 };
-        m.extend_from_slice(&base.to_le_bytes());
-        m.extend_from_slice(&(len as u64).to_le_bytes());
-        m.extend_from_slice(&[self.data.len() as u8, 0, 0, 0]);
+        m[12..20].copy_from_slice(&base.to_le_bytes());
+        m[20..28].copy_from_slice(&(len as u64).to_le_bytes());
+        m[28] = self.data.len() as u8;
         for rail in 0..self.data.len() {
             let key = self.mrs[mr.0 as usize]
                 .as_ref()
                 .map_or(0, |m| m.regs[rail].key);
-            m.extend_from_slice(&key.to_le_bytes());
+            m[32 + 8 * rail..40 + 8 * rail].copy_from_slice(&key.to_le_bytes());
         }
-        if !self.ctl_send(&m, peer_ctrl, 0, After::Nothing) {
-            // Every tx slot is busy: park the CTRL by building it again
-            // later is not possible here, so fail loudly instead.
-            self.fail_req(req.entry, "no control buffer for the CTRL message".into());
-        }
+        let used = 32 + 8 * self.data.len();
+        // A tx slot was free when the receive began (checked above), and
+        // nothing since took one.
+        let sent = self.ctl_send(&m[..used], peer_ctrl, 0, After::Nothing);
+        debug_assert!(sent);
         if let Some((rail, slot, elen)) = early {
             self.deliver_eager(req.entry, rail, slot, elen);
         }
@@ -1515,6 +1714,7 @@ impl Endpoint {
                 reqs.push(*r);
             }
         }
+        held.extend(c.held.iter().map(|h| (h.rail, h.slot)));
         for (rail, slot) in held {
             self.post(Op::Rx { rail, slot });
         }

@@ -324,19 +324,41 @@ fn registrations_are_cached_by_page_and_counted() {
     }
 }
 
-#[test]
-fn the_sendrecv_protocol_is_refused_with_a_clear_error() {
-    let p = ErnicProvider::new(Fabric::new());
-    let cfg = Config {
+fn sendrecv() -> Config {
+    Config {
         protocol: ernic_net::config::Protocol::SendRecv,
         ..Config::default()
-    };
-    let e = Endpoint::open(&p, 1, cfg).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("OFI_NCCL_PROTOCOL=SENDRECV is not implemented yet"),
-        "{e}"
+    }
+}
+
+#[test]
+fn sendrecv_moves_every_size_on_one_two_and_four_rails() {
+    let recv: Vec<usize> = SIZES.iter().map(|s| s + 100).collect();
+    for rails in [1, 2, 4] {
+        run(rails, sendrecv(), &SIZES, &SIZES, 4);
+        run(rails, sendrecv(), &SIZES, &recv, 4);
+    }
+    run(2, sendrecv(), &[64 << 20], &[64 << 20], 1);
+}
+
+#[test]
+fn sendrecv_wraps_the_sequence_with_128_in_flight_under_chaos() {
+    let p = Chaos::new(
+        ErnicProvider::new(Fabric::new()),
+        ChaosConfig {
+            again_per_mille: 250,
+            reorder: true,
+            fail_every_nth_write: 0,
+            seed: 5,
+        },
     );
+    let sizes: Vec<usize> = (0..4500).map(|i| [0, 8, 70_000, 65536][i % 4]).collect();
+    assert_eq!(run_on(&p, 2, sendrecv(), &sizes, &sizes, 128), 0);
+}
+
+#[test]
+fn rail_counts_outside_one_to_fifteen_are_refused() {
+    let p = ErnicProvider::new(Fabric::new());
     assert!(Endpoint::open(&p, 0, Config::default()).is_err(), "0 rails");
     assert!(
         Endpoint::open(&p, 16, Config::default()).is_err(),
@@ -366,4 +388,51 @@ fn late_completions_of_a_failed_striped_send_touch_no_other_request() {
     let sizes: Vec<usize> = (0..600).map(|i| 100_000 + i * 64).collect();
     let failed = run_on(&p, 4, cfg, &sizes, &sizes, 16);
     assert!(failed > 0 && failed as u64 <= p.failed_writes());
+}
+
+/// Waits for `req` on `ep` (driving `other` too, which may hold the
+/// peer's half).
+fn wait(ep: &mut Endpoint, other: &mut Endpoint, req: Request) -> Result<usize, String> {
+    let end = Instant::now() + T;
+    loop {
+        match ep.test(req) {
+            Ok(Some(n)) => return Ok(n),
+            Ok(None) => other.progress(),
+            Err(e) => return Err(e.to_string()),
+        }
+        assert!(Instant::now() < end, "request never finished");
+    }
+}
+
+#[test]
+fn sendrecv_truncation_fails_that_receive_and_the_next_message_arrives() {
+    let p = ErnicProvider::new(Fabric::new());
+    let mut a = side(&p, 2, &sendrecv(), 1 << 20);
+    let mut b = side(&p, 2, &sendrecv(), 1 << 20);
+    let (s, r) = connect(&mut a, &mut b);
+    let (ap, bp) = (a.buf.as_ptr(), b.buf.as_mut_ptr());
+    // SAFETY: both buffers are registered and left alone until the
+    // requests finish.
+    unsafe {
+        let rr = b.ep.irecv(r, bp, 100_000, b.mr).unwrap().unwrap();
+        let sr = a.ep.isend(s, ap, 400_000, a.mr).unwrap().unwrap();
+        let e = wait(&mut b.ep, &mut a.ep, rr).unwrap_err();
+        assert!(e.contains("does not fit the 100000-byte receive"), "{e}");
+        assert_eq!(
+            wait(&mut a.ep, &mut b.ep, sr),
+            Ok(400_000),
+            "the sender's part went"
+        );
+        a.buf[..5].copy_from_slice(b"after");
+        let rr = b.ep.irecv(r, bp, 100_000, b.mr).unwrap().unwrap();
+        let sr = a.ep.isend(s, ap, 5, a.mr).unwrap().unwrap();
+        assert_eq!(wait(&mut b.ep, &mut a.ep, rr), Ok(5));
+        assert_eq!(wait(&mut a.ep, &mut b.ep, sr), Ok(5));
+        assert_eq!(&b.buf[..5], b"after");
+        let too_big = a.ep.isend(s, ap, (64 << 20) + 1, a.mr);
+        assert!(
+            too_big.is_err(),
+            "more than 64 MiB is refused before anything is sent"
+        );
+    }
 }
