@@ -68,6 +68,10 @@ fn scenario(name: &str) -> (Vec<(usize, usize)>, usize) {
                 .collect(),
             32,
         ),
+        "errors" => (
+            (0..600).map(|i| 100_000 + i * 64).map(|s| (s, s)).collect(),
+            16,
+        ),
         _ => panic!("no scenario {name}"),
     }
 }
@@ -85,13 +89,16 @@ fn config(name: &str) -> Config {
 
 fn provider(fabric: Fabric, name: &str, seed: u64) -> Box<dyn Provider> {
     let p = ErnicProvider::new(fabric);
-    if name == "chaos" {
+    // The sender (seed 1) fails every 11th write in "errors"; the write
+    // still lands, so the receiver sees every message.
+    let fail = if name == "errors" && seed == 1 { 11 } else { 0 };
+    if name == "chaos" || fail > 0 {
         Box::new(Chaos::new(
             p,
             ChaosConfig {
-                again_per_mille: 250,
+                again_per_mille: if fail > 0 { 50 } else { 250 },
                 reorder: true,
-                fail_every_nth_write: 0,
+                fail_every_nth_write: fail,
                 seed,
             },
         ))
@@ -104,8 +111,16 @@ fn byte(msg: usize, i: usize) -> u8 {
     (i.wrapping_mul(131) ^ msg.wrapping_mul(0x9e37)) as u8
 }
 
-fn done(ep: &mut Endpoint, req: Request) -> Option<usize> {
-    ep.test(req).expect("no request fails")
+/// Tests a request; an injected failure counts in `failed` (as done).
+fn done(ep: &mut Endpoint, req: Request, failed: &mut usize) -> Option<usize> {
+    match ep.test(req) {
+        Ok(r) => r,
+        Err(e) => {
+            assert!(e.to_string().contains("injected"), "a request failed: {e}");
+            *failed += 1;
+            Some(0)
+        }
+    }
 }
 
 /// The receiving process.
@@ -161,7 +176,7 @@ fn child() {
             ep.progress();
             continue;
         };
-        if let Some(n) = done(&mut ep, r) {
+        if let Some(n) = done(&mut ep, r, &mut 0) {
             assert_eq!(n, msgs[i].0, "message {i} completes with the sent size");
             let s = &buf[(i % depth) * slot..][..n];
             assert!(
@@ -219,6 +234,7 @@ fn parent(rails: usize, name: &str) {
         assert!(Instant::now() < end, "connect did not finish");
     };
     let mut q: VecDeque<Request> = VecDeque::new();
+    let mut failed = 0;
     let (mut next, mut sent) = (0, 0);
     while sent < msgs.len() {
         assert!(Instant::now() < end, "stuck at message {sent}");
@@ -240,7 +256,7 @@ fn parent(rails: usize, name: &str) {
         }
         match q.front() {
             Some(&r) => {
-                if done(&mut ep, r).is_some() {
+                if done(&mut ep, r, &mut failed).is_some() {
                     q.pop_front();
                     sent += 1;
                 }
@@ -257,6 +273,7 @@ fn parent(rails: usize, name: &str) {
         "{out:?}"
     );
     ep.close(comm).unwrap();
+    assert_eq!(failed > 0, name == "errors", "{failed} sends failed");
 }
 
 #[test]
@@ -279,4 +296,9 @@ fn random_eagain_and_reordering_on_both_sides() {
 #[test]
 fn the_sendrecv_protocol_between_processes() {
     parent(2, "sendrecv");
+}
+
+#[test]
+fn injected_error_completions_fail_their_sends_and_the_rest_arrive() {
+    parent(2, "errors");
 }
