@@ -137,6 +137,17 @@ impl<T> MsgBuff<T> {
         Ok(())
     }
 
+    /// Puts `elem` at `seq`: replaces the element of an in-progress `seq`
+    /// (something that came first, such as a message before its receive),
+    /// or starts it.
+    pub fn put(&mut self, seq: u16, elem: T) -> Result<(), InvalidIndex> {
+        if self.status(seq) == Status::InProgress {
+            self.replace(seq, elem).map(|_| ())
+        } else {
+            self.insert(seq, elem)
+        }
+    }
+
     /// Replaces the element of an in-progress `seq`.
     pub fn replace(&mut self, seq: u16, elem: T) -> Result<Option<T>, InvalidIndex> {
         let seq = seq & self.mask;
@@ -285,6 +296,8 @@ mod tests {
         m.insert(1, 1).unwrap();
         assert_eq!(m.retrieve(1), Ok(Some(&1)));
         assert_eq!(m.replace(1, 9), Ok(Some(1)));
+        assert_eq!(m.put(1, 8), Ok(()), "put replaces an in-progress number");
+        assert_eq!(m.retrieve(1), Ok(Some(&8)));
         assert_eq!(m.insert(1, 1).unwrap_err().status, Status::InProgress);
         // The tail waits for 0 and 2, which were never inserted.
         m.complete(1).unwrap();

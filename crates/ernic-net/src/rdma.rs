@@ -513,6 +513,17 @@ impl Endpoint {
         }
     }
 
+    /// A comm of `kind` that is connected, ready for data.
+    fn connected(&mut self, id: u32, kind: CommKind) -> Result<&mut Comm, NetError> {
+        let c = self.comm(id, kind)?;
+        if !matches!(c.state, ConnState::Connected) {
+            return Err(NetError::Invalid(format!(
+                "{kind:?} comm {id} is not connected"
+            )));
+        }
+        Ok(c)
+    }
+
     /// Opens a listening comm and the handle a peer connects with.
     pub fn listen(&mut self) -> Result<(ListenComm, Handle), NetError> {
         let id = self.new_comm(CommKind::Listen, ConnState::Connected)?;
@@ -1438,13 +1449,7 @@ impl Endpoint {
         self.progress();
         self.check_mr(mr, addr as u64, len)?;
         let eager_max = self.cfg.eager_max_size;
-        let c = self.comm(comm.0, CommKind::Send)?;
-        if !matches!(c.state, ConnState::Connected) {
-            return Err(NetError::Invalid(format!(
-                "send comm {} is not connected",
-                comm.0
-            )));
-        }
+        let c = self.connected(comm.0, CommKind::Send)?;
         // Both protocols: no more than 128 ahead of the receives posted.
         let ahead = c.started >= c.ctrls_seen + MAX_INFLIGHT as u64;
         if c.inflight >= MAX_INFLIGHT || ahead {
@@ -1457,12 +1462,7 @@ impl Endpoint {
         };
         let req = self.new_req(true, comm.0, seq, addr as u64, len, mr)?;
         let c = self.comm(comm.0, CommKind::Send)?;
-        let placed = if ctrl.is_some() {
-            c.sends.replace(seq, SElem::Req(req.entry)).map(|_| ())
-        } else {
-            c.sends.insert(seq, SElem::Req(req.entry))
-        };
-        if let Err(e) = placed {
+        if let Err(e) = c.sends.put(seq, SElem::Req(req.entry)) {
             let _ = self.reqs.give(req.entry);
             return Err(NetError::Invalid(format!("sequence window: {e}")));
         }
@@ -1580,13 +1580,7 @@ impl Endpoint {
         self.progress();
         self.check_mr(mr, addr as u64, len)?;
         let no_tx = self.tx_free.is_empty();
-        let c = self.comm(comm.0, CommKind::Recv)?;
-        if !matches!(c.state, ConnState::Connected) {
-            return Err(NetError::Invalid(format!(
-                "receive comm {} is not connected",
-                comm.0
-            )));
-        }
+        let c = self.connected(comm.0, CommKind::Recv)?;
         // Its CTRL needs a tx slot.
         if c.inflight >= MAX_INFLIGHT || no_tx {
             return Ok(None);
@@ -1598,12 +1592,7 @@ impl Endpoint {
         };
         let req = self.new_req(false, comm.0, seq, addr as u64, len, mr)?;
         let c = self.comm(comm.0, CommKind::Recv)?;
-        let placed = if early.is_some() {
-            c.recvs.replace(seq, RElem::Req(req.entry)).map(|_| ())
-        } else {
-            c.recvs.insert(seq, RElem::Req(req.entry))
-        };
-        if let Err(e) = placed {
+        if let Err(e) = c.recvs.put(seq, RElem::Req(req.entry)) {
             let _ = self.reqs.give(req.entry);
             return Err(NetError::Invalid(format!("sequence window: {e}")));
         }
