@@ -436,3 +436,44 @@ fn sendrecv_truncation_fails_that_receive_and_the_next_message_arrives() {
         );
     }
 }
+
+#[test]
+fn close_fails_what_is_in_flight_and_the_endpoint_goes_on() {
+    let p = ErnicProvider::new(Fabric::new());
+    let mut a = side(&p, 2, &Config::default(), 1 << 20);
+    let mut b = side(&p, 2, &Config::default(), 1 << 20);
+    let (s, r) = connect(&mut a, &mut b);
+    let (ap, bp) = (a.buf.as_ptr(), b.buf.as_mut_ptr());
+    // SAFETY: the buffers are registered and left alone until the requests
+    // finish.
+    unsafe {
+        // Eager messages that arrive before any receive, then are never
+        // received: closing gives their rx buffers back.
+        let mut sends = Vec::new();
+        for _ in 0..100 {
+            sends.push(a.ep.isend(s, ap, 1000, a.mr).unwrap().unwrap());
+        }
+        for q in sends {
+            assert_eq!(wait(&mut a.ep, &mut b.ep, q), Ok(1000));
+        }
+        b.ep.progress();
+        b.ep.close(r).unwrap();
+        assert!(
+            b.ep.irecv(r, bp, 10, b.mr).is_err(),
+            "a closed comm is gone"
+        );
+        a.ep.close(s).unwrap();
+        // A receive in flight when its comm closes fails with that reason.
+        let (s, r) = connect(&mut a, &mut b);
+        let q = b.ep.irecv(r, bp, 1 << 20, b.mr).unwrap().unwrap();
+        b.ep.close(r).unwrap();
+        let e = wait(&mut b.ep, &mut a.ep, q).unwrap_err();
+        assert!(e.contains("comm closed"), "{e}");
+        a.ep.close(s).unwrap();
+        // Later comms on the same endpoints work, eager and written, well
+        // past the rx buffers the first comm held (256 a rail).
+        let (s, r) = connect(&mut a, &mut b);
+        let sizes: Vec<usize> = (0..600).map(|i| [1000, 100_000][i % 2]).collect();
+        transfer(&mut a, &mut b, s, r, &sizes, &sizes, 4);
+    }
+}
