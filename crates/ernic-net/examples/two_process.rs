@@ -9,7 +9,9 @@
 //! as the child (`child PORT ...`), which joins as a worker, opens an
 //! endpoint, listens, and prints its listen handle. The parent connects
 //! with that handle and sends `N` messages of `BYTES`; the child checks
-//! every byte and reports. The parent prints the one-way bandwidth.
+//! every byte and reports. The parent prints the one-way bandwidth, then
+//! measures plain RDMA WRITEs of the same size between the same two
+//! processes (what `ernic perf write_bw` does) and prints the ratio.
 //! `--verify 0` measures bandwidth alone: the buffers are filled once and
 //! only the first messages are checked byte by byte (every size still is).
 #![allow(unsafe_code)]
@@ -21,7 +23,10 @@ use std::time::{Duration, Instant};
 use ernic_net::config::Config;
 use ernic_net::ernic::ErnicProvider;
 use ernic_net::rdma::{Connector, Endpoint, Handle, Request};
-use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
+use ernic_verbs::{
+    Access, Config as VerbsConfig, Cq, Fabric, Gid, Mesh, MeshConfig, MeshSpec, Mr, Qp, QpCaps,
+    QpType, Qpn, RemoteAddr, Rkey, SendOp, SendWr,
+};
 
 const DEPTH: usize = 4;
 const T: Duration = Duration::from_secs(120);
@@ -76,6 +81,47 @@ fn wait(ep: &mut Endpoint, req: Request) -> Result<usize, String> {
     }
 }
 
+/// The baseline: a plain verbs QP and MR on the same fabric, for an RDMA
+/// WRITE bandwidth run between the same two processes (what `ernic perf
+/// write_bw` measures).
+struct Raw {
+    gid: Gid,
+    qp: Qp,
+    cq: Cq,
+    mr: Mr,
+}
+
+fn raw(fabric: &Fabric, role: u16, size: usize) -> Result<Raw, String> {
+    let gid =
+        Gid(
+            std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0x7261, role, std::process::id() as u16)
+                .octets(),
+        );
+    let e = |e: ernic_verbs::Error| e.to_string();
+    let dev = fabric.open_device(gid).map_err(e)?;
+    let pd = dev.alloc_pd().map_err(e)?;
+    let cq = dev.create_cq(256).map_err(e)?;
+    let qp = pd
+        .create_qp(QpType::Rc, &cq, &cq, QpCaps::default())
+        .map_err(e)?;
+    let mr = pd.reg_mr(size.max(1), Access::ALL).map_err(e)?;
+    // Touched, as a reused buffer would be.
+    mr.write(0, &vec![1u8; size]).map_err(e)?;
+    Ok(Raw { gid, qp, cq, mr })
+}
+
+/// Connects `r` to the peer's QP, waiting for the mesh to learn its GID.
+fn raw_connect(r: &Raw, gid: Gid, qpn: Qpn) -> Result<(), String> {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        match r.qp.connect(gid, qpn, Access::ALL) {
+            Ok(()) => return Ok(()),
+            Err(_) if Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(format!("cannot connect the baseline QP: {e}")),
+        }
+    }
+}
+
 fn child(port: u16, a: Args) -> Result<(), String> {
     let mesh = Mesh::start(MeshConfig::new(MeshSpec::Worker {
         host: "127.0.0.1".into(),
@@ -93,7 +139,15 @@ fn child(port: u16, a: Args) -> Result<(), String> {
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
     let (listen, handle) = ep.listen().map_err(|e| e.to_string())?;
     let hex: String = handle.0.iter().map(|b| format!("{b:02x}")).collect();
+    let base = raw(provider.fabric(), 2, a.size)?;
     println!("HANDLE {hex}");
+    println!(
+        "RAW {} {} {} {}",
+        base.gid,
+        base.qp.qpn().0,
+        base.mr.addr(),
+        base.mr.rkey().0
+    );
     std::io::stdout().flush().ok();
     let end = Instant::now() + T;
     let comm = loop {
@@ -140,7 +194,47 @@ fn child(port: u16, a: Args) -> Result<(), String> {
         eprintln!("child stats: {:?}", provider.fabric().remote_stats());
     }
     ep.close(comm).map_err(|e| e.to_string())?;
+    // The baseline: the parent writes into `base`; this process only has to
+    // stay up (its device thread applies the writes) until told.
+    let mut line = String::new();
+    let stdin = std::io::stdin();
+    stdin.read_line(&mut line).map_err(|e| e.to_string())?;
+    let mut f = line.split_whitespace().skip(1);
+    let gid: Gid = f
+        .next()
+        .and_then(|g| g.parse().ok())
+        .ok_or("bad RAW line")?;
+    let qpn = Qpn(f
+        .next()
+        .and_then(|q| q.parse().ok())
+        .ok_or("bad RAW line")?);
+    raw_connect(&base, gid, qpn)?;
+    println!("RAWREADY");
+    std::io::stdout().flush().ok();
+    line.clear();
+    stdin.read_line(&mut line).map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// RDMA WRITE bandwidth from `r` to the peer's MR: `count` writes of
+/// `size` bytes, `DEPTH` in flight.
+fn raw_write_bw(r: &Raw, to: RemoteAddr, size: usize, count: usize) -> Result<f64, String> {
+    let sge = r.mr.sge(0, size as u32).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let (mut posted, mut done) = (0, 0);
+    while done < count {
+        while posted < count && posted - done < DEPTH {
+            let wr = SendWr::new(posted as u64, SendOp::Write(to)).sgl(std::slice::from_ref(&sge));
+            r.qp.post_send(&wr).map_err(|e| e.to_string())?;
+            posted += 1;
+        }
+        match r.cq.wait_one(T).map_err(|e| e.to_string())? {
+            Some(c) if c.status.is_ok() => done += 1,
+            Some(c) => return Err(format!("a baseline write failed: {}", c.status.as_str())),
+            None => return Err("a baseline write did not complete".into()),
+        }
+    }
+    Ok((size * count) as f64 / start.elapsed().as_secs_f64() / 1e9)
 }
 
 fn parent(a: Args) -> Result<(), String> {
@@ -161,6 +255,7 @@ fn parent(a: Args) -> Result<(), String> {
             "--verify",
             if a.verify { "1" } else { "0" },
         ])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start the child: {e}"))?;
@@ -175,6 +270,20 @@ fn parent(a: Args) -> Result<(), String> {
     let handle: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
         .collect();
+    let line = lines
+        .next()
+        .ok_or("the child exited early")?
+        .map_err(|e| e.to_string())?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let (peer_gid, peer_qpn, peer_addr, peer_rkey) = match f[..] {
+        ["RAW", g, q, a, k] => (
+            g.parse::<Gid>().map_err(|e| e.to_string())?,
+            Qpn(q.parse().map_err(|_| "bad qpn")?),
+            a.parse::<u64>().map_err(|_| "bad address")?,
+            Rkey(k.parse().map_err(|_| "bad rkey")?),
+        ),
+        _ => return Err(format!("unexpected line from the child: {line}")),
+    };
 
     let provider = ErnicProvider::new(Fabric::on_mesh(VerbsConfig::default(), mesh));
     let cfg = Config::from_env().map_err(|e| e.to_string())?;
@@ -235,6 +344,28 @@ fn parent(a: Args) -> Result<(), String> {
     if std::env::var_os("ERNIC_DEBUG_STATS").is_some() {
         eprintln!("parent stats: {:?}", provider.fabric().remote_stats());
     }
+    let gbps = (a.size * a.count) as f64 / secs / 1e9;
+    // The same run's baseline: plain RDMA WRITEs between the same processes.
+    let base = raw(provider.fabric(), 1, a.size)?;
+    raw_connect(&base, peer_gid, peer_qpn)?;
+    let mut stdin = kid.stdin.take().expect("piped");
+    writeln!(stdin, "RAW {} {}", base.gid, base.qp.qpn().0).map_err(|e| e.to_string())?;
+    loop {
+        let l = lines
+            .next()
+            .ok_or("the child exited early")?
+            .map_err(|e| e.to_string())?;
+        if l == "RAWREADY" {
+            break;
+        }
+        println!("child: {l}");
+    }
+    let to = RemoteAddr {
+        addr: peer_addr,
+        rkey: peer_rkey,
+    };
+    let write_gbps = raw_write_bw(&base, to, a.size, a.count)?;
+    writeln!(stdin, "BYE").map_err(|e| e.to_string())?;
     for l in lines {
         println!("child: {}", l.map_err(|e| e.to_string())?);
     }
@@ -242,10 +373,13 @@ fn parent(a: Args) -> Result<(), String> {
     if !status.success() {
         return Err(format!("the child failed ({status})"));
     }
-    let gbps = (a.size * a.count) as f64 / secs / 1e9;
     println!(
         "{} messages of {} bytes over {} rails: {:.3} s, {gbps:.2} GB/s one way",
         a.count, a.size, a.rails, secs
+    );
+    println!(
+        "same run, plain RDMA WRITE between the same processes: {write_gbps:.2} GB/s; ratio {:.2}",
+        gbps / write_gbps
     );
     Ok(())
 }
