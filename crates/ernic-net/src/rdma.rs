@@ -1,5 +1,6 @@
 //! The RDMA protocol (seed 000, with DESIGN.md §5's corrections): a device
-//! endpoint of N data rails and a control rail; receiver-driven bulk
+//! endpoint of N data rails and one to four control rails (a comm's control
+//! messages take them in turn by sequence number); receiver-driven bulk
 //! transfers as RDMA writes with a 32-bit immediate
 //! `seq | comm_id << 10 | nseg << 28`, striped by the scheduler; eager sends
 //! of small messages into posted rx buffers; progress only inside `test`
@@ -8,7 +9,7 @@
 //! A message's life:
 //! - the receiver's `irecv` takes the next sequence number and posts a
 //!   CTRL (seq, the sender's comm id, buffer address, length, one key per
-//!   data rail) on the control rail;
+//!   data rail) on a control rail;
 //! - the sender's `isend` takes the same number; a message up to the eager
 //!   limit goes at once as a send with immediate on one data rail; a larger
 //!   one waits for its CTRL, then is written in stripes, each a write with
@@ -16,7 +17,7 @@
 //! - the receiver counts the completions carrying that immediate and
 //!   finishes at `nseg`. Where the write completions' lengths cannot be
 //!   trusted (libfabric's tcp providers report 0), a message shorter than
-//!   the receive buffer also sends a SIZE message on the control rail,
+//!   the receive buffer also sends a SIZE message on a control rail,
 //!   counted as one more segment, so the receive completes with the sent
 //!   size.
 //!
@@ -81,6 +82,10 @@ pub fn split_sr_imm(data: u32) -> (u16, u32, usize, bool) {
 }
 /// Registrations are cached by whole pages of this size.
 const PAGE: u64 = 4096;
+/// Control rails an endpoint may have.
+pub const MAX_CONTROL_RAILS: usize = 4;
+/// Rail numbers from here on name control rails (`CTL + i`).
+const CTL: usize = 1 << 20;
 /// Comms one endpoint holds.
 pub const MAX_COMMS: usize = 4096;
 
@@ -226,7 +231,8 @@ struct Comm {
     state: ConnState,
     /// The peer comm's id (learned from CONN or CONN_RESP).
     remote: u32,
-    peer_ctrl: FiAddr,
+    /// The peer's control rails, in our control rails' address vectors.
+    peer_ctrl: [FiAddr; MAX_CONTROL_RAILS],
     peer_data: [FiAddr; MAX_RAILS],
     next_seq: u16,
     inflight: usize,
@@ -339,6 +345,7 @@ enum Op {
         imm: u32,
     },
     Ctl {
+        ctl: usize,
         slot: usize,
         len: usize,
         dest: FiAddr,
@@ -366,9 +373,10 @@ struct MrEntry {
 /// A device endpoint: its rails, comms, requests and registrations.
 pub struct Endpoint {
     cfg: Config,
-    ctl: RailSet,
+    ctls: Vec<RailSet>,
     tx: Slots,
-    tx_reg: MrReg,
+    /// The tx slots' registration on each control rail.
+    tx_regs: Vec<MrReg>,
     tx_free: Vec<usize>,
     data: Vec<RailSet>,
     virt: bool,
@@ -412,6 +420,18 @@ impl Endpoint {
     /// An endpoint of `rails` data rails (cut to `OFI_NCCL_FORCE_NUM_RAILS`
     /// when set) and one control rail on `provider`.
     pub fn open(provider: &dyn Provider, rails: usize, cfg: Config) -> Result<Endpoint, NetError> {
+        Endpoint::open_with(provider, rails, 1, cfg)
+    }
+
+    /// An endpoint of `rails` data rails and `control_rails` control rails
+    /// (1 to [`MAX_CONTROL_RAILS`]); a comm's control messages take them
+    /// in turn, by sequence number. Both ends must have the same counts.
+    pub fn open_with(
+        provider: &dyn Provider,
+        rails: usize,
+        control_rails: usize,
+        cfg: Config,
+    ) -> Result<Endpoint, NetError> {
         let rails = if cfg.force_num_rails > 0 {
             cfg.force_num_rails
         } else {
@@ -422,7 +442,15 @@ impl Endpoint {
                 "{rails} rails: between 1 and {MAX_RAILS}"
             )));
         }
-        let ctl = open_set(provider, CTL_SLOT, CTL_RX)?;
+        if !(1..=MAX_CONTROL_RAILS).contains(&control_rails) {
+            return Err(NetError::Invalid(format!(
+                "{control_rails} control rails: between 1 and {MAX_CONTROL_RAILS}"
+            )));
+        }
+        let mut ctls = Vec::with_capacity(control_rails);
+        for _ in 0..control_rails {
+            ctls.push(open_set(provider, CTL_SLOT, CTL_RX)?);
+        }
         let sendrecv = cfg.protocol == crate::config::Protocol::SendRecv;
         let slot = if sendrecv {
             SENDRECV_CHUNK
@@ -433,21 +461,25 @@ impl Endpoint {
         for _ in 0..rails {
             data.push(open_set(provider, slot, DATA_RX)?);
         }
-        let virt = ctl.rail.remote_addressing() == RemoteAddressing::Virtual
+        let virt = ctls
+            .iter()
+            .all(|c| c.rail.remote_addressing() == RemoteAddressing::Virtual)
             && data
                 .iter()
                 .all(|d| d.rail.remote_addressing() == RemoteAddressing::Virtual);
-        let mut ctl = ctl;
         let tx = Slots::new(CTL_SLOT, CTL_TX);
         let (a, l) = tx.area();
-        // SAFETY: `tx` is dropped after `Endpoint::drop` closes this.
-        let tx_reg = unsafe { ctl.rail.mr_reg(a, l) }.map_err(perr)?;
+        let mut tx_regs = Vec::with_capacity(control_rails);
+        for c in &mut ctls {
+            // SAFETY: `tx` is dropped after `Endpoint::drop` closes these.
+            tx_regs.push(unsafe { c.rail.mr_reg(a, l) }.map_err(perr)?);
+        }
         let mut ep = Endpoint {
             sched: Scheduler::new(rails, cfg.sched_max_small_msg_size, cfg.min_stripe_size),
             cfg,
-            ctl,
+            ctls,
             tx,
-            tx_reg,
+            tx_regs,
             tx_free: (0..CTL_TX).rev().collect(),
             data,
             virt,
@@ -463,11 +495,13 @@ impl Endpoint {
             generation: 0,
             dropped: 0,
         };
-        for slot in 0..CTL_RX {
-            ep.post(Op::Rx {
-                rail: usize::MAX,
-                slot,
-            });
+        for c in 0..control_rails {
+            for slot in 0..CTL_RX {
+                ep.post(Op::Rx {
+                    rail: CTL + c,
+                    slot,
+                });
+            }
         }
         for rail in 0..rails {
             for slot in 0..DATA_RX {
@@ -492,7 +526,7 @@ impl Endpoint {
             kind,
             state,
             remote: 0,
-            peer_ctrl: 0,
+            peer_ctrl: [0; MAX_CONTROL_RAILS],
             peer_data: [0; MAX_RAILS],
             next_seq: 0,
             inflight: 0,
@@ -527,7 +561,7 @@ impl Endpoint {
     /// Opens a listening comm and the handle a peer connects with.
     pub fn listen(&mut self) -> Result<(ListenComm, Handle), NetError> {
         let id = self.new_comm(CommKind::Listen, ConnState::Connected)?;
-        let name = self.ctl.rail.name();
+        let name = self.ctls[0].rail.name();
         let mut h = Vec::with_capacity(HANDLE_LEN);
         h.push(name.len() as u8);
         h.extend_from_slice(&name);
@@ -543,10 +577,14 @@ impl Endpoint {
     }
 
     fn names(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 * (1 + self.data.len()));
+        let mut out = Vec::with_capacity(64 * (self.ctls.len() + self.data.len()));
         out.push(self.data.len() as u8);
-        for n in
-            std::iter::once(self.ctl.rail.name()).chain(self.data.iter().map(|d| d.rail.name()))
+        out.push(self.ctls.len() as u8);
+        for n in self
+            .ctls
+            .iter()
+            .map(|c| c.rail.name())
+            .chain(self.data.iter().map(|d| d.rail.name()))
         {
             out.push(n.len() as u8);
             out.extend_from_slice(&n);
@@ -565,10 +603,10 @@ impl Endpoint {
                     return Err(NetError::Invalid("not a listen handle".into()));
                 }
                 let listen = u32::from_le_bytes(h[1 + n..1 + n + 4].try_into().expect("4 bytes"));
-                let peer = self.ctl.rail.av_insert(&h[1..1 + n]).map_err(perr)?;
+                let peer = self.ctls[0].rail.av_insert(&h[1..1 + n]).map_err(perr)?;
                 let id = self.new_comm(CommKind::Send, ConnState::Created)?;
                 let comm = self.comms[id as usize].as_mut().expect("just made");
-                comm.peer_ctrl = peer;
+                comm.peer_ctrl[0] = peer;
                 comm.remote = listen;
                 c.comm = Some(id);
                 id
@@ -578,12 +616,12 @@ impl Endpoint {
         let comm = self.comm(id, CommKind::Send)?;
         match &comm.state {
             ConnState::Created => {
-                let (peer, listen) = (comm.peer_ctrl, comm.remote);
+                let (peer, listen) = (comm.peer_ctrl[0], comm.remote);
                 let mut m = vec![CONN, 0, 0, 0];
                 m.extend_from_slice(&listen.to_le_bytes());
                 m.extend_from_slice(&id.to_le_bytes());
                 m.extend_from_slice(&self.names());
-                if self.ctl_send(&m, peer, 0, After::Nothing) {
+                if self.ctl_send(&m, 0, peer, 0, After::Nothing) {
                     self.comm(id, CommKind::Send)?.state = ConnState::WaitResp;
                 }
                 Ok(None)
@@ -603,12 +641,12 @@ impl Endpoint {
         let c = self.comm(id, CommKind::Recv)?;
         match &c.state {
             ConnState::RespPending => {
-                let (peer, remote) = (c.peer_ctrl, c.remote);
+                let (peer, remote) = (c.peer_ctrl[0], c.remote);
                 let mut m = vec![CONN_RESP, 0, 0, 0];
                 m.extend_from_slice(&remote.to_le_bytes());
                 m.extend_from_slice(&id.to_le_bytes());
                 m.extend_from_slice(&self.names());
-                if self.ctl_send(&m, peer, 0, After::Connect(id)) {
+                if self.ctl_send(&m, 0, peer, 0, After::Connect(id)) {
                     self.comm(id, CommKind::Recv)?.state = ConnState::RespSent;
                 }
                 Ok(None)
@@ -635,13 +673,14 @@ impl Endpoint {
 
     /// Sends a control message from a tx slot; false when it could not
     /// even be parked (no free slot: try again later).
-    fn ctl_send(&mut self, m: &[u8], dest: FiAddr, imm: u32, then: After) -> bool {
+    fn ctl_send(&mut self, m: &[u8], ctl: usize, dest: FiAddr, imm: u32, then: After) -> bool {
         debug_assert!(m.len() <= CTL_SLOT);
         let Some(slot) = self.tx_free.pop() else {
             return false;
         };
         self.tx.write(slot, m);
         self.post(Op::Ctl {
+            ctl,
             slot,
             len: m.len(),
             dest,
@@ -735,6 +774,7 @@ impl Endpoint {
                 )
             }
             Op::Ctl {
+                ctl,
                 slot,
                 len,
                 dest,
@@ -742,13 +782,14 @@ impl Endpoint {
                 then,
             } => {
                 let c = ctx(K_TX, 0, slot) | then_bits(then);
-                self.ctl
+                let desc = self.tx_regs[ctl].desc;
+                self.ctls[ctl]
                     .rail
-                    .send_data(self.tx.addr(slot), len, self.tx_reg.desc, dest, imm, c)
+                    .send_data(self.tx.addr(slot), len, desc, dest, imm, c)
             }
             Op::Rx { rail, slot } => {
-                let set = if rail == usize::MAX {
-                    &mut self.ctl
+                let set = if rail >= CTL {
+                    &mut self.ctls[rail - CTL]
                 } else {
                     &mut self.data[rail]
                 };
@@ -859,7 +900,7 @@ impl Endpoint {
                 Err(PostError::Failed(msg)) => self.op_failed(op, msg),
             }
         }
-        for rail in std::iter::once(usize::MAX).chain(0..self.data.len()) {
+        for rail in (CTL..CTL + self.ctls.len()).chain(0..self.data.len()) {
             self.drain(rail);
         }
     }
@@ -868,8 +909,8 @@ impl Endpoint {
         let mut buf = std::mem::take(&mut self.cqbuf);
         let n = self.cfg.cq_read_count.min(buf.len()).max(1);
         loop {
-            let set = if rail == usize::MAX {
-                &mut self.ctl
+            let set = if rail >= CTL {
+                &mut self.ctls[rail - CTL]
             } else {
                 &mut self.data[rail]
             };
@@ -953,9 +994,9 @@ impl Endpoint {
                     }
                 }
             }
-            K_RX if rail == usize::MAX => {
+            K_RX if rail >= CTL => {
                 let mut m = vec![0u8; e.len.min(CTL_SLOT)];
-                self.ctl.rx.read(index, &mut m);
+                self.ctls[rail - CTL].rx.read(index, &mut m);
                 self.post(Op::Rx { rail, slot: index });
                 if !self.on_control(&m, e.data) {
                     self.dropped += 1;
@@ -1156,14 +1197,20 @@ fn then_of(context: u64) -> After {
     }
 }
 
-/// Reads the rail names a CONN or CONN_RESP carries: a count of data
-/// rails, then (length, name) for the control rail and each data rail.
-fn parse_names(m: &[u8]) -> Option<Vec<&[u8]>> {
-    let (&n, mut rest) = m.split_first()?;
-    let n = n as usize + 1;
-    if n > MAX_RAILS + 1 {
+/// Endpoint names, borrowed from a message.
+type Names<'a> = Vec<&'a [u8]>;
+
+/// Reads the rail names a CONN or CONN_RESP carries: the counts of data
+/// and control rails, then (length, name) for each control rail and each
+/// data rail. Answers (control names, data names).
+fn parse_names(m: &[u8]) -> Option<(Names<'_>, Names<'_>)> {
+    let (&nd, rest) = m.split_first()?;
+    let (&nc, mut rest) = rest.split_first()?;
+    let (nd, nc) = (nd as usize, nc as usize);
+    if nd > MAX_RAILS || nc > MAX_CONTROL_RAILS {
         return None;
     }
+    let n = nc + nd;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let (&len, r) = rest.split_first()?;
@@ -1171,7 +1218,8 @@ fn parse_names(m: &[u8]) -> Option<Vec<&[u8]>> {
         out.push(name);
         rest = &r[len as usize..];
     }
-    Some(out)
+    let data = out.split_off(nc);
+    Some((out, data))
 }
 
 fn u32_at(m: &[u8], at: usize) -> Option<u32> {
@@ -1205,16 +1253,19 @@ impl Endpoint {
     fn on_conn(&mut self, m: &[u8]) -> Option<()> {
         let listen = u32_at(m, 4)?;
         let sender = u32_at(m, 8)?;
-        let names = parse_names(m.get(12..)?)?;
-        if names.len() != self.data.len() + 1 {
-            // A peer with another rail count: refuse by ignoring; its
+        let (ctl_names, names) = parse_names(m.get(12..)?)?;
+        if names.len() != self.data.len() || ctl_names.len() != self.ctls.len() {
+            // A peer with other rail counts: refuse by ignoring; its
             // connect never completes.
             return None;
         }
         self.comm(listen, CommKind::Listen).ok()?;
-        let peer_ctrl = self.ctl.rail.av_insert(names[0]).ok()?;
+        let mut peer_ctrl = [0; MAX_CONTROL_RAILS];
+        for (i, n) in ctl_names.iter().enumerate() {
+            peer_ctrl[i] = self.ctls[i].rail.av_insert(n).ok()?;
+        }
         let mut peer_data = [0; MAX_RAILS];
-        for (i, n) in names[1..].iter().enumerate() {
+        for (i, n) in names.iter().enumerate() {
             peer_data[i] = self.data[i].rail.av_insert(n).ok()?;
         }
         let id = self.new_comm(CommKind::Recv, ConnState::RespPending).ok()?;
@@ -1232,12 +1283,16 @@ impl Endpoint {
     fn on_conn_resp(&mut self, m: &[u8]) -> Option<()> {
         let sender = u32_at(m, 4)?;
         let receiver = u32_at(m, 8)?;
-        let names = parse_names(m.get(12..)?)?;
-        if names.len() != self.data.len() + 1 {
+        let (ctl_names, names) = parse_names(m.get(12..)?)?;
+        if names.len() != self.data.len() || ctl_names.len() != self.ctls.len() {
             return None;
         }
+        let mut peer_ctrl = [0; MAX_CONTROL_RAILS];
+        for (i, n) in ctl_names.iter().enumerate() {
+            peer_ctrl[i] = self.ctls[i].rail.av_insert(n).ok()?;
+        }
         let mut peer_data = [0; MAX_RAILS];
-        for (i, n) in names[1..].iter().enumerate() {
+        for (i, n) in names.iter().enumerate() {
             peer_data[i] = self.data[i].rail.av_insert(n).ok()?;
         }
         let c = self.comm(sender, CommKind::Send).ok()?;
@@ -1245,6 +1300,7 @@ impl Endpoint {
             return None;
         }
         c.remote = receiver;
+        c.peer_ctrl = peer_ctrl;
         c.peer_data = peer_data;
         c.state = ConnState::Connected;
         Some(())
@@ -1524,7 +1580,10 @@ impl Endpoint {
         let Some(c) = self.comms.get(r.comm as usize).and_then(Option::as_ref) else {
             return;
         };
-        let (remote, peer_data, peer_ctrl) = (c.remote, c.peer_data, c.peer_ctrl);
+        let (remote, peer_data) = (c.remote, c.peer_data);
+        // Control messages of a comm spread over the control rails by seq.
+        let ctl = usize::from(r.seq) % self.ctls.len();
+        let peer_ctrl = c.peer_ctrl[ctl];
         let sched = self.sched.schedule(r.len);
         let short = (r.len as u64) < ctrl.len;
         let nseg = sched.len() as u8 + u8::from(short);
@@ -1557,7 +1616,7 @@ impl Endpoint {
             m.extend_from_slice(&u32::from(r.seq).to_le_bytes());
             m.extend_from_slice(&u32::from(nseg).to_le_bytes());
             m.extend_from_slice(&(r.len as u64).to_le_bytes());
-            if !self.ctl_send(&m, peer_ctrl, im, After::Req(req)) {
+            if !self.ctl_send(&m, ctl, peer_ctrl, im, After::Req(req)) {
                 self.fail_req(req, "no control buffer for the size message".into());
             }
         }
@@ -1579,7 +1638,7 @@ impl Endpoint {
     ) -> Result<Option<Request>, NetError> {
         self.progress();
         self.check_mr(mr, addr as u64, len)?;
-        let no_tx = self.tx_free.is_empty();
+        let (no_tx, nctl) = (self.tx_free.is_empty(), self.ctls.len());
         let c = self.connected(comm.0, CommKind::Recv)?;
         // Its CTRL needs a tx slot.
         if c.inflight >= MAX_INFLIGHT || no_tx {
@@ -1598,7 +1657,8 @@ impl Endpoint {
         }
         c.next_seq = (seq + 1) & 0x3ff;
         c.inflight += 1;
-        let (remote, peer_ctrl) = (c.remote, c.peer_ctrl);
+        let ctl = usize::from(seq) % nctl;
+        let (remote, peer_ctrl) = (c.remote, c.peer_ctrl[ctl]);
         if self.sendrecv {
             // Chunks that came first, in their order.
             let mut i = 0;
@@ -1638,7 +1698,7 @@ impl Endpoint {
         let used = 32 + 8 * self.data.len();
         // A tx slot was free when the receive began (checked above), and
         // nothing since took one.
-        let sent = self.ctl_send(&m[..used], peer_ctrl, 0, After::Nothing);
+        let sent = self.ctl_send(&m[..used], ctl, peer_ctrl, 0, After::Nothing);
         debug_assert!(sent);
         if let Some((rail, slot, elen)) = early {
             self.deliver_eager(req.entry, rail, slot, elen);
@@ -1742,8 +1802,10 @@ impl Drop for Endpoint {
                 let _ = d.rail.mr_close(r.handle);
             }
         }
-        let _ = self.ctl.rail.mr_close(self.tx_reg.handle);
-        let _ = self.ctl.rail.mr_close(self.ctl.rx_reg.handle);
+        for (c, r) in self.ctls.iter_mut().zip(&self.tx_regs) {
+            let _ = c.rail.mr_close(r.handle);
+            let _ = c.rail.mr_close(c.rx_reg.handle);
+        }
         for d in &mut self.data {
             let _ = d.rail.mr_close(d.rx_reg.handle);
         }

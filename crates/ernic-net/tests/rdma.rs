@@ -23,7 +23,11 @@ struct Side {
 }
 
 fn side(p: &dyn Provider, rails: usize, cfg: &Config, bytes: usize) -> Side {
-    let mut ep = Endpoint::open(p, rails, cfg.clone()).unwrap();
+    side_with(p, rails, 1, cfg, bytes)
+}
+
+fn side_with(p: &dyn Provider, rails: usize, ctls: usize, cfg: &Config, bytes: usize) -> Side {
+    let mut ep = Endpoint::open_with(p, rails, ctls, cfg.clone()).unwrap();
     let mut buf = vec![0u8; bytes];
     // SAFETY: `buf` is never moved or dropped while the endpoint lives
     // (the Side owns both; the endpoint drops first).
@@ -476,4 +480,21 @@ fn close_fails_what_is_in_flight_and_the_endpoint_goes_on() {
         let sizes: Vec<usize> = (0..600).map(|i| [1000, 100_000][i % 2]).collect();
         transfer(&mut a, &mut b, s, r, &sizes, &sizes, 4);
     }
+}
+
+#[test]
+fn control_messages_spread_over_several_control_rails() {
+    use ernic_net::rdma::MAX_CONTROL_RAILS;
+    let p = ErnicProvider::new(Fabric::new());
+    for (rails, ctls) in [(1, 2), (4, 4)] {
+        let mut a = side_with(&p, rails, ctls, &Config::default(), 4 << 20);
+        let mut b = side_with(&p, rails, ctls, &Config::default(), 4 << 20);
+        let (s, r) = connect(&mut a, &mut b);
+        // Written messages (CTRLs), short ones (SIZE messages) and eager.
+        let sizes: Vec<usize> = (0..1200).map(|i| [9000, 200_000, 8][i % 3]).collect();
+        let recv: Vec<usize> = sizes.iter().map(|s| s + 64).collect();
+        transfer(&mut a, &mut b, s, r, &sizes, &recv, 16);
+    }
+    assert!(Endpoint::open_with(&p, 1, 0, Config::default()).is_err());
+    assert!(Endpoint::open_with(&p, 1, MAX_CONTROL_RAILS + 1, Config::default()).is_err());
 }

@@ -76,6 +76,11 @@ fn scenario(name: &str) -> (Vec<(usize, usize)>, usize) {
     }
 }
 
+/// "many" runs over two control rails; the rest over one.
+fn control_rails(name: &str) -> usize {
+    if name == "many" { 2 } else { 1 }
+}
+
 fn config(name: &str) -> Config {
     Config {
         protocol: if name == "sendrecv" {
@@ -139,7 +144,7 @@ fn child() {
     }))
     .unwrap();
     let p = provider(Fabric::on_mesh(VerbsConfig::default(), mesh), &name, 2);
-    let mut ep = Endpoint::open(&*p, rails, config(&name)).unwrap();
+    let mut ep = Endpoint::open_with(&*p, rails, control_rails(&name), config(&name)).unwrap();
     let slot = msgs.iter().map(|m| m.1).max().unwrap().max(1);
     let mut buf = vec![0u8; slot * depth];
     // SAFETY: `buf` outlives every request; the endpoint is closed first.
@@ -220,7 +225,7 @@ fn parent(rails: usize, name: &str) {
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect();
     let p = provider(Fabric::on_mesh(VerbsConfig::default(), mesh), name, 1);
-    let mut ep = Endpoint::open(&*p, rails, config(name)).unwrap();
+    let mut ep = Endpoint::open_with(&*p, rails, control_rails(name), config(name)).unwrap();
     let slot = msgs.iter().map(|m| m.0).max().unwrap().max(1);
     let mut buf = vec![0u8; slot * depth];
     // SAFETY: as in the child.
@@ -283,6 +288,7 @@ fn sizes_to_64_mib_on_one_two_and_four_rails() {
     }
 }
 
+/// Over two control rails, too.
 #[test]
 fn five_thousand_messages_with_128_in_flight() {
     parent(2, "many");
