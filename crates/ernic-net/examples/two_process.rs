@@ -238,6 +238,18 @@ fn raw_write_bw(r: &Raw, to: RemoteAddr, size: usize, count: usize) -> Result<f6
 }
 
 fn parent(a: Args) -> Result<(), String> {
+    // Refuse bad input here, before a child is started.
+    let cfg = Config::from_env().map_err(|e| e.to_string())?;
+    if !(1..=ernic_net::config::MAX_RAILS).contains(&a.rails) {
+        return Err(format!(
+            "--rails {}: between 1 and {}",
+            a.rails,
+            ernic_net::config::MAX_RAILS
+        ));
+    }
+    if a.count == 0 {
+        return Err("--count 0: send at least one message".into());
+    }
     let mesh = Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 }))
         .map_err(|e| format!("cannot start the mesh manager: {e}"))?;
     let port = mesh.listen_addr().port();
@@ -286,7 +298,6 @@ fn parent(a: Args) -> Result<(), String> {
     };
 
     let provider = ErnicProvider::new(Fabric::on_mesh(VerbsConfig::default(), mesh));
-    let cfg = Config::from_env().map_err(|e| e.to_string())?;
     let mut ep = Endpoint::open(&provider, a.rails, cfg).map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; a.size.max(1) * DEPTH];
     for s in 0..DEPTH.min(a.count) {
@@ -377,10 +388,12 @@ fn parent(a: Args) -> Result<(), String> {
         "{} messages of {} bytes over {} rails: {:.3} s, {gbps:.2} GB/s one way",
         a.count, a.size, a.rails, secs
     );
-    println!(
-        "same run, plain RDMA WRITE between the same processes: {write_gbps:.2} GB/s; ratio {:.2}",
-        gbps / write_gbps
-    );
+    if a.size > 0 {
+        println!(
+            "same run, plain RDMA WRITE between the same processes: {write_gbps:.2} GB/s; ratio {:.2}",
+            gbps / write_gbps
+        );
+    }
     Ok(())
 }
 
