@@ -995,10 +995,13 @@ impl Endpoint {
                 }
             }
             K_RX if rail >= CTL => {
-                let mut m = vec![0u8; e.len.min(CTL_SLOT)];
-                self.ctls[rail - CTL].rx.read(index, &mut m);
+                // On the stack: a control message per receive must not
+                // allocate.
+                let mut buf = [0u8; CTL_SLOT];
+                let m = &mut buf[..e.len.min(CTL_SLOT)];
+                self.ctls[rail - CTL].rx.read(index, m);
                 self.post(Op::Rx { rail, slot: index });
-                if !self.on_control(&m, e.data) {
+                if !self.on_control(m, e.data) {
                     self.dropped += 1;
                 }
             }
@@ -1611,11 +1614,12 @@ impl Endpoint {
             });
         }
         if short {
-            let mut m = vec![SIZE, 0, 0, 0];
-            m.extend_from_slice(&remote.to_le_bytes());
-            m.extend_from_slice(&u32::from(r.seq).to_le_bytes());
-            m.extend_from_slice(&u32::from(nseg).to_le_bytes());
-            m.extend_from_slice(&(r.len as u64).to_le_bytes());
+            let mut m = [0u8; 24];
+            m[0] = SIZE;
+            m[4..8].copy_from_slice(&remote.to_le_bytes());
+            m[8..12].copy_from_slice(&u32::from(r.seq).to_le_bytes());
+            m[12..16].copy_from_slice(&u32::from(nseg).to_le_bytes());
+            m[16..24].copy_from_slice(&(r.len as u64).to_le_bytes());
             if !self.ctl_send(&m, ctl, peer_ctrl, im, After::Req(req)) {
                 self.fail_req(req, "no control buffer for the size message".into());
             }
