@@ -1,10 +1,14 @@
 //! `ernic`: the command-line front of the ernic software RDMA fabric.
 //!
 //! Subcommands:
+//! - `bench`: collectives (all_reduce, all_gather, sendrecv) over the
+//!   transport across rank processes on this machine, like nccl-tests.
 //! - `perf`: perftest-style benchmarks (`write_bw`, `send_lat`, ...) over the
 //!   emulated fabric, in one process or across two over the TCP mesh.
 //! - `mesh`: a standalone mesh manager, or a scriptable mesh node.
 
+#[allow(unsafe_code)]
+mod bench;
 mod mesh;
 mod perf;
 
@@ -20,6 +24,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
+    /// Run collectives over the transport across rank processes, like nccl-tests.
+    Bench(bench::BenchArgs),
     /// Measure bandwidth or latency like perftest's ib_* tools.
     Perf(perf::PerfArgs),
     /// Run TCP mesh nodes: a standalone manager, or a scriptable node.
@@ -30,6 +36,7 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Bench(args) => bench::run(&args),
         Cmd::Perf(args) => perf::run(&args),
         Cmd::Mesh(cmd) => mesh::run(&cmd),
     };
