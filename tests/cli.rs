@@ -2,17 +2,8 @@
 
 use std::process::Command;
 
-fn ernic(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
-        .args(args)
-        .output()
-        .expect("run ernic");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::ernic;
 
 #[test]
 fn perf_json_has_one_object_per_size_with_the_documented_fields() {
@@ -163,57 +154,4 @@ fn a_client_without_a_server_says_so() {
         err.contains("cannot reach ernic perf --server at 127.0.0.1 port"),
         "{err}"
     );
-}
-
-#[test]
-fn bench_runs_every_collective_across_rank_processes_and_verifies_them() {
-    let (ok, out, err) = ernic(&[
-        "bench",
-        "--nodes",
-        "3",
-        "--min-bytes",
-        "4",
-        "--max-bytes",
-        "256K",
-        "--iters",
-        "1",
-        "--json",
-    ]);
-    assert!(ok, "{err}");
-    let rows: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    for op in ["all_reduce", "all_gather", "sendrecv"] {
-        let mine: Vec<&serde_json::Value> = rows.iter().filter(|r| r["op"] == op).collect();
-        assert!(mine.len() >= 10, "{op}: a row per size: {out}");
-        for r in mine {
-            assert_eq!(r["wrong"], 0, "{r}");
-            assert_eq!(r["nodes"], 3);
-            assert!(r["busbw_gbps"].as_f64().is_some_and(|b| b > 0.0), "{r}");
-        }
-    }
-}
-
-#[test]
-fn bench_refuses_bad_input_in_one_line() {
-    for (args, says) in [
-        (vec!["bench", "--nodes", "1"], "--nodes 1: between 2 and 16"),
-        (
-            vec!["bench", "--provider", "libfabric"],
-            "only `ernic` is available",
-        ),
-        (
-            vec!["bench", "--min-bytes", "1M", "--max-bytes", "1K"],
-            "must not exceed",
-        ),
-        (
-            vec!["bench", "--op", "broadcast"],
-            "invalid value 'broadcast'",
-        ),
-    ] {
-        let (ok, _, err) = ernic(&args);
-        assert!(!ok, "{args:?}");
-        assert!(err.contains(says), "{args:?}: {err}");
-    }
 }

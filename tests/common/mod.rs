@@ -1,5 +1,6 @@
-//! A handle on an `ernic mesh node` process: JSON commands in, one JSON line
-//! per answer out.
+//! Helpers for tests that run the `ernic` binary: a one-shot run, and a
+//! handle on an `ernic mesh node` process (JSON commands in, one JSON line
+//! per answer out).
 #![allow(dead_code, missing_docs)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -8,6 +9,19 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use serde_json::Value;
+
+/// Runs `ernic` with `args`: (success, stdout, stderr).
+pub fn ernic(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(args)
+        .output()
+        .expect("run ernic");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// How long a node may take to answer.
 pub const T: Duration = Duration::from_secs(60);
