@@ -4,7 +4,6 @@
 //! test binaries one after another, so they never share the two cores with
 //! the latency tests in `cli.rs`.
 
-
 mod common;
 use common::ernic;
 
