@@ -95,16 +95,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// The source GID of the IPv6 form.
     pub fn sgid(&self) -> Gid {
-        let mut g = [0u8; 16];
-        g.copy_from_slice(&self.buffer.as_ref()[field::SGID]);
-        Gid(g)
+        Gid::from_slice(&self.buffer.as_ref()[field::SGID]).expect("a 16-byte field")
     }
 
     /// The destination GID of the IPv6 form.
     pub fn dgid(&self) -> Gid {
-        let mut g = [0u8; 16];
-        g.copy_from_slice(&self.buffer.as_ref()[field::DGID]);
-        Gid(g)
+        Gid::from_slice(&self.buffer.as_ref()[field::DGID]).expect("a 16-byte field")
     }
 
     /// The IPv4 header of the IPv4 form.

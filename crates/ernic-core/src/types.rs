@@ -64,6 +64,11 @@ impl Gid {
         Gid(addr.to_ipv6_mapped().octets())
     }
 
+    /// The GID in `b`, if `b` is exactly 16 bytes (a wire field).
+    pub fn from_slice(b: &[u8]) -> Option<Gid> {
+        b.try_into().ok().map(Gid)
+    }
+
     /// The GID as an IPv6 address.
     pub fn to_ipv6(self) -> Ipv6Addr {
         Ipv6Addr::from(self.0)

@@ -228,16 +228,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// The sender's GID.
     pub fn sgid(&self) -> Gid {
-        let mut g = [0u8; 16];
-        g.copy_from_slice(&self.buffer.as_ref()[field::SGID]);
-        Gid(g)
+        Gid::from_slice(&self.buffer.as_ref()[field::SGID]).expect("a 16-byte field")
     }
 
     /// The destination GID.
     pub fn dgid(&self) -> Gid {
-        let mut g = [0u8; 16];
-        g.copy_from_slice(&self.buffer.as_ref()[field::DGID]);
-        Gid(g)
+        Gid::from_slice(&self.buffer.as_ref()[field::DGID]).expect("a 16-byte field")
     }
 
     /// The bytes after the header.

@@ -210,9 +210,7 @@ impl<'a> Reader<'a> {
 
     /// 16 bytes: a GID or an IPv6 (or v4-mapped) address.
     pub fn gid(&mut self) -> Result<Gid, FrameError> {
-        let mut g = [0u8; 16];
-        g.copy_from_slice(self.take(16)?);
-        Ok(Gid(g))
+        Ok(Gid::from_slice(self.take(16)?).expect("take gives 16 bytes"))
     }
 
     /// The rest, as text (lossy).

@@ -203,9 +203,7 @@ impl ErnicRail {
         if let Some(&a) = self.by_name.get(name) {
             return Ok(a);
         }
-        let mut g = [0u8; 16];
-        g.copy_from_slice(&name[..16]);
-        let gid = Gid(g);
+        let gid = Gid::from_slice(&name[..16]).expect("a name has 20 bytes");
         let ud_qpn = Qpn(u32::from_le_bytes(name[16..].try_into().expect("4 bytes")));
         let (data, msg) = self.qps()?;
         let ah = self.pd.create_ah(gid)?;
