@@ -310,6 +310,18 @@ enum After {
     Connect(u32),
 }
 
+/// Where a message that came in an rx buffer goes.
+enum Arrival {
+    /// Into this posted receive.
+    Receive(Entry),
+    /// Held by its comm: its receive is not posted yet.
+    Early,
+    /// Its message is already finished (failed): the rest is dropped.
+    Finished,
+    /// No such comm or number.
+    Stray,
+}
+
 /// A SENDRECV chunk held in its rx buffer until its receive is posted.
 #[derive(Debug, Clone, Copy)]
 struct HeldChunk {
@@ -1030,32 +1042,33 @@ impl Endpoint {
         }
     }
 
-    fn on_eager(&mut self, rail: usize, slot: usize, len: usize, data: u32) {
-        let (seq, comm, _) = split_imm(data);
-        let Some(c) = self
-            .comms
-            .get_mut(comm as usize)
-            .and_then(Option::as_mut)
-            .filter(|c| c.kind == CommKind::Recv)
-        else {
-            self.dropped += 1;
-            self.post(Op::Rx { rail, slot });
-            return;
+    /// Where a message that came in an rx buffer goes: the receive posted
+    /// for its sequence number, or the comm to hold it until that receive
+    /// is posted.
+    fn arrival(&mut self, comm: u32, seq: u16) -> Arrival {
+        let Ok(c) = self.comm(comm, CommKind::Recv) else {
+            return Arrival::Stray;
         };
         match c.recvs.status(seq) {
-            Status::InProgress => {
-                if let Ok(Some(RElem::Req(req))) = c.recvs.retrieve(seq) {
-                    let req = *req;
-                    self.deliver_eager(req, rail, slot, len);
-                } else {
-                    self.dropped += 1;
-                    self.post(Op::Rx { rail, slot });
-                }
-            }
-            Status::NotStarted => {
+            Status::InProgress => match c.recvs.retrieve(seq) {
+                Ok(Some(RElem::Req(req))) => Arrival::Receive(*req),
+                _ => Arrival::Stray,
+            },
+            Status::NotStarted => Arrival::Early,
+            Status::Completed => Arrival::Finished,
+            Status::Unavailable => Arrival::Stray,
+        }
+    }
+
+    fn on_eager(&mut self, rail: usize, slot: usize, len: usize, data: u32) {
+        let (seq, comm, _) = split_imm(data);
+        match self.arrival(comm, seq) {
+            Arrival::Receive(req) => self.deliver_eager(req, rail, slot, len),
+            Arrival::Early => {
+                let c = self.comm(comm, CommKind::Recv).expect("checked");
                 let _ = c.recvs.insert(seq, RElem::Eager { rail, slot, len });
             }
-            _ => {
+            Arrival::Finished | Arrival::Stray => {
                 self.dropped += 1;
                 self.post(Op::Rx { rail, slot });
             }
@@ -1073,33 +1086,17 @@ impl Endpoint {
             index,
             last,
         };
-        let Some(c) = self
-            .comms
-            .get_mut(comm as usize)
-            .and_then(Option::as_mut)
-            .filter(|c| c.kind == CommKind::Recv)
-        else {
-            self.dropped += 1;
-            self.post(Op::Rx { rail, slot });
-            return;
-        };
-        match c.recvs.status(seq) {
-            Status::InProgress => {
-                if let Ok(Some(RElem::Req(req))) = c.recvs.retrieve(seq) {
-                    let req = *req;
-                    self.deliver_chunk(req, h);
-                } else {
-                    self.dropped += 1;
-                    self.post(Op::Rx { rail, slot });
-                }
+        match self.arrival(comm, seq) {
+            Arrival::Receive(req) => self.deliver_chunk(req, h),
+            Arrival::Early => {
+                let c = self.comm(comm, CommKind::Recv).expect("checked");
+                c.held.push_back(h);
             }
-            Status::NotStarted => c.held.push_back(h),
-            // The rest of a message whose receive already failed, or (from
-            // a peer that ignores credits) beyond the window.
-            st => {
-                if st != Status::Completed {
-                    self.dropped += 1;
-                }
+            // The rest of a message whose receive already failed.
+            Arrival::Finished => self.post(Op::Rx { rail, slot }),
+            // Or (from a peer that ignores credits) beyond the window.
+            Arrival::Stray => {
+                self.dropped += 1;
                 self.post(Op::Rx { rail, slot });
             }
         }
