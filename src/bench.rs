@@ -468,10 +468,9 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
     let cfg = Config::from_env().map_err(|e| anyhow!("{e}"))?;
     let mut ep = Endpoint::open(&provider, a.rails, cfg).map_err(|e| anyhow!("{e}"))?;
     let (listen, handle) = ep.listen().map_err(|e| anyhow!("{e}"))?;
-    let hex: String = handle.0.iter().map(|b| format!("{b:02x}")).collect();
     let out = std::io::stdout();
     let mut out = out.lock();
-    writeln!(out, "HANDLE {hex}")?;
+    writeln!(out, "HANDLE {}", handle.to_hex())?;
     out.flush()?;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
@@ -485,10 +484,8 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
     let hex = l
         .strip_prefix("PEER ")
         .ok_or_else(|| anyhow!("expected PEER, got {l}"))?;
-    let peer: Vec<u8> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
-        .collect();
-    let mut conn = Connector::new(Handle(peer));
+    let peer = Handle::from_hex(hex).ok_or_else(|| anyhow!("not a handle: {hex}"))?;
+    let mut conn = Connector::new(peer);
     let (mut send, mut recv) = (None, None);
     let end = Instant::now() + T;
     while send.is_none() || recv.is_none() {

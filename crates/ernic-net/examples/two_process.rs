@@ -138,9 +138,8 @@ fn child(port: u16, a: Args) -> Result<(), String> {
     // dropped first, at the end of this function, after every request).
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
     let (listen, handle) = ep.listen().map_err(|e| e.to_string())?;
-    let hex: String = handle.0.iter().map(|b| format!("{b:02x}")).collect();
     let base = raw(provider.fabric(), 2, a.size)?;
-    println!("HANDLE {hex}");
+    println!("HANDLE {}", handle.to_hex());
     println!(
         "RAW {} {} {} {}",
         base.gid,
@@ -279,9 +278,7 @@ fn parent(a: Args) -> Result<(), String> {
     let hex = line
         .strip_prefix("HANDLE ")
         .ok_or(format!("unexpected line from the child: {line}"))?;
-    let handle: Vec<u8> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
-        .collect();
+    let handle = Handle::from_hex(hex).ok_or(format!("not a handle: {hex}"))?;
     let line = lines
         .next()
         .ok_or("the child exited early")?
@@ -307,7 +304,7 @@ fn parent(a: Args) -> Result<(), String> {
     }
     // SAFETY: as in the child.
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
-    let mut conn = Connector::new(Handle(handle));
+    let mut conn = Connector::new(handle);
     let end = Instant::now() + T;
     let comm = loop {
         if let Some(c) = ep.connect(&mut conn).map_err(|e| e.to_string())? {

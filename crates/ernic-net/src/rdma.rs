@@ -125,6 +125,25 @@ fn perr(e: impl std::fmt::Display) -> NetError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handle(pub Vec<u8>);
 
+impl Handle {
+    /// The handle as lowercase hex, to pass to another process as text.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A handle from [`to_hex`](Handle::to_hex)'s text; `None` if `s` is
+    /// not hex pairs.
+    pub fn from_hex(s: &str) -> Option<Handle> {
+        if s.len() % 2 != 0 {
+            return None;
+        }
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect::<Option<Vec<u8>>>()
+            .map(Handle)
+    }
+}
+
 /// A listening comm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListenComm(u32);

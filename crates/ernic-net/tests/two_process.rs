@@ -150,8 +150,7 @@ fn child() {
     // SAFETY: `buf` outlives every request; the endpoint is closed first.
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.unwrap();
     let (l, h) = ep.listen().unwrap();
-    let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
-    println!("HANDLE {hex}");
+    println!("HANDLE {}", h.to_hex());
     std::io::stdout().flush().unwrap();
     let end = Instant::now() + T;
     let comm = loop {
@@ -221,16 +220,14 @@ fn parent(rails: usize, name: &str) {
             break line[at + 7..].to_string();
         }
     };
-    let handle: Vec<u8> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
+    let handle = Handle::from_hex(&hex).expect("a handle in hex");
     let p = provider(Fabric::on_mesh(VerbsConfig::default(), mesh), name, 1);
     let mut ep = Endpoint::open_with(&*p, rails, control_rails(name), config(name)).unwrap();
     let slot = msgs.iter().map(|m| m.0).max().unwrap().max(1);
     let mut buf = vec![0u8; slot * depth];
     // SAFETY: as in the child.
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.unwrap();
-    let mut c = Connector::new(Handle(handle));
+    let mut c = Connector::new(handle);
     let end = Instant::now() + T;
     let comm = loop {
         if let Some(s) = ep.connect(&mut c).unwrap() {
