@@ -31,11 +31,7 @@ fn send_delivers_into_next_receive_with_byte_len() {
             sge(t.addr(65536 + 1000), 400, kb),
         ],
     );
-    t.send(
-        t.a,
-        qa,
-        &SendWr::new(1, SendOp::Send).sgl(&[sge(t.addr(0), 300, ka)]),
-    );
+    t.send_from_a(qa, 1, 0, 300, ka);
     let s = t.take(t.a, qa, 1);
     assert_eq!(
         (s.status, s.opcode, s.byte_len),
@@ -174,11 +170,7 @@ fn receive_too_small_is_local_length_error_there_and_invalid_request_here() {
     let ka = t.mr(t.a, 0, 4096, RW);
     let kb = t.mr(t.b, 65536, 4096, RW);
     t.recv(t.b, qb, 1, &[sge(t.addr(65536), 10, kb)]);
-    t.send(
-        t.a,
-        qa,
-        &SendWr::new(1, SendOp::Send).sgl(&[sge(t.addr(0), 11, ka)]),
-    );
+    t.send_from_a(qa, 1, 0, 11, ka);
     assert_eq!(t.take(t.b, qb, 1).status, WcStatus::LocLenErr);
     assert_eq!(t.take(t.a, qa, 1).status, WcStatus::RemInvReqErr);
     assert_eq!(
@@ -335,16 +327,8 @@ fn rnr_waits_then_delivers_when_a_receive_is_posted() {
     let kb = t.mr(t.b, 65536, 4096, RW);
     t.fill(0, b"first");
     t.fill(100, b"second");
-    t.send(
-        t.a,
-        qa,
-        &SendWr::new(1, SendOp::Send).sgl(&[sge(t.addr(0), 5, ka)]),
-    );
-    t.send(
-        t.a,
-        qa,
-        &SendWr::new(2, SendOp::Send).sgl(&[sge(t.addr(100), 6, ka)]),
-    );
+    t.send_from_a(qa, 1, 0, 5, ka);
+    t.send_from_a(qa, 2, 100, 6, ka);
     assert!(
         t.none_for(t.a, qa, 1) && t.none_for(t.a, qa, 2),
         "both wait for a receive"
@@ -368,16 +352,8 @@ fn rnr_retry_exceeded_after_the_timeout_and_the_rest_is_flushed() {
     let mut t = Bench::new();
     let (qa, _qb) = t.pair(QpType::Rc);
     let ka = t.mr(t.a, 0, 4096, RW);
-    t.send(
-        t.a,
-        qa,
-        &SendWr::new(1, SendOp::Send).sgl(&[sge(t.addr(0), 5, ka)]),
-    );
-    t.send(
-        t.a,
-        qa,
-        &SendWr::new(2, SendOp::Send).sgl(&[sge(t.addr(0), 5, ka)]),
-    );
+    t.send_from_a(qa, 1, 0, 5, ka);
+    t.send_from_a(qa, 2, 0, 5, ka);
     assert_eq!(
         t.e.next_deadline(),
         Some(t.now + Duration::from_millis(100))

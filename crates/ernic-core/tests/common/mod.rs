@@ -136,6 +136,14 @@ impl Bench {
         self.collect();
     }
 
+    /// A SEND from side a's QP `q` of `len` bytes at arena offset `off`
+    /// under key `key`.
+    pub fn send_from_a(&mut self, q: Qpn, wr_id: u64, off: usize, len: u32, key: u32) {
+        let sgl = [sge(self.addr(off), len, key)];
+        let a = self.a;
+        self.send(a, q, &SendWr::new(wr_id, SendOp::Send).sgl(&sgl));
+    }
+
     pub fn recv(&mut self, s: Side, q: Qpn, wr_id: u64, sgl: &[Sge]) {
         let now = self.now;
         self.e
