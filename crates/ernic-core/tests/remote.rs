@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use ernic_core::*;
 
+mod common;
+use common::{ra, sge};
+
 #[derive(Default)]
 struct Net {
     /// (to, from, tag, reply, bytes)
@@ -137,16 +140,7 @@ impl Node {
     }
 
     fn connect(&mut self, q: Qpn, dest: Option<(Gid, Qpn)>, qkey: Option<u32>, now: Instant) {
-        for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            let attr = QpAttr {
-                state: Some(st),
-                access: (st == QpState::Init).then_some(Access::ALL),
-                qkey: if st == QpState::Init { qkey } else { None },
-                dest: if st == QpState::Rtr { dest } else { None },
-                ..QpAttr::default()
-            };
-            self.e.modify_qp(self.dev, q, &attr, now).unwrap();
-        }
+        common::to_rts(&mut self.e, self.dev, q, dest, qkey, now);
     }
 
     fn collect(&mut self) {
@@ -249,21 +243,6 @@ impl World {
         let now = self.now;
         self.a.e.poll(now);
         self.b.e.poll(now);
-    }
-}
-
-fn sge(addr: u64, len: u32, key: u32) -> Sge {
-    Sge {
-        addr,
-        len,
-        lkey: Lkey(key),
-    }
-}
-
-fn ra(addr: u64, key: u32) -> RemoteAddr {
-    RemoteAddr {
-        addr,
-        rkey: Rkey(key),
     }
 }
 

@@ -109,16 +109,7 @@ impl Bench {
 
     pub fn connect_rts(&mut self, s: Side, q: Qpn, dest: Option<(Gid, Qpn)>, qkey: Option<u32>) {
         let now = self.now;
-        for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            let attr = QpAttr {
-                state: Some(st),
-                access: (st == QpState::Init).then_some(Access::ALL),
-                qkey: if st == QpState::Init { qkey } else { None },
-                dest: if st == QpState::Rtr { dest } else { None },
-                ..QpAttr::default()
-            };
-            self.e.modify_qp(s.dev, q, &attr, now).unwrap();
-        }
+        to_rts(&mut self.e, s.dev, q, dest, qkey, now);
     }
 
     /// An RC (or UC) pair between A and B.
@@ -193,6 +184,28 @@ impl Bench {
         let now = self.now;
         self.e.poll(now);
         self.collect();
+    }
+}
+
+/// Takes QP `q` of `dev` from RESET to RTS: all rights, `qkey` at INIT,
+/// `dest` at RTR.
+pub fn to_rts<M: DmaMemory>(
+    e: &mut Engine<M>,
+    dev: DeviceId,
+    q: Qpn,
+    dest: Option<(Gid, Qpn)>,
+    qkey: Option<u32>,
+    now: Instant,
+) {
+    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let attr = QpAttr {
+            state: Some(st),
+            access: (st == QpState::Init).then_some(Access::ALL),
+            qkey: if st == QpState::Init { qkey } else { None },
+            dest: if st == QpState::Rtr { dest } else { None },
+            ..QpAttr::default()
+        };
+        e.modify_qp(dev, q, &attr, now).unwrap();
     }
 }
 
