@@ -1346,7 +1346,6 @@ impl<M: DmaMemory> Engine<M> {
             c = c.wrapping_add(1);
         }
         qp.sq.exec = qp.sq.tail;
-        let recv_cq = qp.recv_cq;
         if qp.srq.is_none() {
             while let Some(i) = qp.rq.head_index() {
                 let wr_id = qp.rq.slots[i].wr_id;
@@ -1361,14 +1360,8 @@ impl<M: DmaMemory> Engine<M> {
                         status: WcStatus::WrFlushErr,
                         opcode: WcOpcode::Recv,
                         qpn,
-                        byte_len: 0,
-                        imm: None,
-                        invalidated: None,
-                        src_qpn: Qpn(0),
-                        grh: false,
                         signaled: true,
-                        sq_index: 0,
-                        solicited: false,
+                        ..Completion::EMPTY
                     },
                 });
             }
