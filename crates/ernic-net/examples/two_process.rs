@@ -81,6 +81,39 @@ fn wait(ep: &mut Endpoint, req: Request) -> Result<usize, String> {
     }
 }
 
+/// Runs `count` requests with up to `DEPTH` in flight: `start(ep, i)` posts
+/// the i-th (`None`: not now), `finish(i, size)` takes each as it completes,
+/// in order.
+fn pipeline(
+    ep: &mut Endpoint,
+    count: usize,
+    mut start: impl FnMut(&mut Endpoint, usize) -> Result<Option<Request>, String>,
+    mut finish: impl FnMut(usize, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut inflight = std::collections::VecDeque::with_capacity(DEPTH);
+    let (mut posted, mut done) = (0, 0);
+    while done < count {
+        while inflight.len() < DEPTH && posted < count {
+            match start(ep, posted)? {
+                Some(r) => {
+                    inflight.push_back(r);
+                    posted += 1;
+                }
+                None => break,
+            }
+        }
+        let Some(r) = inflight.pop_front() else {
+            // Nothing could start yet: drive the endpoint and try again.
+            ep.progress();
+            continue;
+        };
+        let n = wait(ep, r)?;
+        finish(done, n)?;
+        done += 1;
+    }
+    Ok(())
+}
+
 /// The baseline: a plain verbs QP and MR on the same fabric, for an RDMA
 /// WRITE bandwidth run between the same two processes (what `ernic perf
 /// write_bw` measures).
@@ -157,41 +190,31 @@ fn child(port: u16, a: Args) -> Result<(), String> {
             return Err("no connection arrived".into());
         }
     };
-    let mut inflight = std::collections::VecDeque::new();
-    let (mut posted, mut bytes) = (0, 0);
-    let mut m = 0;
-    while m < a.count {
-        while inflight.len() < DEPTH && posted < a.count {
-            let p = buf.as_mut_ptr().wrapping_add((posted % DEPTH) * a.size);
+    let slots = buf.as_mut_ptr();
+    let mut bytes = 0;
+    pipeline(
+        &mut ep,
+        a.count,
+        |ep, i| {
+            let p = slots.wrapping_add((i % DEPTH) * a.size);
             // SAFETY: the slot is inside the registered buffer and left
             // alone until its receive completes.
-            match unsafe { ep.irecv(comm, p, a.size, mr) }.map_err(|e| e.to_string())? {
-                Some(r) => {
-                    inflight.push_back(r);
-                    posted += 1;
-                }
-                None => break,
+            unsafe { ep.irecv(comm, p, a.size, mr) }.map_err(|e| e.to_string())
+        },
+        |m, n| {
+            let slot = &buf[(m % DEPTH) * a.size..][..n];
+            let pattern = if a.verify { m } else { m % DEPTH };
+            let check = a.verify || m < DEPTH;
+            if n != a.size
+                || (check && slot.iter().enumerate().any(|(i, &b)| b != byte(pattern, i)))
+            {
+                return Err(format!("message {m} arrived damaged ({n} bytes)"));
             }
-        }
-        let Some(r) = inflight.pop_front() else {
-            // Nothing could start yet: drive the endpoint and try again.
-            ep.progress();
-            continue;
-        };
-        let n = wait(&mut ep, r)?;
-        let slot = &buf[(m % DEPTH) * a.size..][..n];
-        let pattern = if a.verify { m } else { m % DEPTH };
-        let check = a.verify || m < DEPTH;
-        if n != a.size || (check && slot.iter().enumerate().any(|(i, &b)| b != byte(pattern, i))) {
-            return Err(format!("message {m} arrived damaged ({n} bytes)"));
-        }
-        bytes += n;
-        m += 1;
-    }
+            bytes += n;
+            Ok(())
+        },
+    )?;
     println!("received {} messages, {bytes} bytes, all intact", a.count);
-    if std::env::var_os("ERNIC_DEBUG_STATS").is_some() {
-        eprintln!("child stats: {:?}", provider.fabric().remote_stats());
-    }
     ep.close(comm).map_err(|e| e.to_string())?;
     // The baseline: the parent writes into `base`; this process only has to
     // stay up (its device thread applies the writes) until told.
@@ -315,43 +338,26 @@ fn parent(a: Args) -> Result<(), String> {
         }
     };
     let start = Instant::now();
-    let mut inflight = std::collections::VecDeque::new();
-    let mut posted = 0;
-    let mut m = 0;
-    while m < a.count {
-        while inflight.len() < DEPTH && posted < a.count {
-            let slot = posted % DEPTH;
-            if posted >= DEPTH && a.verify {
+    pipeline(
+        &mut ep,
+        a.count,
+        |ep, i| {
+            let off = (i % DEPTH) * a.size;
+            if i >= DEPTH && a.verify {
                 // Refill the slot (its previous send completed) with this
                 // message's bytes.
-                let off = slot * a.size;
-                for (i, b) in buf[off..off + a.size].iter_mut().enumerate() {
-                    *b = byte(posted, i);
+                for (k, b) in buf[off..off + a.size].iter_mut().enumerate() {
+                    *b = byte(i, k);
                 }
             }
-            let p = buf.as_ptr().wrapping_add(slot * a.size);
+            let p = buf.as_ptr().wrapping_add(off);
             // SAFETY: the slot is inside the registered buffer and unchanged
             // until its send completes.
-            match unsafe { ep.isend(comm, p, a.size, mr) }.map_err(|e| e.to_string())? {
-                Some(r) => {
-                    inflight.push_back(r);
-                    posted += 1;
-                }
-                None => break,
-            }
-        }
-        let Some(r) = inflight.pop_front() else {
-            // Nothing could start yet: drive the endpoint and try again.
-            ep.progress();
-            continue;
-        };
-        wait(&mut ep, r)?;
-        m += 1;
-    }
+            unsafe { ep.isend(comm, p, a.size, mr) }.map_err(|e| e.to_string())
+        },
+        |_, _| Ok(()),
+    )?;
     let secs = start.elapsed().as_secs_f64();
-    if std::env::var_os("ERNIC_DEBUG_STATS").is_some() {
-        eprintln!("parent stats: {:?}", provider.fabric().remote_stats());
-    }
     let gbps = (a.size * a.count) as f64 / secs / 1e9;
     // The same run's baseline: plain RDMA WRITEs between the same processes.
     let base = raw(provider.fabric(), 1, a.size)?;
