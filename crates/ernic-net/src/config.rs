@@ -95,6 +95,23 @@ impl Config {
                 }),
             }
         };
+        // A size that must also pass `ok`, else `why`.
+        let checked = |name: &'static str,
+                       default: usize,
+                       ok: fn(usize) -> bool,
+                       why: &'static str|
+         -> Result<usize, ConfigError> {
+            let v = size(name, default)?;
+            if ok(v) {
+                Ok(v)
+            } else {
+                Err(ConfigError {
+                    name,
+                    value: v.to_string(),
+                    why,
+                })
+            }
+        };
         if let Some(v) = lookup("OFI_NCCL_PROTOCOL") {
             c.protocol = match v.trim().to_ascii_uppercase().as_str() {
                 "RDMA" => Protocol::Rdma,
@@ -108,35 +125,29 @@ impl Config {
                 }
             };
         }
-        c.min_stripe_size = size("OFI_NCCL_MIN_STRIPE_SIZE", c.min_stripe_size)?;
-        if c.min_stripe_size == 0 {
-            return Err(ConfigError {
-                name: "OFI_NCCL_MIN_STRIPE_SIZE",
-                value: "0".into(),
-                why: "must be at least 1",
-            });
-        }
+        c.min_stripe_size = checked(
+            "OFI_NCCL_MIN_STRIPE_SIZE",
+            c.min_stripe_size,
+            |v| v > 0,
+            "must be at least 1",
+        )?;
         c.sched_max_small_msg_size = size(
             "OFI_NCCL_SCHED_MAX_SMALL_MSG_SIZE",
             c.sched_max_small_msg_size,
         )?;
         c.eager_max_size = size("OFI_NCCL_EAGER_MAX_SIZE", c.eager_max_size)?;
-        c.force_num_rails = size("OFI_NCCL_FORCE_NUM_RAILS", c.force_num_rails)?;
-        if c.force_num_rails > MAX_RAILS {
-            return Err(ConfigError {
-                name: "OFI_NCCL_FORCE_NUM_RAILS",
-                value: c.force_num_rails.to_string(),
-                why: "at most 15 rails (the immediate's segment count has 4 bits)",
-            });
-        }
-        c.cq_read_count = size("OFI_NCCL_CQ_READ_COUNT", c.cq_read_count)?;
-        if c.cq_read_count == 0 {
-            return Err(ConfigError {
-                name: "OFI_NCCL_CQ_READ_COUNT",
-                value: "0".into(),
-                why: "must be at least 1",
-            });
-        }
+        c.force_num_rails = checked(
+            "OFI_NCCL_FORCE_NUM_RAILS",
+            c.force_num_rails,
+            |v| v <= MAX_RAILS,
+            "at most 15 rails (the immediate's segment count has 4 bits)",
+        )?;
+        c.cq_read_count = checked(
+            "OFI_NCCL_CQ_READ_COUNT",
+            c.cq_read_count,
+            |v| v > 0,
+            "must be at least 1",
+        )?;
         c.mr_cache_disable = size("OFI_NCCL_MR_CACHE_DISABLE", 0)? != 0;
         Ok(c)
     }
