@@ -220,7 +220,7 @@ impl Rail for ChaosRail {
                     self.errors.push_back(CqErrEntry {
                         context: e.context,
                         flags: e.flags,
-                        err: 5,
+                        err: libc::EIO,
                         message: "injected error completion".into(),
                     });
                 } else {

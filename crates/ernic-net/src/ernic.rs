@@ -440,27 +440,15 @@ impl ErnicRail {
                 context: wc.wr_id,
                 flags,
                 err: match wc.status {
-                    WcStatus::LocLenErr => libc_codes::EMSGSIZE,
-                    WcStatus::RemAccessErr | WcStatus::LocProtErr => libc_codes::EACCES,
-                    WcStatus::WrFlushErr => libc_codes::ECANCELED,
-                    _ => libc_codes::EIO,
+                    WcStatus::LocLenErr => libc::EMSGSIZE,
+                    WcStatus::RemAccessErr | WcStatus::LocProtErr => libc::EACCES,
+                    WcStatus::WrFlushErr => libc::ECANCELED,
+                    _ => libc::EIO,
                 },
                 message: format!("work request failed: {}", wc.status.as_str()),
             }));
         }
     }
-}
-
-/// The errno values error completions carry (Linux's numbering).
-pub mod libc_codes {
-    /// I/O error.
-    pub const EIO: i32 = 5;
-    /// Permission denied.
-    pub const EACCES: i32 = 13;
-    /// Message too long.
-    pub const EMSGSIZE: i32 = 90;
-    /// Operation canceled.
-    pub const ECANCELED: i32 = 125;
 }
 
 fn sgl(addr: u64, len: usize, desc: u64) -> Result<[Sge; 1], PostError> {
