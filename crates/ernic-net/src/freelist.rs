@@ -166,11 +166,6 @@ impl<T> Freelist<T> {
     pub fn get_mut(&mut self, e: Entry) -> Option<&mut T> {
         self.locate(e).map(|(b, o)| &mut self.blocks[b][o])
     }
-
-    /// Every block, in order (to deregister them on close).
-    pub fn each_block(&mut self) -> impl Iterator<Item = &mut [T]> {
-        self.blocks.iter_mut().map(|b| &mut **b)
-    }
 }
 
 #[cfg(test)]
