@@ -770,9 +770,7 @@ impl Endpoint {
                 key,
                 imm,
             } => {
-                let r = self.reqs.get(req).expect("live request");
-                let (addr, mr) = (r.addr + offset as u64, r.mr);
-                let desc = self.mr_desc(mr, rail);
+                let (addr, desc) = self.local(req, offset, rail);
                 self.data[rail].rail.write_data(
                     addr,
                     len,
@@ -792,9 +790,7 @@ impl Endpoint {
                 dest,
                 imm,
             } => {
-                let r = self.reqs.get(req).expect("live request");
-                let (addr, mr) = (r.addr + offset as u64, r.mr);
-                let desc = self.mr_desc(mr, rail);
+                let (addr, desc) = self.local(req, offset, rail);
                 self.data[rail].rail.send_data(
                     addr,
                     len,
@@ -831,11 +827,16 @@ impl Endpoint {
         }
     }
 
-    fn mr_desc(&self, mr: u32, rail: usize) -> u64 {
-        self.mrs
-            .get(mr as usize)
+    /// The address `offset` bytes into request `req`'s buffer, and the
+    /// descriptor of its registration on `rail`.
+    fn local(&self, req: Entry, offset: usize, rail: usize) -> (u64, u64) {
+        let r = self.reqs.get(req).expect("live request");
+        let desc = self
+            .mrs
+            .get(r.mr as usize)
             .and_then(Option::as_ref)
-            .map_or(0, |m| m.regs[rail].desc)
+            .map_or(0, |m| m.regs[rail].desc);
+        (r.addr + offset as u64, desc)
     }
 
     fn op_failed(&mut self, op: Op, msg: String) {
