@@ -163,6 +163,41 @@ pub struct Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MrHandle(u32);
 
+// Raw forms, for callers that must carry these through a C ABI as opaque
+// words. A raw value that was never given out is caught by the endpoint
+// (unknown comm, stale request generation, unknown registration), never
+// trusted.
+macro_rules! raw_id {
+    ($($t:ident),*) => {$(
+        impl $t {
+            /// The id as an opaque word.
+            pub fn to_raw(self) -> u32 {
+                self.0
+            }
+            /// An id from [`to_raw`](Self::to_raw); the endpoint checks it on use.
+            pub fn from_raw(raw: u32) -> Self {
+                $t(raw)
+            }
+        }
+    )*};
+}
+raw_id!(ListenComm, SendComm, RecvComm, MrHandle);
+
+impl Request {
+    /// The request as an opaque word: its slot (low 32 bits) and generation.
+    pub fn to_raw(self) -> u64 {
+        u64::from(self.entry.0) | u64::from(self.generation) << 32
+    }
+    /// A request from [`to_raw`](Request::to_raw); `test` refuses one that
+    /// is not live.
+    pub fn from_raw(raw: u64) -> Request {
+        Request {
+            entry: Entry(raw as u32),
+            generation: (raw >> 32) as u32,
+        }
+    }
+}
+
 /// A connection being made: give it to [`Endpoint::connect`] until it
 /// answers a comm.
 #[derive(Debug)]

@@ -1,0 +1,523 @@
+//! The plugin's state and operations, in safe Rust: one device whose
+//! endpoint is opened by `init`, and the opaque words the C side carries
+//! for comms, registrations and requests.
+//!
+//! Every word given to the caller has a tag in its top byte, so a comm
+//! passed where a registration belongs, or a stale or made-up value, is
+//! refused with `ncclInvalidArgument` instead of being trusted; the
+//! endpoint then checks the id itself (unknown comm, freed registration,
+//! request generation).
+
+use std::ffi::CString;
+
+use ernic_net::config::Config;
+use ernic_net::ernic::ErnicProvider;
+use ernic_net::provider::Provider;
+use ernic_net::rdma::{
+    Connector, Endpoint, HANDLE_LEN, Handle, ListenComm, MrHandle, NetError, RecvComm, Request,
+    SendComm,
+};
+use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
+
+/// `ncclResult_t` values (NCCL's `err.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Code {
+    /// `ncclSuccess`.
+    Success = 0,
+    /// `ncclSystemError`: the provider or the system failed.
+    System = 2,
+    /// `ncclInternalError`: a bug of ours (a caught panic).
+    Internal = 3,
+    /// `ncclInvalidArgument`: the caller passed something wrong.
+    Invalid = 4,
+    /// `ncclRemoteError`: a transfer or connection failed.
+    Remote = 6,
+}
+
+/// A failed call: the code the ABI returns and the line the logger gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What the call returns.
+    pub code: Code,
+    /// What the logger is told.
+    pub message: String,
+}
+
+impl Failure {
+    /// A caller's mistake.
+    pub fn invalid(message: impl Into<String>) -> Failure {
+        Failure {
+            code: Code::Invalid,
+            message: message.into(),
+        }
+    }
+
+    fn system(message: impl Into<String>) -> Failure {
+        Failure {
+            code: Code::System,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<NetError> for Failure {
+    fn from(e: NetError) -> Failure {
+        let code = match e {
+            NetError::Invalid(_) => Code::Invalid,
+            NetError::Provider(_) => Code::System,
+            NetError::Request(_) => Code::Remote,
+        };
+        Failure {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// What a call answers, or why it failed.
+pub type Outcome<T> = Result<T, Failure>;
+
+/// The kinds of opaque word, in the top byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Tag {
+    /// A listening comm.
+    Listen = 0xe1,
+    /// A sending comm.
+    Send = 0xe2,
+    /// A receiving comm.
+    Recv = 0xe3,
+    /// A registration.
+    Mr = 0xe4,
+    /// A request.
+    Request = 0xe5,
+}
+
+const TAG_SHIFT: u32 = 56;
+
+/// Wraps a 32-bit id into a word of kind `tag`.
+pub fn word(tag: Tag, id: u32) -> u64 {
+    u64::from(tag as u8) << TAG_SHIFT | u64::from(id)
+}
+
+/// The 32-bit id inside `w`, if `w` is a word of kind `tag`.
+pub fn unword(tag: Tag, w: u64, what: &str) -> Outcome<u32> {
+    if (w >> TAG_SHIFT) as u8 != tag as u8 || (w >> 32) & 0xff_ffff != 0 {
+        return Err(Failure::invalid(format!(
+            "{w:#x} is not a {what} of this plugin"
+        )));
+    }
+    Ok(w as u32)
+}
+
+/// A request's word: tag, then 24 bits of slot, then the generation.
+fn request_word(r: Request) -> Outcome<u64> {
+    let raw = r.to_raw();
+    let slot = raw & 0xffff_ffff;
+    if slot >= 1 << 24 {
+        return Err(Failure::system(format!(
+            "request slot {slot} does not fit the request word"
+        )));
+    }
+    Ok(u64::from(Tag::Request as u8) << TAG_SHIFT | slot << 32 | raw >> 32)
+}
+
+fn request_from_word(w: u64) -> Outcome<Request> {
+    if (w >> TAG_SHIFT) as u8 != Tag::Request as u8 {
+        return Err(Failure::invalid(format!(
+            "{w:#x} is not a request of this plugin"
+        )));
+    }
+    let slot = (w >> 32) & 0xff_ffff;
+    Ok(Request::from_raw(slot | (w & 0xffff_ffff) << 32))
+}
+
+/// Where the plugin keeps a connection's progress in the caller's handle
+/// buffer: NCCL calls `connect` again with the same buffer until it
+/// answers a comm. The listener's handle leaves these bytes zero.
+const CONNECTING_AT: usize = HANDLE_LEN - 8;
+const CONNECTING_MAGIC: [u8; 4] = *b"eRcN";
+
+/// The one device: its provider, its endpoint and the connections being
+/// made.
+pub struct Plugin {
+    ep: Endpoint,
+    // The provider the endpoint's rails came from; kept for their lifetime.
+    _provider: Box<dyn Provider>,
+    connecting: Vec<Option<Connector>>,
+    /// The device's name, for `getProperties` (lives as long as the plugin).
+    pub name: CString,
+    /// A sysfs path for topology detection.
+    pub pci_path: CString,
+    /// What `init` chose, for the log.
+    pub summary: String,
+    // A registration for zero-byte messages that come without one.
+    spare: Box<[u8; 64]>,
+    spare_mr: MrHandle,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("summary", &self.summary)
+            .finish()
+    }
+}
+
+/// The provider `ERNIC_NET_PROVIDER` names, and a description for the log.
+fn open_provider(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Provider>, String)> {
+    match lookup("ERNIC_NET_PROVIDER").as_deref() {
+        None | Some("") | Some("ernic") => {
+            let Some(spec) = lookup("ERNIC_NET_MESH").filter(|s| !s.is_empty()) else {
+                return Ok((
+                    Box::new(ErnicProvider::new(Fabric::new())),
+                    "ernic (this process only: ERNIC_NET_MESH is unset)".into(),
+                ));
+            };
+            let parsed: MeshSpec = spec
+                .parse()
+                .map_err(|e| Failure::invalid(format!("ERNIC_NET_MESH: {e}")))?;
+            let mesh = Mesh::start(MeshConfig::new(parsed))
+                .map_err(|e| Failure::system(format!("joining the mesh {spec}: {e}")))?;
+            let fabric = Fabric::on_mesh(VerbsConfig::default(), mesh);
+            Ok((
+                Box::new(ErnicProvider::new(fabric)),
+                format!("ernic on mesh {spec}"),
+            ))
+        }
+        Some("libfabric") => libfabric(lookup),
+        Some(other) => Err(Failure::invalid(format!(
+            "ERNIC_NET_PROVIDER={other}: choose ernic or libfabric"
+        ))),
+    }
+}
+
+fn libfabric(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Provider>, String)> {
+    let _ = lookup;
+    Err(Failure::system(
+        "ERNIC_NET_PROVIDER=libfabric: the libfabric provider is not in this build yet",
+    ))
+}
+
+impl Plugin {
+    /// Opens the device as the environment (`lookup`) says.
+    pub fn open(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<Plugin> {
+        let cfg = Config::from_lookup(lookup).map_err(|e| Failure::invalid(e.to_string()))?;
+        let (provider, what) = open_provider(lookup)?;
+        let mut ep = Endpoint::open(provider.as_ref(), 1, cfg.clone())?;
+        let mut spare = Box::new([0u8; 64]);
+        // SAFETY: `spare` is boxed (it never moves) and owned by the
+        // plugin beside `ep`; `Plugin::drop` drops the endpoint (closing
+        // the registration) before the box is freed.
+        let spare_mr = unsafe { ep.reg(spare.as_mut_ptr(), spare.len()) }?;
+        let summary = format!(
+            "ernic net plugin: provider {what}, {} data rail(s), protocol {:?}",
+            ep.rails(),
+            cfg.protocol
+        );
+        Ok(Plugin {
+            ep,
+            _provider: provider,
+            connecting: Vec::new(),
+            name: CString::new("ernic0").expect("no NUL"),
+            pci_path: CString::new("/sys/devices/virtual/net/ernic0").expect("no NUL"),
+            summary,
+            spare,
+            spare_mr,
+        })
+    }
+
+    /// How many data rails the device stripes over.
+    pub fn rails(&self) -> usize {
+        self.ep.rails()
+    }
+
+    /// Opens a listening comm; fills `handle` (128 bytes).
+    pub fn listen(&mut self, handle: &mut [u8; HANDLE_LEN]) -> Outcome<u64> {
+        let (l, h) = self.ep.listen()?;
+        handle.copy_from_slice(&h.0);
+        Ok(word(Tag::Listen, l.to_raw()))
+    }
+
+    /// One step of connecting to the listener behind `handle`: a send
+    /// comm's word when connected, `None` while the connection is being
+    /// made (its progress is kept in `handle`'s last bytes).
+    pub fn connect(&mut self, handle: &mut [u8; HANDLE_LEN]) -> Outcome<Option<u64>> {
+        let slot = if handle[CONNECTING_AT..CONNECTING_AT + 4] == CONNECTING_MAGIC {
+            let at = CONNECTING_AT + 4;
+            let slot = u32::from_le_bytes(handle[at..at + 4].try_into().expect("4 bytes"));
+            let slot = slot as usize;
+            if self.connecting.get(slot).is_none_or(Option::is_none) {
+                return Err(Failure::invalid(
+                    "the handle holds a connection this plugin is not making",
+                ));
+            }
+            slot
+        } else {
+            let mut h = handle.to_vec();
+            h[CONNECTING_AT..].fill(0);
+            let c = Some(Connector::new(Handle(h)));
+            let slot = match self.connecting.iter().position(Option::is_none) {
+                Some(i) => {
+                    self.connecting[i] = c;
+                    i
+                }
+                None => {
+                    self.connecting.push(c);
+                    self.connecting.len() - 1
+                }
+            };
+            handle[CONNECTING_AT..CONNECTING_AT + 4].copy_from_slice(&CONNECTING_MAGIC);
+            handle[CONNECTING_AT + 4..].copy_from_slice(&(slot as u32).to_le_bytes());
+            slot
+        };
+        let c = self.connecting[slot].as_mut().expect("checked");
+        let done = match self.ep.connect(c) {
+            Ok(None) => return Ok(None),
+            Ok(Some(s)) => Ok(Some(word(Tag::Send, s.to_raw()))),
+            Err(e) => Err(Failure::from(e)),
+        };
+        // Finished either way: the handle is a plain listen handle again.
+        self.connecting[slot] = None;
+        handle[CONNECTING_AT..].fill(0);
+        done
+    }
+
+    /// One step of accepting on `listen`.
+    pub fn accept(&mut self, listen: u64) -> Outcome<Option<u64>> {
+        let l = ListenComm::from_raw(unword(Tag::Listen, listen, "listen comm")?);
+        Ok(self.ep.accept(l)?.map(|r| word(Tag::Recv, r.to_raw())))
+    }
+
+    /// Checks that `comm` is one of our send or receive comms (any
+    /// registration serves every comm of the device).
+    pub fn check_comm(&self, comm: u64) -> Outcome<()> {
+        match (comm >> TAG_SHIFT) as u8 {
+            t if t == Tag::Send as u8 || t == Tag::Recv as u8 => Ok(()),
+            _ => Err(Failure::invalid(format!(
+                "{comm:#x} is not a send or receive comm of this plugin"
+            ))),
+        }
+    }
+
+    /// Registers host memory.
+    ///
+    /// # Safety
+    ///
+    /// `len` bytes at `addr` must stay valid for reads and writes until
+    /// the registration is dropped.
+    pub unsafe fn reg(&mut self, comm: u64, addr: *mut u8, len: usize, ty: i32) -> Outcome<u64> {
+        self.check_comm(comm)?;
+        if ty != crate::abi::NCCL_PTR_HOST {
+            return Err(Failure::invalid(format!(
+                "memory of type {ty} cannot be registered: ernic supports host memory \
+                 (NCCL_PTR_HOST) only"
+            )));
+        }
+        // SAFETY: the caller's promise, passed on.
+        let mr = unsafe { self.ep.reg(addr, len) }?;
+        Ok(word(Tag::Mr, mr.to_raw()))
+    }
+
+    /// Drops a registration.
+    pub fn dereg(&mut self, comm: u64, mr: u64) -> Outcome<()> {
+        self.check_comm(comm)?;
+        let mr = MrHandle::from_raw(unword(Tag::Mr, mr, "registration")?);
+        Ok(self.ep.dereg(mr)?)
+    }
+
+    fn mr_or_spare(&self, mr: u64, len: usize, addr: &mut *mut u8) -> Outcome<MrHandle> {
+        if mr == 0 && len == 0 {
+            *addr = self.spare.as_ptr().cast_mut();
+            return Ok(self.spare_mr);
+        }
+        Ok(MrHandle::from_raw(unword(Tag::Mr, mr, "registration")?))
+    }
+
+    /// Starts a send; `None` when the comm cannot take one now.
+    ///
+    /// # Safety
+    ///
+    /// The bytes must stay valid and unchanged until the request is done.
+    pub unsafe fn isend(
+        &mut self,
+        comm: u64,
+        mut addr: *mut u8,
+        len: usize,
+        mr: u64,
+    ) -> Outcome<Option<u64>> {
+        let s = SendComm::from_raw(unword(Tag::Send, comm, "send comm")?);
+        let mr = self.mr_or_spare(mr, len, &mut addr)?;
+        // SAFETY: the caller's promise, passed on; the spare buffer lives
+        // as long as the endpoint.
+        match unsafe { self.ep.isend(s, addr, len, mr) }? {
+            Some(r) => Ok(Some(request_word(r)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Starts a receive of up to `len` bytes; `None` when none can start.
+    ///
+    /// # Safety
+    ///
+    /// The bytes must stay valid for writes, and be left alone, until the
+    /// request is done.
+    pub unsafe fn irecv(
+        &mut self,
+        comm: u64,
+        mut addr: *mut u8,
+        len: usize,
+        mr: u64,
+    ) -> Outcome<Option<u64>> {
+        let r = RecvComm::from_raw(unword(Tag::Recv, comm, "receive comm")?);
+        let mr = self.mr_or_spare(mr, len, &mut addr)?;
+        // SAFETY: the caller's promise, passed on.
+        match unsafe { self.ep.irecv(r, addr, len, mr) }? {
+            Some(r) => Ok(Some(request_word(r)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Tests a request: the bytes moved once done (and the request is
+    /// gone), `None` while it runs.
+    pub fn test(&mut self, req: u64) -> Outcome<Option<usize>> {
+        let r = request_from_word(req)?;
+        Ok(self.ep.test(r)?)
+    }
+
+    /// Closes a comm of kind `tag`.
+    pub fn close(&mut self, tag: Tag, comm: u64) -> Outcome<()> {
+        let id = unword(tag, comm, "comm of that kind")?;
+        let r = match tag {
+            Tag::Listen => self.ep.close(ListenComm::from_raw(id)),
+            Tag::Send => self.ep.close(SendComm::from_raw(id)),
+            Tag::Recv => self.ep.close(RecvComm::from_raw(id)),
+            Tag::Mr | Tag::Request => unreachable!("only comms are closed"),
+        };
+        Ok(r?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_carry_their_kind() {
+        let w = word(Tag::Send, 7);
+        assert_eq!(unword(Tag::Send, w, "send comm"), Ok(7));
+        assert_eq!(
+            unword(Tag::Recv, w, "receive comm").unwrap_err().code,
+            Code::Invalid
+        );
+        assert!(unword(Tag::Send, 0, "send comm").is_err());
+        assert!(unword(Tag::Send, w | 1 << 40, "send comm").is_err());
+    }
+
+    #[test]
+    fn request_words_round_trip() {
+        let r = Request::from_raw(5 | 0xdead_beef << 32);
+        let w = request_word(r).unwrap();
+        assert_eq!(w >> 56, Tag::Request as u64);
+        assert_eq!(request_from_word(w).unwrap(), r);
+        assert!(request_word(Request::from_raw(1 << 24)).is_err());
+        assert!(request_from_word(word(Tag::Mr, 1)).is_err());
+    }
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let e = Plugin::open(&env(&[("ERNIC_NET_PROVIDER", "verbs")])).unwrap_err();
+        assert_eq!(e.code, Code::Invalid);
+        assert!(
+            e.message.contains("ERNIC_NET_PROVIDER=verbs"),
+            "{}",
+            e.message
+        );
+        let e = Plugin::open(&env(&[("ERNIC_NET_MESH", "udp:x")])).unwrap_err();
+        assert!(e.message.starts_with("ERNIC_NET_MESH"), "{}", e.message);
+    }
+
+    #[test]
+    fn one_process_connection_moves_data() {
+        let mut p = Plugin::open(&env(&[])).unwrap();
+        let mut h = [0u8; HANDLE_LEN];
+        let l = p.listen(&mut h).unwrap();
+        assert_eq!(h[CONNECTING_AT..], [0; 8]);
+        let (mut s, mut r) = (None, None);
+        for _ in 0..100_000 {
+            if s.is_none() {
+                s = p.connect(&mut h).unwrap();
+            }
+            if r.is_none() {
+                r = p.accept(l).unwrap();
+            }
+            if s.is_some() && r.is_some() {
+                break;
+            }
+        }
+        let (s, r) = (s.expect("connected"), r.expect("accepted"));
+        assert_eq!(h[CONNECTING_AT..], [0; 8], "the handle is clean again");
+        let mut src = vec![0u8; 100_000];
+        src.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        let mut dst = vec![0u8; 100_000];
+        // SAFETY: both vectors outlive their registrations (dropped below).
+        let (ms, md) = unsafe {
+            (
+                p.reg(s, src.as_mut_ptr(), src.len(), 1).unwrap(),
+                p.reg(r, dst.as_mut_ptr(), dst.len(), 1).unwrap(),
+            )
+        };
+        // SAFETY: the buffers stay put until both requests are done.
+        let (rq, sq) = unsafe {
+            (
+                p.irecv(r, dst.as_mut_ptr(), dst.len(), md)
+                    .unwrap()
+                    .unwrap(),
+                p.isend(s, src.as_mut_ptr(), src.len(), ms)
+                    .unwrap()
+                    .unwrap(),
+            )
+        };
+        let (mut got_s, mut got_r) = (None, None);
+        for _ in 0..1_000_000 {
+            if got_s.is_none() {
+                got_s = p.test(sq).unwrap();
+            }
+            if got_r.is_none() {
+                got_r = p.test(rq).unwrap();
+            }
+            if got_s.is_some() && got_r.is_some() {
+                break;
+            }
+        }
+        assert_eq!((got_s, got_r), (Some(100_000), Some(100_000)));
+        assert_eq!(src, dst);
+        assert_eq!(
+            p.test(rq).unwrap_err().code,
+            Code::Invalid,
+            "gone once done"
+        );
+        // SAFETY: never used: refused first.
+        let e = unsafe { p.reg(s, dst.as_mut_ptr(), 8, 2) }.unwrap_err();
+        assert!(e.message.contains("host memory"), "{}", e.message);
+        assert!(
+            p.close(Tag::Recv, s).is_err(),
+            "a send comm is not a receive comm"
+        );
+        p.dereg(s, ms).unwrap();
+        p.dereg(r, md).unwrap();
+        p.close(Tag::Send, s).unwrap();
+        p.close(Tag::Recv, r).unwrap();
+        p.close(Tag::Listen, l).unwrap();
+    }
+}

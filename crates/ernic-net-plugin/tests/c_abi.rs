@@ -1,0 +1,453 @@
+//! The plugin as NCCL uses it: the built library is loaded with `dlopen`,
+//! `ncclNetPlugin_v6` found by name, and two processes talk only through
+//! the table's function pointers (init, devices, getProperties, listen,
+//! connect/accept until done, regMr, isend/irecv of several sizes, test,
+//! deregMr, the three closes), checking every byte that arrives.
+//!
+//! The parent starts the children (this test binary again, running the
+//! ignored `child` test), passes each the other's handle, and checks both
+//! finish. Over the ernic provider the parent also runs the mesh manager
+//! both children join; over libfabric (`tcp;ofi_rxm`, `shm`) the children
+//! need nothing else, and the test skips with one line where libfabric is
+//! not installed.
+
+// The test calls the plugin through raw C function pointers.
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, c_char, c_int, c_ulong, c_void};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use ernic_verbs::{Mesh, MeshConfig, MeshSpec};
+
+// ncclNet_v6_t and ncclNetProperties_v6_t, written from NCCL's
+// ext-net/example/nccl/net_v6.h (the test does not use the crate's own).
+#[repr(C)]
+struct Props {
+    name: *mut c_char,
+    pci_path: *mut c_char,
+    guid: u64,
+    ptr_support: c_int,
+    speed: c_int,
+    port: c_int,
+    latency: f32,
+    max_comms: c_int,
+    max_recvs: c_int,
+}
+
+type V = *mut c_void;
+type Vp = *mut *mut c_void;
+type Logger = unsafe extern "C" fn(c_int, c_ulong, *const c_char, c_int, *const c_char, ...);
+
+#[repr(C)]
+struct NetV6 {
+    name: *const c_char,
+    init: unsafe extern "C" fn(Option<Logger>) -> c_int,
+    devices: unsafe extern "C" fn(*mut c_int) -> c_int,
+    get_properties: unsafe extern "C" fn(c_int, *mut Props) -> c_int,
+    listen: unsafe extern "C" fn(c_int, V, Vp) -> c_int,
+    connect: unsafe extern "C" fn(c_int, V, Vp) -> c_int,
+    accept: unsafe extern "C" fn(V, Vp) -> c_int,
+    reg_mr: unsafe extern "C" fn(V, V, c_int, c_int, Vp) -> c_int,
+    reg_mr_dma_buf: unsafe extern "C" fn(V, V, usize, c_int, u64, c_int, Vp) -> c_int,
+    dereg_mr: unsafe extern "C" fn(V, V) -> c_int,
+    isend: unsafe extern "C" fn(V, V, c_int, c_int, V, Vp) -> c_int,
+    irecv: unsafe extern "C" fn(V, c_int, Vp, *mut c_int, *mut c_int, Vp, Vp) -> c_int,
+    iflush: unsafe extern "C" fn(V, c_int, Vp, *mut c_int, Vp, Vp) -> c_int,
+    test: unsafe extern "C" fn(V, *mut c_int, *mut c_int) -> c_int,
+    close_send: unsafe extern "C" fn(V) -> c_int,
+    close_recv: unsafe extern "C" fn(V) -> c_int,
+    close_listen: unsafe extern "C" fn(V) -> c_int,
+}
+
+const NCCL_SUCCESS: c_int = 0;
+const NCCL_INVALID_ARGUMENT: c_int = 4;
+const NCCL_PTR_HOST: c_int = 1;
+const NCCL_PTR_CUDA: c_int = 2;
+const NCCL_LOG_WARN: c_int = 2;
+const NCCL_LOG_INFO: c_int = 3;
+
+/// Message sizes each side sends, in order: empty, tiny, eager-sized,
+/// around the eager limit, striped, and large.
+const SIZES: [usize; 8] = [0, 1, 8, 4096, 8193, 65_536, 1 << 20, (5 << 20) + 3];
+const CHILD_ENV: &str = "ERNIC_NET_PLUGIN_CHILD";
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The library cargo built beside this test, copied under the name NCCL
+/// looks for (`libnccl-net-ernic.so`, for NCCL_NET_PLUGIN=ernic).
+fn installed_plugin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test path");
+    let deps = exe.parent().expect("deps dir");
+    let built = [
+        deps.join("libnccl_net_ernic.so"),
+        deps.parent()
+            .expect("target dir")
+            .join("libnccl_net_ernic.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("cargo builds libnccl_net_ernic.so with the tests");
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let to = dir.join("libnccl-net-ernic.so");
+    std::fs::copy(&built, &to).expect("copy the plugin");
+    to
+}
+
+static LOG: Mutex<Vec<(c_int, String)>> = Mutex::new(Vec::new());
+
+/// The logger handed to `init`. The plugin calls it with fmt "%s" and one
+/// string; on the SysV x86-64 and AAPCS64 Linux ABIs a variadic call with
+/// those arguments reaches a function declared with them the same way.
+unsafe extern "C" fn logger(
+    level: c_int,
+    _flags: c_ulong,
+    _file: *const c_char,
+    _line: c_int,
+    fmt: *const c_char,
+    arg: *const c_char,
+) {
+    // SAFETY: the plugin passes NUL-terminated strings for both.
+    let (fmt, arg) = unsafe { (CStr::from_ptr(fmt), CStr::from_ptr(arg)) };
+    assert_eq!(fmt, c"%s", "the plugin logs with one string argument");
+    let line = arg.to_string_lossy().into_owned();
+    LOG.lock().unwrap().push((level, line));
+}
+
+fn pattern(from: usize, index: usize, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i as u64 * 2_654_435_761 + (from * 31 + index * 7) as u64) >> 3) as u8)
+        .collect()
+}
+
+fn ok(rc: c_int, what: &str) {
+    assert_eq!(rc, NCCL_SUCCESS, "{what} failed: {:?}", LOG.lock().unwrap());
+}
+
+/// One child: everything through `net`, a table found in the loaded
+/// library.
+fn child(me: usize) {
+    let path = std::env::var("ERNIC_NET_PLUGIN_PATH").expect("plugin path");
+    // SAFETY: loading our own plugin, whose initialisers are Rust's.
+    let lib = unsafe { libloading::Library::new(&path) }.expect("dlopen the plugin");
+    // SAFETY: the symbol is the ncclNet_v6_t table, declared above.
+    let net: &NetV6 = unsafe {
+        let sym = lib
+            .get::<*const NetV6>(b"ncclNetPlugin_v6")
+            .expect("ncclNetPlugin_v6");
+        &**sym
+    };
+    // SAFETY: the table's name is a C string.
+    assert_eq!(unsafe { CStr::from_ptr(net.name) }, c"ernic");
+    for older in [&b"ncclNetPlugin_v5"[..], b"ncclNetPlugin_v4"] {
+        // SAFETY: only the address is looked at.
+        assert!(unsafe { lib.get::<*const c_void>(older) }.is_ok());
+    }
+    let mut stdout = std::io::stdout();
+    let mut lines = std::io::stdin().lock().lines();
+
+    // SAFETY: for every call below, the arguments are what the ABI asks:
+    // pointers into live locals and buffers of the right sizes.
+    unsafe {
+        // The logger is declared with its fixed arguments; see `logger`.
+        let log: Logger = std::mem::transmute(
+            logger
+                as unsafe extern "C" fn(
+                    c_int,
+                    c_ulong,
+                    *const c_char,
+                    c_int,
+                    *const c_char,
+                    *const c_char,
+                ),
+        );
+        ok((net.init)(Some(log)), "init");
+        assert!(
+            LOG.lock()
+                .unwrap()
+                .iter()
+                .any(|(l, s)| *l == NCCL_LOG_INFO && s.contains("provider")),
+            "init logs what it chose: {:?}",
+            LOG.lock().unwrap()
+        );
+        let mut n = 0;
+        ok((net.devices)(&mut n), "devices");
+        assert_eq!(n, 1);
+        let mut props: Props = std::mem::zeroed();
+        ok((net.get_properties)(0, &mut props), "getProperties");
+        assert_eq!(props.ptr_support, NCCL_PTR_HOST);
+        assert_eq!(props.max_recvs, 1);
+        assert!(props.speed > 0 && props.max_comms > 0);
+        assert!(!CStr::from_ptr(props.name).to_bytes().is_empty());
+        assert!(props.latency >= 0.0 && props.port >= 0 && props.guid != 0);
+        assert_eq!((net.get_properties)(3, &mut props), NCCL_INVALID_ARGUMENT);
+
+        let mut handle = [0u8; 128];
+        let mut lcomm: V = std::ptr::null_mut();
+        ok(
+            (net.listen)(0, handle.as_mut_ptr().cast(), &mut lcomm),
+            "listen",
+        );
+        assert!(!lcomm.is_null());
+        let hex: String = handle.iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(stdout, "HANDLE {hex}").unwrap();
+        stdout.flush().unwrap();
+        let line = lines.next().expect("the parent's PEER line").unwrap();
+        let hex = line.strip_prefix("PEER ").expect("PEER line");
+        let mut peer = [0u8; 128];
+        for (i, b) in peer.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+
+        // Non-blocking: called until each answers a comm.
+        let (mut scomm, mut rcomm): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
+        let (mut connect_calls, mut accept_calls) = (0u64, 0u64);
+        let end = Instant::now() + LIMIT;
+        while scomm.is_null() || rcomm.is_null() {
+            if scomm.is_null() {
+                ok(
+                    (net.connect)(0, peer.as_mut_ptr().cast(), &mut scomm),
+                    "connect",
+                );
+                connect_calls += 1;
+            }
+            if rcomm.is_null() {
+                ok((net.accept)(lcomm, &mut rcomm), "accept");
+                accept_calls += 1;
+            }
+            assert!(Instant::now() < end, "no connection in {LIMIT:?}");
+        }
+        assert!(
+            connect_calls > 1 || accept_calls > 1,
+            "connect/accept did not block"
+        );
+
+        let total: usize = SIZES.iter().sum();
+        let mut sbuf = Vec::with_capacity(total);
+        for (i, &len) in SIZES.iter().enumerate() {
+            sbuf.extend(pattern(me, i, len));
+        }
+        let mut rbuf = vec![0u8; total + 64];
+        let (mut smr, mut rmr): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
+        ok(
+            (net.reg_mr)(
+                scomm,
+                sbuf.as_mut_ptr().cast(),
+                total as c_int,
+                NCCL_PTR_HOST,
+                &mut smr,
+            ),
+            "regMr",
+        );
+        ok(
+            (net.reg_mr)(
+                rcomm,
+                rbuf.as_mut_ptr().cast(),
+                rbuf.len() as c_int,
+                NCCL_PTR_HOST,
+                &mut rmr,
+            ),
+            "regMr",
+        );
+        // Device memory is refused, and the log says why.
+        let mut bad: V = std::ptr::null_mut();
+        let rc = (net.reg_mr)(scomm, sbuf.as_mut_ptr().cast(), 64, NCCL_PTR_CUDA, &mut bad);
+        assert_eq!(rc, NCCL_INVALID_ARGUMENT);
+        assert!(
+            LOG.lock()
+                .unwrap()
+                .iter()
+                .any(|(l, s)| *l == NCCL_LOG_WARN && s.contains("host memory"))
+        );
+
+        // Every size, both ways at once: post the receive, then the send,
+        // then test both until done.
+        let (mut soff, mut roff) = (0usize, 0usize);
+        for (i, &len) in SIZES.iter().enumerate() {
+            let mut rreq: V = std::ptr::null_mut();
+            let mut data: *mut c_void = rbuf.as_mut_ptr().add(roff).cast();
+            let mut size = (len + 64) as c_int;
+            let mut tag = 0;
+            let mut mh = rmr;
+            while rreq.is_null() {
+                ok(
+                    (net.irecv)(rcomm, 1, &mut data, &mut size, &mut tag, &mut mh, &mut rreq),
+                    "irecv",
+                );
+                assert!(Instant::now() < end, "irecv never started");
+            }
+            let mut sreq: V = std::ptr::null_mut();
+            while sreq.is_null() {
+                ok(
+                    (net.isend)(
+                        scomm,
+                        sbuf.as_mut_ptr().add(soff).cast(),
+                        len as c_int,
+                        0,
+                        smr,
+                        &mut sreq,
+                    ),
+                    "isend",
+                );
+                assert!(Instant::now() < end, "isend never started");
+            }
+            let (mut sdone, mut rdone) = (0, 0);
+            let (mut ssize, mut rsize) = (-1, -1);
+            while sdone == 0 || rdone == 0 {
+                if sdone == 0 {
+                    ok((net.test)(sreq, &mut sdone, &mut ssize), "test send");
+                }
+                if rdone == 0 {
+                    ok((net.test)(rreq, &mut rdone, &mut rsize), "test recv");
+                }
+                assert!(Instant::now() < end, "size {len} never completed");
+            }
+            assert_eq!(rsize as usize, len, "received size for message {i}");
+            let got = &rbuf[roff..roff + len];
+            assert!(
+                got == pattern(1 - me, i, len).as_slice(),
+                "message {i} ({len} bytes) corrupted"
+            );
+            // A request is gone once it tested done.
+            assert_eq!(
+                (net.test)(rreq, &mut rdone, &mut rsize),
+                NCCL_INVALID_ARGUMENT
+            );
+            let mut freq: V = 1 as V;
+            ok(
+                (net.iflush)(rcomm, 1, &mut data, &mut size, &mut mh, &mut freq),
+                "iflush",
+            );
+            assert!(freq.is_null(), "host memory needs no flush");
+            soff += len;
+            roff += len;
+        }
+        // Bad words are refused, not trusted.
+        assert_eq!((net.close_send)(rcomm), NCCL_INVALID_ARGUMENT);
+        assert_eq!((net.dereg_mr)(scomm, 0x1234 as V), NCCL_INVALID_ARGUMENT);
+
+        ok((net.dereg_mr)(scomm, smr), "deregMr");
+        ok((net.dereg_mr)(rcomm, rmr), "deregMr");
+        ok((net.close_send)(scomm), "closeSend");
+        ok((net.close_recv)(rcomm), "closeRecv");
+        ok((net.close_listen)(lcomm), "closeListen");
+    }
+    writeln!(stdout, "DONE").unwrap();
+    stdout.flush().unwrap();
+    // Wait for the parent, so neither side leaves while the other still
+    // needs it.
+    let _ = lines.next();
+}
+
+#[test]
+#[ignore = "a child process of the tests below"]
+fn child_entry() {
+    if let Ok(me) = std::env::var(CHILD_ENV) {
+        child(me.parse().expect("child index"));
+    }
+}
+
+struct Kid {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(me: usize, plugin: &PathBuf, env: &[(&str, String)]) -> Kid {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_entry",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD_ENV, me.to_string())
+    .env("ERNIC_NET_PLUGIN_PATH", plugin)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn a child");
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    Kid { child, lines }
+}
+
+/// The next protocol line (`prefix ...`) from a child, skipping the test
+/// harness's own output.
+fn expect(k: &Kid, prefix: &str, end: Instant) -> String {
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        match k.lines.recv_timeout(left) {
+            // The harness's "test child_entry ... " may open the line.
+            Ok(l) => {
+                if let Some(at) = l.find(prefix) {
+                    return l[at..].to_string();
+                }
+            }
+            Err(e) => panic!("waiting for {prefix} from a child: {e}"),
+        }
+    }
+}
+
+fn run_pair(env: &[(&str, String)]) {
+    let plugin = installed_plugin();
+    let end = Instant::now() + LIMIT;
+    let mut kids = [spawn(0, &plugin, env), spawn(1, &plugin, env)];
+    let handles: Vec<String> = kids
+        .iter()
+        .map(|k| expect(k, "HANDLE ", end)["HANDLE ".len()..].to_string())
+        .collect();
+    for (i, k) in kids.iter_mut().enumerate() {
+        let stdin = k.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "PEER {}", handles[1 - i]).unwrap();
+        stdin.flush().unwrap();
+    }
+    for k in &kids {
+        expect(k, "DONE", end);
+    }
+    for k in kids.iter_mut() {
+        writeln!(k.child.stdin.as_mut().unwrap(), "QUIT").unwrap();
+    }
+    for k in kids.iter_mut() {
+        let status = loop {
+            if let Some(s) = k.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < end, "a child did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(status.success(), "a child failed: {status}");
+    }
+    let _ = std::fs::remove_dir_all(plugin.parent().unwrap());
+}
+
+#[test]
+fn two_processes_over_the_ernic_mesh() {
+    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 })).expect("manager");
+    let spec = format!("tcp:worker:127.0.0.1:{}", mesh.listen_addr().port());
+    run_pair(&[
+        ("ERNIC_NET_PROVIDER", "ernic".into()),
+        ("ERNIC_NET_MESH", spec),
+    ]);
+}
