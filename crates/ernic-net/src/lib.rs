@@ -63,6 +63,8 @@ pub mod deque;
 pub mod ernic;
 pub mod freelist;
 pub mod idpool;
+#[allow(unsafe_code)]
+pub mod libfabric;
 pub mod mr_cache;
 pub mod msgbuff;
 #[allow(unsafe_code)]

@@ -1649,11 +1649,9 @@ impl Endpoint {
         let _ = ctrl.nkeys;
         for st in sched.stripes() {
             let rail = st.rail as usize;
-            let remote_addr = if self.virt {
-                ctrl.addr + st.offset as u64
-            } else {
-                st.offset as u64
-            };
+            // The CTRL's address is virtual or an offset into the
+            // receiver's registration, as its provider addresses writes.
+            let remote_addr = ctrl.addr + st.offset as u64;
             self.post(Op::Write {
                 req,
                 rail,
@@ -1741,7 +1739,16 @@ impl Endpoint {
         m[0] = CTRL;
         m[4..8].copy_from_slice(&remote.to_le_bytes());
         m[8..12].copy_from_slice(&u32::from(seq).to_le_bytes());
-        let base = if self.virt { addr as u64 } else { 0 };
+        // Where the receive starts, as the peer's writes must name it: its
+        // address, or (offset addressing, the tcp providers) its offset in
+        // the registration, which may begin pages before `addr`.
+        let base = if self.virt {
+            addr as u64
+        } else {
+            self.mrs[mr.0 as usize]
+                .as_ref()
+                .map_or(0, |m| addr as u64 - m.addr)
+        };
         m[12..20].copy_from_slice(&base.to_le_bytes());
         m[20..28].copy_from_slice(&(len as u64).to_le_bytes());
         m[28] = self.data.len() as u8;
