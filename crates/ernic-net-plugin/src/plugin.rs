@@ -194,10 +194,13 @@ fn open_provider(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Pr
 }
 
 fn libfabric(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Provider>, String)> {
-    let _ = lookup;
-    Err(Failure::system(
-        "ERNIC_NET_PROVIDER=libfabric: the libfabric provider is not in this build yet",
-    ))
+    // One provider by name is a hint; a list or an exclusion ("tcp,shm",
+    // "^efa") is left to libfabric, which reads FI_PROVIDER itself.
+    let want = lookup("FI_PROVIDER").filter(|s| !s.is_empty() && !s.contains([',', '^']));
+    let p = ernic_net::libfabric::LibfabricProvider::open(want.as_deref())
+        .map_err(|e| Failure::system(format!("libfabric: {e}")))?;
+    let what = format!("libfabric {}", p.describe());
+    Ok((Box::new(p), what))
 }
 
 impl Plugin {

@@ -19,6 +19,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -91,8 +92,12 @@ fn installed_plugin() -> PathBuf {
     .into_iter()
     .find(|p| p.exists())
     .expect("cargo builds libnccl_net_ernic.so with the tests");
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("plugin-{}", std::process::id()));
+    // One directory per pair: the pairs run at once, and each removes its
+    // own when done.
+    static PAIRS: AtomicUsize = AtomicUsize::new(0);
+    let n = PAIRS.fetch_add(1, Ordering::Relaxed);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("plugin-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let to = dir.join("libnccl-net-ernic.so");
     std::fs::copy(&built, &to).expect("copy the plugin");
@@ -450,4 +455,34 @@ fn two_processes_over_the_ernic_mesh() {
         ("ERNIC_NET_PROVIDER", "ernic".into()),
         ("ERNIC_NET_MESH", spec),
     ]);
+}
+
+/// The libfabric provider named, or `None` (after one line) where
+/// libfabric is missing and CI did not demand it.
+fn libfabric_env(prov: &str) -> Option<Vec<(&'static str, String)>> {
+    let required = std::env::var("ERNIC_REQUIRE_LIBFABRIC").is_ok_and(|v| v == "1");
+    // SAFETY: loading the system's libfabric only to see that it is there.
+    if let Err(e) = unsafe { libloading::Library::new("libfabric.so.1") } {
+        assert!(!required, "libfabric.so.1: {e}");
+        println!("skipped: libfabric.so.1 is not installed ({e})");
+        return None;
+    }
+    Some(vec![
+        ("ERNIC_NET_PROVIDER", "libfabric".into()),
+        ("FI_PROVIDER", prov.into()),
+    ])
+}
+
+#[test]
+fn two_processes_over_libfabric_tcp_rxm() {
+    if let Some(env) = libfabric_env("tcp;ofi_rxm") {
+        run_pair(&env);
+    }
+}
+
+#[test]
+fn two_processes_over_libfabric_shm() {
+    if let Some(env) = libfabric_env("shm") {
+        run_pair(&env);
+    }
 }
