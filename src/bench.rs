@@ -22,6 +22,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::ValueEnum;
 use ernic_net::config::Config;
 use ernic_net::ernic::ErnicProvider;
+use ernic_net::libfabric::LibfabricProvider;
+use ernic_net::provider::Provider;
 use ernic_net::rdma::{Connector, Endpoint, Handle, MrHandle, RecvComm, Request, SendComm};
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
@@ -31,8 +33,10 @@ use crate::perf::parse_size;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Op {
     /// Sum over every rank, result on every rank.
+    #[value(name = "all_reduce", alias = "all-reduce")]
     AllReduce,
     /// Every rank's part, gathered on every rank.
+    #[value(name = "all_gather", alias = "all-gather")]
     AllGather,
     /// Each rank sends to the next and receives from the previous.
     Sendrecv,
@@ -82,9 +86,12 @@ pub struct BenchArgs {
     /// Largest size.
     #[arg(long, default_value = "16M", value_parser = parse_size)]
     max_bytes: u64,
-    /// The transport's provider: `ernic` (the libfabric provider is to come).
-    #[arg(long, default_value = "ernic")]
-    provider: String,
+    /// The transport's provider: `ernic` (the emulated fabric, over a TCP
+    /// mesh between the ranks), `libfabric` (libfabric's choice, which
+    /// FI_PROVIDER steers), or `libfabric:PROV` (say `libfabric:tcp;ofi_rxm`
+    /// or `libfabric:shm`).
+    #[arg(long, default_value = "ernic", value_parser = parse_provider)]
+    provider: ProviderChoice,
     /// Data rails per rank.
     #[arg(long, default_value_t = 2)]
     rails: usize,
@@ -104,16 +111,69 @@ pub struct BenchArgs {
 
 const T: Duration = Duration::from_secs(120);
 
+/// Which provider the ranks' endpoints use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderChoice {
+    /// ernic's own, over a TCP mesh the bench starts.
+    Ernic,
+    /// libfabric's, by name or libfabric's choice.
+    Libfabric(Option<String>),
+}
+
+impl std::fmt::Display for ProviderChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProviderChoice::Ernic => f.write_str("ernic"),
+            ProviderChoice::Libfabric(None) => f.write_str("libfabric"),
+            ProviderChoice::Libfabric(Some(p)) => write!(f, "libfabric:{p}"),
+        }
+    }
+}
+
+fn parse_provider(s: &str) -> Result<ProviderChoice, String> {
+    match s.split_once(':') {
+        None if s == "ernic" => Ok(ProviderChoice::Ernic),
+        None if s == "libfabric" => Ok(ProviderChoice::Libfabric(None)),
+        Some(("libfabric", p)) if !p.is_empty() => Ok(ProviderChoice::Libfabric(Some(p.into()))),
+        _ => Err(format!(
+            "{s:?}: write ernic, libfabric, or libfabric:PROV (for example libfabric:shm)"
+        )),
+    }
+}
+
+impl ProviderChoice {
+    /// Opens the provider in a rank; `port` is the mesh manager's (ernic).
+    fn open(&self, port: u16) -> Result<Box<dyn Provider>> {
+        match self {
+            ProviderChoice::Ernic => {
+                let mesh = Mesh::start(MeshConfig::new(MeshSpec::Worker {
+                    host: "127.0.0.1".into(),
+                    port,
+                }))
+                .context("joining the mesh")?;
+                Ok(Box::new(ErnicProvider::new(Fabric::on_mesh(
+                    VerbsConfig::default(),
+                    mesh,
+                ))))
+            }
+            ProviderChoice::Libfabric(name) => Ok(Box::new(
+                LibfabricProvider::open(name.as_deref()).map_err(|e| anyhow!("libfabric: {e}"))?,
+            )),
+        }
+    }
+}
+
 /// Runs `ernic bench`.
 pub fn run(a: &BenchArgs) -> Result<()> {
     if let (Some(rank), Some(port)) = (a.rank, a.port) {
         return rank_main(a, rank, port);
     }
-    if a.provider != "ernic" {
-        bail!(
-            "--provider {}: only `ernic` is available so far (the libfabric provider is to come)",
-            a.provider
-        );
+    if let ProviderChoice::Libfabric(name) = &a.provider {
+        // Found here, so a missing library or provider is one clear line
+        // before any rank starts.
+        let p = LibfabricProvider::open(name.as_deref())
+            .map_err(|e| anyhow!("--provider {}: {e}", a.provider))?;
+        eprintln!("ernic bench: libfabric provider {}", p.describe());
     }
     if !(2..=16).contains(&a.nodes) {
         bail!("--nodes {}: between 2 and 16", a.nodes);
@@ -158,9 +218,15 @@ fn sizes(a: &BenchArgs) -> Vec<u64> {
 }
 
 fn parent(a: &BenchArgs) -> Result<()> {
-    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 }))
-        .context("starting the mesh manager")?;
-    let port = mesh.listen_addr().port();
+    // The ernic provider's ranks meet on a TCP mesh; libfabric's need none.
+    let mesh = match a.provider {
+        ProviderChoice::Ernic => Some(
+            Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 }))
+                .context("starting the mesh manager")?,
+        ),
+        ProviderChoice::Libfabric(_) => None,
+    };
+    let port = mesh.as_ref().map_or(0, |m| m.listen_addr().port());
     let exe = std::env::current_exe().context("finding this program")?;
     eprintln!(
         "ernic bench: {} ranks, {} rails each, provider {}",
@@ -183,6 +249,7 @@ fn parent(a: &BenchArgs) -> Result<()> {
                 &a.max_bytes.to_string(),
             ])
             .args(["--nodes", &a.nodes.to_string()])
+            .args(["--provider", &a.provider.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -263,7 +330,7 @@ fn parent(a: &BenchArgs) -> Result<()> {
                     serde_json::json!({"op": op.name(), "size": size, "count": size / 4,
                         "type": "float", "redop": redop, "time_us": secs * 1e6,
                         "algbw_gbps": algbw, "busbw_gbps": busbw, "wrong": wrong,
-                        "nodes": a.nodes, "rails": a.rails, "provider": a.provider})
+                        "nodes": a.nodes, "rails": a.rails, "provider": a.provider.to_string()})
                 );
             } else {
                 println!(
@@ -459,14 +526,9 @@ fn post(
 }
 
 fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
-    let mesh = Mesh::start(MeshConfig::new(MeshSpec::Worker {
-        host: "127.0.0.1".into(),
-        port,
-    }))
-    .context("joining the mesh")?;
-    let provider = ErnicProvider::new(Fabric::on_mesh(VerbsConfig::default(), mesh));
+    let provider = a.provider.open(port)?;
     let cfg = Config::from_env().map_err(|e| anyhow!("{e}"))?;
-    let mut ep = Endpoint::open(&provider, a.rails, cfg).map_err(|e| anyhow!("{e}"))?;
+    let mut ep = Endpoint::open(provider.as_ref(), a.rails, cfg).map_err(|e| anyhow!("{e}"))?;
     let (listen, handle) = ep.listen().map_err(|e| anyhow!("{e}"))?;
     let out = std::io::stdout();
     let mut out = out.lock();
