@@ -14,7 +14,7 @@
 //! (each rank to the next). Values are small integers, so every sum is
 //! exact and checked element by element.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -286,6 +286,11 @@ fn parent(a: &BenchArgs) -> Result<()> {
         o => vec![o],
     };
     let mut wrong_total = 0u64;
+    // Progress on a terminal: which operation and size is running, on
+    // stderr, erased before each row (rows stream to stdout as they come).
+    let tty = std::io::stderr().is_terminal();
+    let steps = ops.len() * sizes(a).len();
+    let mut step = 0;
     for op in ops {
         if !a.json {
             println!("# {} over {} ranks", op.name(), a.nodes);
@@ -305,6 +310,14 @@ fn parent(a: &BenchArgs) -> Result<()> {
             if size == 0 {
                 continue;
             }
+            step += 1;
+            if tty {
+                eprint!(
+                    "\r\x1b[K[{step}/{steps}] {} of {size} bytes on {} ranks ...",
+                    op.name(),
+                    a.nodes
+                );
+            }
             for r in &mut ranks {
                 r.send(&format!("RUN {} {size} {}", op.name(), a.iters))?;
             }
@@ -321,6 +334,9 @@ fn parent(a: &BenchArgs) -> Result<()> {
                 }
             }
             wrong_total += wrong;
+            if tty {
+                eprint!("\r\x1b[K");
+            }
             let algbw = size as f64 / secs / 1e9;
             let busbw = algbw * op.bus_factor(a.nodes);
             let redop = if op == Op::AllReduce { "sum" } else { "none" };
