@@ -988,7 +988,10 @@ impl<M: DmaMemory> Engine<M> {
             hop_limit: 64,
         }
         .to_bytes();
-        let pdev = match ah.route {
+        // An AH made before anyone owned its GID is looked up again: a
+        // mesh peer's GIDs can become known after the handle was made.
+        let route = ah.route.or_else(|| self.route_of(&ah.dgid));
+        let pdev = match route {
             Some(Route::Remote(node)) => {
                 return self.send_datagram(dev, qpn, req, src, len, node, ud, qkey, &header, now);
             }

@@ -381,8 +381,9 @@ pub(crate) struct Srq {
 pub(crate) struct Ah {
     pub pd: PdId,
     pub dgid: Gid,
-    /// Where `dgid` lives; `None` when no one owns it (such an AH is treated
-    /// as local: delivery by QP number on the sender's device).
+    /// Where `dgid` lived when the AH was made; `None` when no one owned it
+    /// then. Sends through such an AH look the GID up again, and go by QP
+    /// number on the sender's device while no one owns it.
     pub route: Option<Route>,
 }
 

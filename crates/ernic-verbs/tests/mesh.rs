@@ -225,3 +225,47 @@ fn writes_larger_than_the_queue_toward_a_node_complete_in_order() {
     assert!(start.elapsed() < T);
     assert!(cb.is_empty(), "plain writes complete nothing at the target");
 }
+
+#[test]
+fn an_address_handle_made_before_its_gid_was_known_reaches_it_later() {
+    let (fa, fb) = two_nodes(Config::default());
+    let a = fa.open_device("fd00::a".parse().unwrap()).unwrap();
+    let pa = a.alloc_pd().unwrap();
+    let later: Gid = "fd00::b".parse().unwrap();
+    // No node owns fd00::b yet: the handle is made all the same.
+    let ah = pa.create_ah(later).unwrap();
+    let b = fb.open_device(later).unwrap();
+    wait_owner(&fa, later);
+    let caps = QpCaps {
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 64,
+    };
+    let ca = a.create_cq(64).unwrap();
+    let qa = pa.create_qp(QpType::Ud, &ca, &ca, caps).unwrap();
+    qa.ready_datagram(7).unwrap();
+    let pb = b.alloc_pd().unwrap();
+    let cb = b.create_cq(64).unwrap();
+    let qb = pb.create_qp(QpType::Ud, &cb, &cb, caps).unwrap();
+    qb.ready_datagram(7).unwrap();
+    let mb = pb.reg_mr(4096, Access::LOCAL_WRITE).unwrap();
+    qb.post_recv(1, &[mb.sge(0, 1024).unwrap()]).unwrap();
+    // The datagram goes to the node that owns the GID now, not to a QP of
+    // the same number on the sender's own device.
+    qa.post_send(
+        &SendWr::new(2, SendOp::Send)
+            .inline(b"late")
+            .to(ah.dest(qb.qpn(), 7)),
+    )
+    .unwrap();
+    let r = cb.wait_one(T).unwrap().unwrap();
+    assert_eq!(
+        (r.wr_id, r.status, r.byte_len),
+        (1, WcStatus::Success, 40 + 4)
+    );
+    let mut got = [0u8; 4];
+    mb.read(40, &mut got).unwrap();
+    assert_eq!(&got, b"late");
+}
