@@ -486,3 +486,131 @@ fn two_processes_over_libfabric_shm() {
         run_pair(&env);
     }
 }
+
+// ncclNet_v4_t: one buffer per receive, no tags, v4 properties.
+#[repr(C)]
+struct PropsV4 {
+    name: *mut c_char,
+    pci_path: *mut c_char,
+    guid: u64,
+    ptr_support: c_int,
+    speed: c_int,
+    port: c_int,
+    max_comms: c_int,
+}
+
+#[repr(C)]
+struct NetV4 {
+    name: *const c_char,
+    init: unsafe extern "C" fn(Option<Logger>) -> c_int,
+    devices: unsafe extern "C" fn(*mut c_int) -> c_int,
+    get_properties: unsafe extern "C" fn(c_int, *mut PropsV4) -> c_int,
+    listen: unsafe extern "C" fn(c_int, V, Vp) -> c_int,
+    connect: unsafe extern "C" fn(c_int, V, Vp) -> c_int,
+    accept: unsafe extern "C" fn(V, Vp) -> c_int,
+    reg_mr: unsafe extern "C" fn(V, V, c_int, c_int, Vp) -> c_int,
+    dereg_mr: unsafe extern "C" fn(V, V) -> c_int,
+    isend: unsafe extern "C" fn(V, V, c_int, V, Vp) -> c_int,
+    irecv: unsafe extern "C" fn(V, V, c_int, V, Vp) -> c_int,
+    iflush: unsafe extern "C" fn(V, V, c_int, V, Vp) -> c_int,
+    test: unsafe extern "C" fn(V, *mut c_int, *mut c_int) -> c_int,
+    close_send: unsafe extern "C" fn(V) -> c_int,
+    close_recv: unsafe extern "C" fn(V) -> c_int,
+    close_listen: unsafe extern "C" fn(V) -> c_int,
+}
+
+/// The v4 table in one process (the fabric is the process alone): its
+/// own calling conventions carry a message to a listener of the same
+/// process, and the v5 table shares v6's slots up to `regMr`.
+#[test]
+fn the_v4_table_moves_a_message_within_one_process() {
+    let plugin = installed_plugin();
+    // SAFETY: loading our own plugin.
+    let lib = unsafe { libloading::Library::new(&plugin) }.expect("dlopen");
+    // SAFETY: the symbols are the tables declared above (v5's first eight
+    // slots are v6's).
+    let (net, v5) = unsafe {
+        (
+            &**lib.get::<*const NetV4>(b"ncclNetPlugin_v4").unwrap(),
+            &**lib.get::<*const NetV6>(b"ncclNetPlugin_v5").unwrap(),
+        )
+    };
+    // SAFETY: every call passes what the v4 ABI asks: pointers to live
+    // locals and buffers of the sizes given.
+    unsafe {
+        ok((net.init)(None), "init");
+        let mut props: PropsV4 = std::mem::zeroed();
+        ok((net.get_properties)(0, &mut props), "getProperties");
+        assert_eq!((props.ptr_support, props.port), (NCCL_PTR_HOST, 1));
+        assert!(props.max_comms > 0 && props.speed > 0);
+        assert_eq!(CStr::from_ptr(v5.name), c"ernic");
+        let mut n = 0;
+        ok((v5.devices)(&mut n), "v5 devices");
+        assert_eq!(n, 1);
+        let mut handle = [0u8; 128];
+        let mut l: V = std::ptr::null_mut();
+        ok(
+            (net.listen)(0, handle.as_mut_ptr().cast(), &mut l),
+            "listen",
+        );
+        let (mut s, mut r): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
+        let end = Instant::now() + LIMIT;
+        while s.is_null() || r.is_null() {
+            if s.is_null() {
+                ok(
+                    (net.connect)(0, handle.as_mut_ptr().cast(), &mut s),
+                    "connect",
+                );
+            }
+            if r.is_null() {
+                ok((net.accept)(l, &mut r), "accept");
+            }
+            assert!(Instant::now() < end);
+        }
+        let mut src = pattern(0, 7, 70_000);
+        let mut dst = vec![0u8; 70_000];
+        let (mut ms, mut md): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
+        ok(
+            (net.reg_mr)(s, src.as_mut_ptr().cast(), 70_000, NCCL_PTR_HOST, &mut ms),
+            "regMr",
+        );
+        ok(
+            (net.reg_mr)(r, dst.as_mut_ptr().cast(), 70_000, NCCL_PTR_HOST, &mut md),
+            "regMr",
+        );
+        let (mut rq, mut sq): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
+        ok(
+            (net.irecv)(r, dst.as_mut_ptr().cast(), 70_000, md, &mut rq),
+            "irecv",
+        );
+        ok(
+            (net.isend)(s, src.as_mut_ptr().cast(), 70_000, ms, &mut sq),
+            "isend",
+        );
+        assert!(!rq.is_null() && !sq.is_null());
+        let (mut rd, mut sd, mut size) = (0, 0, 0);
+        while rd == 0 || sd == 0 {
+            if sd == 0 {
+                ok((net.test)(sq, &mut sd, std::ptr::null_mut()), "test send");
+            }
+            if rd == 0 {
+                ok((net.test)(rq, &mut rd, &mut size), "test recv");
+            }
+            assert!(Instant::now() < end);
+        }
+        assert_eq!(size, 70_000);
+        assert!(dst == src);
+        let mut f: V = 1 as V;
+        ok(
+            (net.iflush)(r, dst.as_mut_ptr().cast(), 70_000, md, &mut f),
+            "iflush",
+        );
+        assert!(f.is_null());
+        ok((net.dereg_mr)(s, ms), "deregMr");
+        ok((net.dereg_mr)(r, md), "deregMr");
+        ok((net.close_send)(s), "closeSend");
+        ok((net.close_recv)(r), "closeRecv");
+        ok((net.close_listen)(l), "closeListen");
+    }
+    let _ = std::fs::remove_dir_all(plugin.parent().unwrap());
+}
