@@ -7,52 +7,22 @@
 mod common;
 use common::ernic;
 
-#[test]
-fn bench_runs_every_collective_across_rank_processes_and_verifies_them() {
+/// Runs `ernic bench` over 3 ranks, sizes 4 B to `max`, one iteration, on
+/// `provider`; `None` (after one line) when it is a libfabric provider and
+/// libfabric is missing outside CI.
+fn bench_rows(provider: &str, max: &str) -> Option<Vec<serde_json::Value>> {
     let (ok, out, err) = ernic(&[
         "bench",
         "--nodes",
         "3",
         "--op",
         "all",
-        "--min-bytes",
-        "4",
-        "--max-bytes",
-        "256K",
-        "--iters",
-        "1",
-        "--json",
-    ]);
-    assert!(ok, "{err}");
-    let rows: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    for op in ["all_reduce", "all_gather", "sendrecv"] {
-        let mine: Vec<&serde_json::Value> = rows.iter().filter(|r| r["op"] == op).collect();
-        assert!(mine.len() >= 10, "{op}: a row per size: {out}");
-        for r in mine {
-            assert_eq!(r["wrong"], 0, "{r}");
-            assert_eq!(r["nodes"], 3);
-            assert!(r["busbw_gbps"].as_f64().is_some_and(|b| b > 0.0), "{r}");
-        }
-    }
-}
-
-/// Every collective over a libfabric provider, `#wrong` 0 everywhere;
-/// without libfabric (and outside CI) one line says the test was skipped.
-fn bench_over_libfabric(prov: &str) {
-    let provider = format!("libfabric:{prov}");
-    let (ok, out, err) = ernic(&[
-        "bench",
-        "--nodes",
-        "3",
         "--provider",
-        &provider,
+        provider,
         "--min-bytes",
         "4",
         "--max-bytes",
-        "1M",
+        max,
         "--iters",
         "1",
         "--json",
@@ -60,21 +30,47 @@ fn bench_over_libfabric(prov: &str) {
     let required = std::env::var("ERNIC_REQUIRE_LIBFABRIC").is_ok_and(|v| v == "1");
     if !ok && err.contains("cannot load libfabric.so.1") && !required {
         println!("skipped: libfabric.so.1 is not installed (CI installs libfabric1)");
-        return;
+        return None;
     }
     assert!(ok, "{err}");
-    assert!(err.contains(prov), "names the provider it runs on: {err}");
-    let rows: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    assert!(
+        err.contains(provider),
+        "names the provider it runs on: {err}"
+    );
+    Some(
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    )
+}
+
+/// Every collective has a row per size, each with `#wrong` 0 and a
+/// bandwidth, from 3 ranks on `provider`.
+fn check_rows(rows: &[serde_json::Value], provider: &str) {
     for op in ["all_reduce", "all_gather", "sendrecv"] {
         let mine: Vec<&serde_json::Value> = rows.iter().filter(|r| r["op"] == op).collect();
-        assert!(mine.len() >= 10, "{op}: a row per size: {out}");
+        assert!(mine.len() >= 10, "{op}: a row per size: {rows:?}");
         for r in mine {
             assert_eq!(r["wrong"], 0, "{r}");
-            assert_eq!(r["provider"], provider.as_str());
+            assert_eq!(r["nodes"], 3);
+            assert_eq!(r["provider"], provider);
+            assert!(r["busbw_gbps"].as_f64().is_some_and(|b| b > 0.0), "{r}");
         }
+    }
+}
+
+#[test]
+fn bench_runs_every_collective_across_rank_processes_and_verifies_them() {
+    let rows = bench_rows("ernic", "256K").expect("the ernic provider is built in");
+    check_rows(&rows, "ernic");
+}
+
+/// Every collective over a libfabric provider, `#wrong` 0 everywhere;
+/// without libfabric (and outside CI) one line says the test was skipped.
+fn bench_over_libfabric(prov: &str) {
+    let provider = format!("libfabric:{prov}");
+    if let Some(rows) = bench_rows(&provider, "1M") {
+        check_rows(&rows, &provider);
     }
 }
 
