@@ -450,7 +450,9 @@ impl Me {
     }
 
     /// One collective of `count` floats; answers the wrong elements.
-    /// Runs the collective (the part that is timed, reductions included).
+    /// Runs the collective (the part that is timed, reductions included),
+    /// out of place as nccl-tests runs it: the input (area 0) is left as it
+    /// is, so running again gives the same result.
     fn run(&mut self, op: Op, count: usize) -> Result<()> {
         let (n, me) = (self.n, self.rank);
         match op {
@@ -458,9 +460,11 @@ impl Me {
                 self.exchange((0, 0), count, (1, 0), count)?;
             }
             Op::AllGather => {
-                // `count` is the gathered total; this rank's part starts as
-                // its own, in place in the receive area.
+                // `count` is the gathered total; this rank's part goes to
+                // its place in the result first.
                 let part = count / n;
+                let area = self.area;
+                self.buf.copy_within(0..part * 4, area + me * part * 4);
                 for s in 0..n - 1 {
                     let c = (me + n - s) % n;
                     let p = (me + n - s - 1) % n;
@@ -468,6 +472,9 @@ impl Me {
                 }
             }
             Op::AllReduce => {
+                // Reduced in the result area, starting from this rank's input.
+                let area = self.area;
+                self.buf.copy_within(0..count * 4, area);
                 for s in 0..n - 1 {
                     let c = (me + n - s) % n;
                     let p = (me + n - s - 1) % n;
@@ -518,13 +525,14 @@ impl Me {
     /// with this rank's values.
     fn fill(&mut self, op: Op, count: usize) {
         let (me, n) = (self.rank, self.n);
-        let (area, from, len) = match op {
-            Op::Sendrecv => (0, 0, count),
-            Op::AllReduce => (1, 0, count),
-            Op::AllGather => (1, me * (count / n), count / n),
+        // The input, in area 0: all of it, or (all_gather) this rank's part,
+        // valued by its place in the gathered result.
+        let (from, len) = match op {
+            Op::Sendrecv | Op::AllReduce => (0, count),
+            Op::AllGather => (me * (count / n), count / n),
             Op::All => return,
         };
-        let region = self.f32s(area, from, len);
+        let region = self.f32s(0, 0, len);
         for (k, b) in region.chunks_exact_mut(4).enumerate() {
             b.copy_from_slice(&value(me, from + k).to_le_bytes());
         }
@@ -619,17 +627,21 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
                 let op = Op::parse(op).ok_or_else(|| anyhow!("unknown op {op}"))?;
                 let count = size.parse::<usize>()? / 4;
                 let iters: usize = iters.parse()?;
-                let mut wrong = 0;
-                let mut total = Duration::ZERO;
-                for i in 0..=iters {
-                    me.fill(op, count);
-                    let t = Instant::now();
+                // Filled once; a warm-up run, checked; then the timed runs
+                // back to back (no rank stops between them to fill or check,
+                // which would hold its neighbours up), checked after.
+                me.fill(op, count);
+                me.run(op, count)?;
+                let mut wrong = me.verify(op, count);
+                // The result area poisoned (NaN): what the last check finds
+                // must have come from the timed runs.
+                me.f32s(1, 0, count).fill(0xff);
+                let t = Instant::now();
+                for _ in 0..iters {
                     me.run(op, count)?;
-                    if i > 0 {
-                        total += t.elapsed();
-                    }
-                    wrong += me.verify(op, count);
                 }
+                let total = t.elapsed();
+                wrong += me.verify(op, count);
                 writeln!(
                     out,
                     "DONE {} {wrong}",
