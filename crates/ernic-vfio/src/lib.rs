@@ -2,14 +2,28 @@
 //! Device Is Emulated in Userspace"), to QEMU's
 //! `docs/interop/vfio-user.rst`.
 //!
-//! So far: [`proto`], the message codec a server needs — the header, every
-//! client request decoded with its lengths checked, the replies encoded —
-//! with byte-layout tests against the spec's tables and property tests
-//! over the decoder. The socket loop, DMA maps (memfd mmap), regions and
-//! IRQ eventfds build on it.
+//! - [`proto`]: the message codec — the header, every client request
+//!   decoded with its lengths checked, the replies encoded — with
+//!   byte-layout tests against the spec's tables and property tests over
+//!   the decoder;
+//! - [`sock`]: messages with `SCM_RIGHTS` descriptors on a UNIX socket;
+//! - [`dma`]: the client's DMA windows, mmapped from its descriptors, and
+//!   checked device reads and writes of guest memory;
+//! - [`server`]: a [`server::Device`] served to one client at a time —
+//!   version handshake, DMA maps, region info and I/O, IRQ eventfds with
+//!   mask and latch, reset; a departing client's windows and eventfds are
+//!   dropped, the device's state stays.
 //!
-//! Still to decide (issue 6): how much of rust-vmm's `vfio-user` crate the
-//! server can use. This codec states the wire format with the checks ernic
-//! needs on untrusted input either way, and its tests pin the layouts.
+//! Still to come (issue 6): the non-blocking main loop, the PCI config
+//! space and BARs of the ionic function, the sparse-mmap doorbell page,
+//! and the decision of how much of rust-vmm's `vfio-user` crate to use
+//! (this codec pins the wire format with the checks ernic needs on
+//! untrusted input either way).
 
+#[allow(unsafe_code)]
+pub mod dma;
 pub mod proto;
+#[allow(unsafe_code)]
+pub mod server;
+#[allow(unsafe_code)]
+pub mod sock;

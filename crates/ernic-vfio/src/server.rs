@@ -1,0 +1,417 @@
+//! A vfio-user server: one client at a time on a UNIX socket, serving a
+//! [`Device`] — its regions, its interrupts, its DMA into the client's
+//! memory.
+//!
+//! Each message is checked before it is believed ([`proto`]); a message
+//! that cannot be served gets an error reply and the connection goes on; a
+//! message whose size cannot be trusted (the stream cannot be re-framed)
+//! ends the connection. When the client leaves, its DMA windows are
+//! unmapped and its eventfds closed; the device keeps its state for the
+//! next client.
+//!
+//! This loop blocks on its socket; the server's main loop (issue 6) will
+//! drive the same handling without blocking.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+
+use crate::dma::{Dma, errno};
+use crate::proto::{
+    self, Capabilities, HEADER_LEN, Header, IRQ_ACTION_MASK, IRQ_ACTION_TRIGGER, IRQ_ACTION_UNMASK,
+    IRQ_DATA_BOOL, IRQ_DATA_EVENTFD, IRQ_DATA_NONE, RegionInfo, Request,
+};
+use crate::sock;
+
+/// The protocol version this server speaks (QEMU's client proposes 0.1).
+pub const VERSION: (u16, u16) = (0, 1);
+
+/// What the device's region handlers reach: the client's memory and the
+/// interrupts.
+pub struct Io<'a> {
+    /// The client's DMA windows.
+    pub dma: &'a mut Dma,
+    /// The interrupt eventfds.
+    pub irqs: &'a mut Irqs,
+}
+
+/// A device served over vfio-user. Region accesses reach it already
+/// checked: an existing region, a direction it allows, inside its size.
+pub trait Device {
+    /// `VFIO_DEVICE_FLAGS_*`.
+    fn flags(&self) -> u32;
+    /// The regions, by index.
+    fn regions(&self) -> Vec<RegionInfo>;
+    /// Per interrupt type index: (`VFIO_IRQ_INFO_*` flags, count).
+    fn irqs(&self) -> Vec<(u32, u32)>;
+    /// Reads `buf.len()` bytes of `region` at `offset`; an errno on failure.
+    fn read(&mut self, io: &mut Io, region: u32, offset: u64, buf: &mut [u8]) -> Result<(), i32>;
+    /// Writes `data` to `region` at `offset`; an errno on failure.
+    fn write(&mut self, io: &mut Io, region: u32, offset: u64, data: &[u8]) -> Result<(), i32>;
+    /// `VFIO_USER_DEVICE_RESET`.
+    fn reset(&mut self, io: &mut Io);
+}
+
+/// One interrupt type's eventfds, mask bits and latched interrupts.
+#[derive(Debug, Default)]
+struct IrqSet {
+    fds: Vec<Option<OwnedFd>>,
+    masked: Vec<bool>,
+    pending: Vec<bool>,
+}
+
+/// The interrupts the client wired to eventfds (`VFIO_USER_DEVICE_SET_IRQS`).
+#[derive(Debug, Default)]
+pub struct Irqs {
+    sets: Vec<IrqSet>,
+}
+
+fn signal(fd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writing 8 bytes from a live u64 to an eventfd; a full
+    // counter (EAGAIN) means the interrupt is already pending.
+    unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+}
+
+impl Irqs {
+    /// Sized for the device's interrupt types.
+    pub fn new(counts: &[(u32, u32)]) -> Irqs {
+        Irqs {
+            sets: counts
+                .iter()
+                .map(|&(_, n)| IrqSet {
+                    fds: (0..n).map(|_| None).collect(),
+                    masked: vec![false; n as usize],
+                    pending: vec![false; n as usize],
+                })
+                .collect(),
+        }
+    }
+
+    /// Raises interrupt `sub` of type `index`: its eventfd is signalled,
+    /// or, while masked, the interrupt is latched for the unmask. Answers
+    /// whether an eventfd was signalled.
+    pub fn trigger(&mut self, index: u32, sub: u32) -> bool {
+        let Some(s) = self.sets.get_mut(index as usize) else {
+            return false;
+        };
+        let i = sub as usize;
+        if i >= s.fds.len() {
+            return false;
+        }
+        if s.masked[i] {
+            s.pending[i] = true;
+            return false;
+        }
+        match &s.fds[i] {
+            Some(fd) => {
+                signal(fd);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops every eventfd and mask (the client left).
+    pub fn clear(&mut self) {
+        for s in &mut self.sets {
+            s.fds.iter_mut().for_each(|f| *f = None);
+            s.masked.iter_mut().for_each(|m| *m = false);
+            s.pending.iter_mut().for_each(|p| *p = false);
+        }
+    }
+
+    fn set(
+        &mut self,
+        flags: u32,
+        index: u32,
+        start: u32,
+        count: u32,
+        data: &[u8],
+        fds: &mut Vec<OwnedFd>,
+    ) -> Result<(), i32> {
+        let s = self.sets.get_mut(index as usize).ok_or(errno::EINVAL)?;
+        let total = s.fds.len();
+        if flags & IRQ_DATA_NONE != 0 && flags & IRQ_ACTION_TRIGGER != 0 && start == 0 && count == 0
+        {
+            // Disable every interrupt of the type.
+            s.fds.iter_mut().for_each(|f| *f = None);
+            return Ok(());
+        }
+        let end = start.checked_add(count).ok_or(errno::EINVAL)? as usize;
+        if end > total {
+            return Err(errno::EINVAL);
+        }
+        let range = start as usize..end;
+        if flags & IRQ_DATA_EVENTFD != 0 {
+            if flags & IRQ_ACTION_TRIGGER == 0 {
+                return Err(errno::ENOTSUP);
+            }
+            if fds.is_empty() {
+                // No descriptors: de-assign the range.
+                range.for_each(|i| s.fds[i] = None);
+                return Ok(());
+            }
+            if fds.len() != count as usize {
+                return Err(errno::EINVAL);
+            }
+            for (i, fd) in range.zip(fds.drain(..)) {
+                s.fds[i] = Some(fd);
+            }
+            return Ok(());
+        }
+        // DATA_NONE (every sub-index) or DATA_BOOL (those set).
+        let chosen = |k: usize| flags & IRQ_DATA_BOOL == 0 || data[k] != 0;
+        for (k, i) in range.enumerate() {
+            if !chosen(k) {
+                continue;
+            }
+            if flags & IRQ_ACTION_MASK != 0 {
+                s.masked[i] = true;
+            } else if flags & IRQ_ACTION_UNMASK != 0 {
+                s.masked[i] = false;
+                if std::mem::take(&mut s.pending[i]) {
+                    if let Some(fd) = &s.fds[i] {
+                        signal(fd);
+                    }
+                }
+            } else if let Some(fd) = &s.fds[i] {
+                signal(fd);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The server of one device.
+pub struct Server<D: Device> {
+    /// The device.
+    pub device: D,
+    /// The attached client's DMA windows.
+    pub dma: Dma,
+    /// The attached client's interrupt eventfds.
+    pub irqs: Irqs,
+    ours: Capabilities,
+    buf: Vec<u8>,
+}
+
+/// How a message was answered.
+enum Answer {
+    Body(Vec<u8>),
+    Error(i32),
+}
+
+impl<D: Device> Server<D> {
+    /// A server for `device`, announcing `ours` in the version handshake.
+    pub fn new(device: D, ours: Capabilities) -> Server<D> {
+        let irqs = Irqs::new(&device.irqs());
+        Server {
+            device,
+            dma: Dma::new(ours.max_dma_maps as usize),
+            irqs,
+            ours,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Serves one client until it leaves (`Ok`) or sends something the
+    /// stream cannot recover from (`Err`, after an error reply where one
+    /// can be sent). Either way the client's windows and eventfds are gone
+    /// afterwards and the device is as the client left it.
+    pub fn serve(&mut self, stream: &UnixStream) -> io::Result<()> {
+        let r = self.serve_inner(stream);
+        self.dma.clear();
+        self.irqs.clear();
+        r
+    }
+
+    fn serve_inner(&mut self, stream: &UnixStream) -> io::Result<()> {
+        let fd = stream.as_raw_fd();
+        let mut versioned = false;
+        let max = proto::max_message(self.ours.max_data_xfer_size);
+        loop {
+            let mut head = [0u8; HEADER_LEN];
+            let mut fds = Vec::new();
+            if !sock::recv_exact(fd, &mut head, &mut fds)? {
+                return Ok(());
+            }
+            let h = Header::parse(&head);
+            if let Err(e) = proto::check_header(&h, self.ours.max_data_xfer_size) {
+                // The size cannot be trusted: answer, then stop reading.
+                let _ = sock::send_all(fd, &[&h.error_reply(e.errno()).to_bytes()], &[]);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
+            }
+            let body_len = h.size as usize - HEADER_LEN;
+            debug_assert!(body_len <= max);
+            self.buf.resize(body_len, 0);
+            let mut body = std::mem::take(&mut self.buf);
+            let got = sock::recv_exact(fd, &mut body, &mut fds);
+            let answer = match got {
+                Ok(true) => self.answer(&h, &body, &mut fds, &mut versioned),
+                // Gone between the header and the body.
+                Ok(false) => {
+                    self.buf = body;
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.buf = body;
+                    return Err(e);
+                }
+            };
+            self.buf = body;
+            if h.no_reply() {
+                continue;
+            }
+            match answer {
+                Answer::Body(b) => {
+                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), &b], &[])?;
+                }
+                Answer::Error(e) => {
+                    sock::send_all(fd, &[&h.error_reply(e).to_bytes()], &[])?;
+                }
+            }
+        }
+    }
+
+    fn answer(
+        &mut self,
+        h: &Header,
+        body: &[u8],
+        fds: &mut Vec<OwnedFd>,
+        versioned: &mut bool,
+    ) -> Answer {
+        let req = match proto::decode(h, body, self.ours.max_data_xfer_size) {
+            Ok(r) => r,
+            Err(e) => return Answer::Error(e.errno()),
+        };
+        if !*versioned && !matches!(req, Request::Version { .. }) {
+            return Answer::Error(errno::EINVAL);
+        }
+        match self.handle(req, fds, versioned) {
+            Ok(b) => Answer::Body(b),
+            Err(e) => Answer::Error(e),
+        }
+    }
+
+    fn region(&self, index: u32, offset: u64, len: usize, need: u32) -> Result<(), i32> {
+        let regions = self.device.regions();
+        let r = regions.get(index as usize).ok_or(errno::EINVAL)?;
+        let end = offset.checked_add(len as u64).ok_or(errno::EINVAL)?;
+        if end > r.size || r.flags & need == 0 {
+            return Err(errno::EINVAL);
+        }
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        req: Request,
+        fds: &mut Vec<OwnedFd>,
+        versioned: &mut bool,
+    ) -> Result<Vec<u8>, i32> {
+        let mut io = Io {
+            dma: &mut self.dma,
+            irqs: &mut self.irqs,
+        };
+        match req {
+            // The client's capabilities matter for what a server sends it
+            // (DMA_READ/WRITE messages, fds per message); this one sends
+            // replies only, each without descriptors.
+            Request::Version { major, minor, .. } => {
+                if major != VERSION.0 {
+                    return Err(errno::ENOTSUP);
+                }
+                *versioned = true;
+                let mut b = Vec::new();
+                b.extend_from_slice(&major.to_le_bytes());
+                b.extend_from_slice(&minor.min(VERSION.1).to_le_bytes());
+                b.extend_from_slice(&self.ours.to_json());
+                Ok(b)
+            }
+            Request::DmaMap {
+                flags,
+                offset,
+                address,
+                size,
+            } => {
+                if fds.len() > 1 {
+                    return Err(errno::EINVAL);
+                }
+                io.dma.map(address, size, offset, flags, fds.pop())?;
+                Ok(Vec::new())
+            }
+            Request::DmaUnmap {
+                argsz,
+                address,
+                size,
+            } => {
+                io.dma.unmap(address, size)?;
+                // The reply repeats the request's entry.
+                let mut b = Vec::with_capacity(24);
+                b.extend_from_slice(&argsz.min(24).to_le_bytes());
+                b.extend_from_slice(&0u32.to_le_bytes());
+                b.extend_from_slice(&address.to_le_bytes());
+                b.extend_from_slice(&size.to_le_bytes());
+                Ok(b)
+            }
+            Request::DeviceGetInfo { .. } => Ok(proto::device_info(
+                self.device.flags(),
+                self.device.regions().len() as u32,
+                self.device.irqs().len() as u32,
+            )
+            .to_vec()),
+            Request::DeviceGetRegionInfo { argsz, index } => {
+                let regions = self.device.regions();
+                let r = regions.get(index as usize).ok_or(errno::EINVAL)?;
+                Ok(r.reply(argsz))
+            }
+            Request::DeviceGetIrqInfo { index, .. } => {
+                let irqs = self.device.irqs();
+                let &(flags, count) = irqs.get(index as usize).ok_or(errno::EINVAL)?;
+                Ok(proto::irq_info(flags, index, count).to_vec())
+            }
+            Request::DeviceSetIrqs {
+                flags,
+                index,
+                start,
+                count,
+                data,
+            } => {
+                io.irqs.set(flags, index, start, count, data, fds)?;
+                Ok(Vec::new())
+            }
+            Request::RegionRead {
+                offset,
+                region,
+                count,
+            } => {
+                self.region(region, offset, count as usize, proto::REGION_READ)?;
+                let mut b = proto::region_io_reply(offset, region, count).to_vec();
+                b.resize(16 + count as usize, 0);
+                let mut io = Io {
+                    dma: &mut self.dma,
+                    irqs: &mut self.irqs,
+                };
+                self.device.read(&mut io, region, offset, &mut b[16..])?;
+                Ok(b)
+            }
+            Request::RegionWrite {
+                offset,
+                region,
+                data,
+            } => {
+                self.region(region, offset, data.len(), proto::REGION_WRITE)?;
+                let mut io = Io {
+                    dma: &mut self.dma,
+                    irqs: &mut self.irqs,
+                };
+                self.device.write(&mut io, region, offset, data)?;
+                Ok(proto::region_io_reply(offset, region, data.len() as u32).to_vec())
+            }
+            Request::DeviceReset => {
+                self.device.reset(&mut io);
+                Ok(Vec::new())
+            }
+        }
+    }
+}

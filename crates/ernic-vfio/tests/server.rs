@@ -1,0 +1,555 @@
+//! The server over a real UNIX socket, driven as QEMU drives it: a client
+//! that negotiates the version, shares its RAM as a memfd with DMA_MAP,
+//! wires an eventfd with SET_IRQS, reads and writes a region, and lets the
+//! device DMA into its memory and interrupt it. Then hostile clients:
+//! commands out of order, unknown ones, bad ranges, a lying size, too many
+//! descriptors, a client that vanishes mid-message — and the next client
+//! is served.
+#![allow(unsafe_code)]
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ernic_vfio::proto::{self, Capabilities, Command, HEADER_LEN, Header};
+use ernic_vfio::server::{Device, Io, Server};
+use ernic_vfio::sock;
+
+const RAM: usize = 1 << 20;
+const GUEST_BASE: u64 = 0x4000_0000;
+const MSIX: u32 = 2;
+
+/// A toy PCI function: region 0 is 4 KiB of registers. Writing a length to
+/// 0x108 makes the device write that many pattern bytes into guest memory
+/// at the address in 0x100, record the outcome at 0x110 (0 or an errno)
+/// and raise MSI-X vector 0.
+#[derive(Default)]
+struct Toy {
+    regs: Vec<u8>,
+}
+
+impl Device for Toy {
+    fn flags(&self) -> u32 {
+        proto::DEVICE_FLAGS_PCI | proto::DEVICE_FLAGS_RESET
+    }
+    fn regions(&self) -> Vec<proto::RegionInfo> {
+        vec![proto::RegionInfo {
+            flags: proto::REGION_READ | proto::REGION_WRITE,
+            index: 0,
+            size: 4096,
+            offset: 0,
+            sparse: vec![],
+        }]
+    }
+    fn irqs(&self) -> Vec<(u32, u32)> {
+        // INTx, MSI, MSI-X (eventfd-capable, maskable).
+        vec![(0x3, 1), (0x3, 0), (0x3, 4)]
+    }
+    fn read(&mut self, _io: &mut Io, _r: u32, offset: u64, buf: &mut [u8]) -> Result<(), i32> {
+        self.regs.resize(4096, 0);
+        let o = offset as usize;
+        buf.copy_from_slice(&self.regs[o..o + buf.len()]);
+        Ok(())
+    }
+    fn write(&mut self, io: &mut Io, _r: u32, offset: u64, data: &[u8]) -> Result<(), i32> {
+        self.regs.resize(4096, 0);
+        let o = offset as usize;
+        self.regs[o..o + data.len()].copy_from_slice(data);
+        if offset == 0x108 {
+            let addr = u64::from_le_bytes(self.regs[0x100..0x108].try_into().unwrap());
+            let len = u32::from_le_bytes(self.regs[0x108..0x10c].try_into().unwrap()) as usize;
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let status: u32 = match io.dma.write(addr, &bytes) {
+                Ok(()) => 0,
+                Err(_) => 14,
+            };
+            self.regs[0x110..0x114].copy_from_slice(&status.to_le_bytes());
+            io.irqs.trigger(MSIX, 0);
+        }
+        Ok(())
+    }
+    fn reset(&mut self, _io: &mut Io) {
+        self.regs = vec![0; 4096];
+    }
+}
+
+/// A server thread taking clients one after another until `clients` have
+/// come and gone; answers how each connection ended.
+fn server(clients: usize) -> (std::path::PathBuf, JoinHandle<Vec<bool>>) {
+    let dir = std::env::temp_dir().join(format!(
+        "ernic-vfio-{}-{}",
+        std::process::id(),
+        std::thread::current()
+            .name()
+            .unwrap_or("t")
+            .replace("::", "-")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    let h = std::thread::spawn(move || {
+        let caps = Capabilities {
+            max_msg_fds: sock::MAX_FDS as u32,
+            max_data_xfer_size: 64 * 1024,
+            max_dma_maps: 16,
+            ..Capabilities::default()
+        };
+        let mut s = Server::new(Toy::default(), caps);
+        (0..clients)
+            .map(|_| {
+                let (c, _) = listener.accept().unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.serve(&c).is_ok()
+            })
+            .collect()
+    });
+    (path, h)
+}
+
+struct Client {
+    s: UnixStream,
+    id: u16,
+}
+
+impl Client {
+    fn connect(path: &std::path::Path) -> Client {
+        let s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Client { s, id: 0 }
+    }
+
+    /// Sends a command and reads its reply: (header, body).
+    fn call(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> (Header, Vec<u8>) {
+        self.id = self.id.wrapping_add(1);
+        let h = Header {
+            id: self.id,
+            command: cmd as u16,
+            size: (HEADER_LEN + body.len()) as u32,
+            flags: 0,
+            error: 0,
+        };
+        sock::send_all(self.s.as_raw_fd(), &[&h.to_bytes(), body], fds).unwrap();
+        self.reply()
+    }
+
+    fn reply(&mut self) -> (Header, Vec<u8>) {
+        let mut head = [0u8; HEADER_LEN];
+        let mut fds = Vec::new();
+        assert!(sock::recv_exact(self.s.as_raw_fd(), &mut head, &mut fds).unwrap());
+        let r = Header::parse(&head);
+        assert_eq!(
+            (r.id, r.flags & proto::FLAG_REPLY),
+            (self.id, proto::FLAG_REPLY)
+        );
+        let mut body = vec![0u8; r.size as usize - HEADER_LEN];
+        if !body.is_empty() {
+            assert!(sock::recv_exact(self.s.as_raw_fd(), &mut body, &mut fds).unwrap());
+        }
+        (r, body)
+    }
+
+    fn ok(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> Vec<u8> {
+        let (h, b) = self.call(cmd, body, fds);
+        assert_eq!(
+            h.flags & proto::FLAG_ERROR,
+            0,
+            "{cmd:?} failed: errno {}",
+            h.error
+        );
+        b
+    }
+
+    fn errno(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> u32 {
+        let (h, b) = self.call(cmd, body, fds);
+        assert_ne!(h.flags & proto::FLAG_ERROR, 0, "{cmd:?} should fail");
+        assert!(b.is_empty(), "an error reply has no body");
+        h.error
+    }
+
+    fn version(&mut self) -> Capabilities {
+        let mut b = vec![0, 0, 1, 0];
+        b.extend_from_slice(br#"{"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576}}"#);
+        b.push(0);
+        let r = self.ok(Command::Version, &b, &[]);
+        assert_eq!(&r[..4], &[0, 0, 1, 0], "0.1 agreed");
+        Capabilities::parse(&r[4..]).unwrap()
+    }
+
+    fn region_write(&mut self, offset: u64, data: &[u8]) {
+        let mut b = proto::region_io_reply(offset, 0, data.len() as u32).to_vec();
+        b.extend_from_slice(data);
+        self.ok(Command::RegionWrite, &b, &[]);
+    }
+
+    fn region_read(&mut self, offset: u64, count: u32) -> Vec<u8> {
+        let r = self.ok(
+            Command::RegionRead,
+            &proto::region_io_reply(offset, 0, count),
+            &[],
+        );
+        assert_eq!(r[..16], proto::region_io_reply(offset, 0, count));
+        r[16..].to_vec()
+    }
+}
+
+fn memfd(len: usize) -> OwnedFd {
+    // SAFETY: memfd_create with a static name; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"guest-ram".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0);
+    // SAFETY: a descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sizing our own memfd.
+    assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) }, 0);
+    fd
+}
+
+fn eventfd() -> OwnedFd {
+    // SAFETY: eventfd with flags only; the result is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    assert!(fd >= 0);
+    // SAFETY: a descriptor we own.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// The eventfd's count (0 when it was not signalled).
+fn take(fd: &OwnedFd) -> u64 {
+    let mut v = 0u64;
+    // SAFETY: reading 8 bytes into a live u64 from a non-blocking eventfd.
+    let n = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    if n == 8 { v } else { 0 }
+}
+
+fn pread(fd: &OwnedFd, at: usize, len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len];
+    // SAFETY: reading into a live buffer of `len` bytes.
+    let n = unsafe { libc::pread(fd.as_raw_fd(), b.as_mut_ptr().cast(), len, at as i64) };
+    assert_eq!(n as usize, len);
+    b
+}
+
+/// Sends `bytes` with any number of descriptors (our own sender stops at
+/// MAX_FDS; a hostile client does not).
+fn send_with_fds(s: &UnixStream, bytes: &[u8], fds: &[OwnedFd]) {
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr().cast_mut().cast(),
+        iov_len: bytes.len(),
+    };
+    let mut cmsg = [0u64; 64];
+    let n = std::mem::size_of::<i32>() * fds.len();
+    // SAFETY: a msghdr over live buffers; the control buffer (512 bytes)
+    // holds the header and `fds.len()` (< 100) descriptors.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cmsg.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(n as u32) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(n as u32) as usize;
+        let data = libc::CMSG_DATA(c).cast::<i32>();
+        for (i, f) in fds.iter().enumerate() {
+            std::ptr::write_unaligned(data.add(i), f.as_raw_fd());
+        }
+        assert_eq!(libc::sendmsg(s.as_raw_fd(), &msg, 0), bytes.len() as isize);
+    }
+}
+
+/// Whether the server closed the connection (an end of stream, or a reset
+/// when it left our unread bytes behind).
+fn hung_up(s: &UnixStream) -> bool {
+    let mut byte = [0u8; 1];
+    match sock::recv_exact(s.as_raw_fd(), &mut byte, &mut Vec::new()) {
+        Ok(false) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(true) => false,
+    }
+}
+
+fn dma_map(address: u64, size: u64, offset: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&32u32.to_le_bytes());
+    b.extend_from_slice(&(proto::DMA_READ | proto::DMA_WRITE).to_le_bytes());
+    b.extend_from_slice(&offset.to_le_bytes());
+    b.extend_from_slice(&address.to_le_bytes());
+    b.extend_from_slice(&size.to_le_bytes());
+    b
+}
+
+fn set_irqs(flags: u32, index: u32, start: u32, count: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&20u32.to_le_bytes());
+    b.extend_from_slice(&flags.to_le_bytes());
+    b.extend_from_slice(&index.to_le_bytes());
+    b.extend_from_slice(&start.to_le_bytes());
+    b.extend_from_slice(&count.to_le_bytes());
+    b
+}
+
+fn get(cmd_body_len: usize, index: u32, argsz: u32) -> Vec<u8> {
+    let mut b = vec![0u8; cmd_body_len];
+    b[0..4].copy_from_slice(&argsz.to_le_bytes());
+    if cmd_body_len > 8 {
+        b[8..12].copy_from_slice(&index.to_le_bytes());
+    }
+    b
+}
+
+#[test]
+fn a_client_maps_memory_wires_an_interrupt_and_the_device_dmas_into_it() {
+    let (path, srv) = server(1);
+    let mut c = Client::connect(&path);
+    let caps = c.version();
+    assert_eq!(caps.max_data_xfer_size, 64 * 1024);
+    assert_eq!(caps.max_msg_fds, 16);
+
+    let info = c.ok(Command::DeviceGetInfo, &get(16, 0, 16), &[]);
+    assert_eq!(info, proto::device_info(3, 1, 3));
+    let region = c.ok(Command::DeviceGetRegionInfo, &get(32, 0, 32), &[]);
+    assert_eq!(u64::from_le_bytes(region[16..24].try_into().unwrap()), 4096);
+    let irq = c.ok(Command::DeviceGetIrqInfo, &get(16, MSIX, 16), &[]);
+    assert_eq!(irq, proto::irq_info(3, MSIX, 4));
+
+    let ram = memfd(RAM);
+    c.ok(
+        Command::DmaMap,
+        &dma_map(GUEST_BASE, RAM as u64, 0),
+        &[&ram],
+    );
+    let ev = eventfd();
+    c.ok(
+        Command::DeviceSetIrqs,
+        &set_irqs(
+            proto::IRQ_DATA_EVENTFD | proto::IRQ_ACTION_TRIGGER,
+            MSIX,
+            0,
+            1,
+        ),
+        &[&ev],
+    );
+
+    // Registers read back what was written.
+    c.region_write(0x20, b"abcdefgh");
+    assert_eq!(c.region_read(0x20, 8), b"abcdefgh");
+
+    // The device writes 300 bytes at guest 0x4000_1000 and interrupts.
+    c.region_write(0x100, &(GUEST_BASE + 0x1000).to_le_bytes());
+    c.region_write(0x108, &300u32.to_le_bytes());
+    assert_eq!(c.region_read(0x110, 4), 0u32.to_le_bytes());
+    let want: Vec<u8> = (0..300).map(|i| (i * 7 + 3) as u8).collect();
+    assert_eq!(
+        pread(&ram, 0x1000, 300),
+        want,
+        "the DMA landed in the client's memory"
+    );
+    assert_eq!(take(&ev), 1, "MSI-X vector 0 fired");
+
+    // Masked, the interrupt is latched; unmasking delivers it.
+    c.ok(
+        Command::DeviceSetIrqs,
+        &set_irqs(proto::IRQ_DATA_NONE | proto::IRQ_ACTION_MASK, MSIX, 0, 1),
+        &[],
+    );
+    c.region_write(0x108, &8u32.to_le_bytes());
+    assert_eq!(take(&ev), 0, "masked: nothing");
+    c.ok(
+        Command::DeviceSetIrqs,
+        &set_irqs(proto::IRQ_DATA_NONE | proto::IRQ_ACTION_UNMASK, MSIX, 0, 1),
+        &[],
+    );
+    assert_eq!(take(&ev), 1, "delivered on unmask");
+
+    // Outside the window the device's DMA fails, and says so.
+    c.region_write(0x100, &(GUEST_BASE + RAM as u64 - 4).to_le_bytes());
+    c.region_write(0x108, &8u32.to_le_bytes());
+    assert_eq!(c.region_read(0x110, 4), 14u32.to_le_bytes());
+    take(&ev);
+
+    // Unmapped, the memory is no longer reachable.
+    let mut unmap = vec![0u8; 24];
+    unmap[0..4].copy_from_slice(&24u32.to_le_bytes());
+    unmap[8..16].copy_from_slice(&GUEST_BASE.to_le_bytes());
+    unmap[16..24].copy_from_slice(&(RAM as u64).to_le_bytes());
+    assert_eq!(c.ok(Command::DmaUnmap, &unmap, &[]), unmap);
+    c.region_write(0x100, &(GUEST_BASE + 0x1000).to_le_bytes());
+    c.region_write(0x108, &8u32.to_le_bytes());
+    assert_eq!(c.region_read(0x110, 4), 14u32.to_le_bytes());
+
+    // Reset clears the registers.
+    c.ok(Command::DeviceReset, &[], &[]);
+    assert_eq!(c.region_read(0x20, 8), [0u8; 8]);
+    drop(c);
+    assert_eq!(srv.join().unwrap(), vec![true]);
+}
+
+#[test]
+fn hostile_clients_get_errors_and_the_next_client_is_served() {
+    let (path, srv) = server(4);
+
+    // 1: out of order, unknown, out of range, overlapping: error replies,
+    // and the connection goes on.
+    let mut c = Client::connect(&path);
+    assert_eq!(
+        c.errno(Command::DeviceGetInfo, &get(16, 0, 16), &[]),
+        22,
+        "VERSION first"
+    );
+    c.version();
+    let (h, _) = {
+        c.id += 1;
+        let h = Header {
+            id: c.id,
+            command: 99,
+            size: HEADER_LEN as u32,
+            flags: 0,
+            error: 0,
+        };
+        sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes()], &[]).unwrap();
+        c.reply()
+    };
+    assert_eq!(
+        (h.flags & proto::FLAG_ERROR, h.error),
+        (proto::FLAG_ERROR, 95)
+    );
+    assert_eq!(
+        c.errno(
+            Command::RegionRead,
+            &proto::region_io_reply(4090, 0, 8),
+            &[]
+        ),
+        22,
+        "past the region's end"
+    );
+    assert_eq!(
+        c.errno(Command::RegionRead, &proto::region_io_reply(0, 5, 4), &[]),
+        22,
+        "no region 5"
+    );
+    assert_eq!(
+        c.errno(
+            Command::RegionRead,
+            &proto::region_io_reply(0, 0, 1 << 20),
+            &[]
+        ),
+        7,
+        "larger than max_data_xfer_size"
+    );
+    let ram = memfd(RAM);
+    c.ok(
+        Command::DmaMap,
+        &dma_map(GUEST_BASE, RAM as u64, 0),
+        &[&ram],
+    );
+    assert_eq!(
+        c.errno(
+            Command::DmaMap,
+            &dma_map(GUEST_BASE + 4096, 4096, 0),
+            &[&ram]
+        ),
+        17,
+        "EEXIST over a mapped window"
+    );
+    assert_eq!(
+        c.errno(
+            Command::DmaMap,
+            &dma_map(0x9000_0000, 2 * RAM as u64, 0),
+            &[&ram]
+        ),
+        22,
+        "a window longer than its file"
+    );
+    assert_eq!(
+        c.errno(
+            Command::DeviceSetIrqs,
+            &set_irqs(proto::IRQ_DATA_NONE | proto::IRQ_ACTION_TRIGGER, MSIX, 3, 2),
+            &[]
+        ),
+        22,
+        "sub-indexes past the vector count"
+    );
+    assert_eq!(
+        c.errno(Command::DeviceGetRegionInfo, &get(32, 0, 8), &[]),
+        22,
+        "argsz too small"
+    );
+    c.region_write(0x40, b"kept");
+    // A size below the header: an error reply, then the server hangs up.
+    let bad = Header {
+        id: 77,
+        command: Command::RegionRead as u16,
+        size: 4,
+        flags: 0,
+        error: 0,
+    };
+    sock::send_all(c.s.as_raw_fd(), &[&bad.to_bytes()], &[]).unwrap();
+    c.id = 77;
+    let (h, _) = c.reply();
+    assert_ne!(h.flags & proto::FLAG_ERROR, 0);
+    assert!(
+        hung_up(&c.s),
+        "the server hangs up after a size it cannot trust"
+    );
+
+    // 2: more descriptors than a message may carry: the connection ends.
+    let mut c = Client::connect(&path);
+    c.version();
+    let many: Vec<OwnedFd> = (0..sock::MAX_FDS + 1).map(|_| eventfd()).collect();
+    let refs: Vec<&dyn AsRawFd> = many.iter().map(|f| f as &dyn AsRawFd).collect();
+    // Sent by hand (the client-side helper refuses so many).
+    let h = Header {
+        id: 1,
+        command: Command::DeviceSetIrqs as u16,
+        size: (HEADER_LEN + 20) as u32,
+        flags: 0,
+        error: 0,
+    };
+    let body = set_irqs(
+        proto::IRQ_DATA_EVENTFD | proto::IRQ_ACTION_TRIGGER,
+        MSIX,
+        0,
+        4,
+    );
+    assert!(
+        sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes(), &body], &refs).is_err(),
+        "our own sender refuses more than MAX_FDS"
+    );
+    let mut msg = h.to_bytes().to_vec();
+    msg.extend_from_slice(&body);
+    send_with_fds(&c.s, &msg, &many);
+    assert!(
+        hung_up(&c.s),
+        "the server hangs up on a message with too many descriptors"
+    );
+    drop(c);
+
+    // 3: a client that vanishes mid-message.
+    let c = Client::connect(&path);
+    let h = Header {
+        id: 1,
+        command: Command::Version as u16,
+        size: 100,
+        flags: 0,
+        error: 0,
+    };
+    sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes(), &[0, 0]], &[]).unwrap();
+    drop(c);
+
+    // 4: the next client is served; the device kept its registers, the
+    // old client's window is gone.
+    let mut c = Client::connect(&path);
+    c.version();
+    assert_eq!(c.region_read(0x40, 4), b"kept");
+    c.region_write(0x100, &(GUEST_BASE + 0x1000).to_le_bytes());
+    c.region_write(0x108, &8u32.to_le_bytes());
+    assert_eq!(
+        c.region_read(0x110, 4),
+        14u32.to_le_bytes(),
+        "no DMA window now"
+    );
+    drop(c);
+    let ends = srv.join().unwrap();
+    assert_eq!(ends, vec![false, false, false, true]);
+}
