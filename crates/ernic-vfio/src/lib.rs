@@ -9,19 +9,23 @@
 //! - [`sock`]: messages with `SCM_RIGHTS` descriptors on a UNIX socket;
 //! - [`dma`]: the client's DMA windows, mmapped from its descriptors, and
 //!   checked device reads and writes of guest memory;
+//! - [`pci`]: a function's configuration space — identity, BARs with the
+//!   sizing protocol, INTx, an MSI-X capability — and vfio's PCI region
+//!   and interrupt indexes;
 //! - [`server`]: a [`server::Device`] served to one client at a time —
 //!   version handshake, DMA maps, region info and I/O, IRQ eventfds with
 //!   mask and latch, reset; a departing client's windows and eventfds are
 //!   dropped, the device's state stays.
 //!
-//! Still to come (issue 6): the non-blocking main loop, the PCI config
-//! space and BARs of the ionic function, the sparse-mmap doorbell page,
+//! Still to come (issue 6): the non-blocking main loop, the ionic
+//! function's BARs and registers, the sparse-mmap doorbell page,
 //! and the decision of how much of rust-vmm's `vfio-user` crate to use
 //! (this codec pins the wire format with the checks ernic needs on
 //! untrusted input either way).
 
 #[allow(unsafe_code)]
 pub mod dma;
+pub mod pci;
 pub mod proto;
 #[allow(unsafe_code)]
 pub mod server;
