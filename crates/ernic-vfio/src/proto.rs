@@ -444,6 +444,20 @@ fn exact(what: &'static str, body: &[u8], n: usize) -> Result<(), ProtoError> {
     Ok(())
 }
 
+/// A query's fixed `len`-byte body, whose `argsz` (the room for the
+/// reply, which has the same fixed part) must be at least `len`.
+fn query(what: &'static str, body: &[u8], len: usize) -> Result<u32, ProtoError> {
+    exact(what, body, len)?;
+    let argsz = u32_at(body, 0);
+    if (argsz as usize) < len {
+        return Err(ProtoError::Invalid {
+            what,
+            why: format!("argsz {argsz} is below the {len}-byte reply"),
+        });
+    }
+    Ok(argsz)
+}
+
 /// The largest message this side accepts, given its transfer limit: a
 /// region write of `max_xfer` bytes and its header.
 pub fn max_message(max_xfer: u32) -> usize {
@@ -478,16 +492,6 @@ pub fn decode<'a>(h: &Header, body: &'a [u8], max_xfer: u32) -> Result<Request<'
             Err(ProtoError::Invalid {
                 what,
                 why: format!("argsz {argsz}, the request has {want} bytes"),
-            })
-        }
-    };
-    let argsz_at_least = |what: &'static str, argsz: u32, min: usize| {
-        if argsz as usize >= min {
-            Ok(())
-        } else {
-            Err(ProtoError::Invalid {
-                what,
-                why: format!("argsz {argsz} is below the {min}-byte reply"),
             })
         }
     };
@@ -531,9 +535,7 @@ pub fn decode<'a>(h: &Header, body: &'a [u8], max_xfer: u32) -> Result<Request<'
         }
         Command::DmaUnmap => {
             const W: &str = "VFIO_USER_DMA_UNMAP";
-            exact(W, body, 24)?;
-            let argsz = u32_at(body, 0);
-            argsz_at_least(W, argsz, 24)?;
+            let argsz = query(W, body, 24)?;
             if u32_at(body, 4) != 0 {
                 return Err(ProtoError::Invalid {
                     what: W,
@@ -547,32 +549,17 @@ pub fn decode<'a>(h: &Header, body: &'a [u8], max_xfer: u32) -> Result<Request<'
             })
         }
         Command::DeviceGetInfo => {
-            const W: &str = "VFIO_USER_DEVICE_GET_INFO";
-            exact(W, body, 16)?;
-            let argsz = u32_at(body, 0);
-            argsz_at_least(W, argsz, 16)?;
+            let argsz = query("VFIO_USER_DEVICE_GET_INFO", body, 16)?;
             Ok(Request::DeviceGetInfo { argsz })
         }
-        Command::DeviceGetRegionInfo => {
-            const W: &str = "VFIO_USER_DEVICE_GET_REGION_INFO";
-            exact(W, body, 32)?;
-            let argsz = u32_at(body, 0);
-            argsz_at_least(W, argsz, 32)?;
-            Ok(Request::DeviceGetRegionInfo {
-                argsz,
-                index: u32_at(body, 8),
-            })
-        }
-        Command::DeviceGetIrqInfo => {
-            const W: &str = "VFIO_USER_DEVICE_GET_IRQ_INFO";
-            exact(W, body, 16)?;
-            let argsz = u32_at(body, 0);
-            argsz_at_least(W, argsz, 16)?;
-            Ok(Request::DeviceGetIrqInfo {
-                argsz,
-                index: u32_at(body, 8),
-            })
-        }
+        Command::DeviceGetRegionInfo => Ok(Request::DeviceGetRegionInfo {
+            argsz: query("VFIO_USER_DEVICE_GET_REGION_INFO", body, 32)?,
+            index: u32_at(body, 8),
+        }),
+        Command::DeviceGetIrqInfo => Ok(Request::DeviceGetIrqInfo {
+            argsz: query("VFIO_USER_DEVICE_GET_IRQ_INFO", body, 16)?,
+            index: u32_at(body, 8),
+        }),
         Command::DeviceSetIrqs => {
             const W: &str = "VFIO_USER_DEVICE_SET_IRQS";
             need(W, body, 20)?;

@@ -123,13 +123,7 @@ impl Client {
     /// Sends a command and reads its reply: (header, body).
     fn call(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> (Header, Vec<u8>) {
         self.id = self.id.wrapping_add(1);
-        let h = Header {
-            id: self.id,
-            command: cmd as u16,
-            size: (HEADER_LEN + body.len()) as u32,
-            flags: 0,
-            error: 0,
-        };
+        let h = command(self.id, cmd as u16, (HEADER_LEN + body.len()) as u32);
         sock::send_all(self.s.as_raw_fd(), &[&h.to_bytes(), body], fds).unwrap();
         self.reply()
     }
@@ -191,6 +185,17 @@ impl Client {
         );
         assert_eq!(r[..16], proto::region_io_reply(offset, 0, count));
         r[16..].to_vec()
+    }
+}
+
+/// A command header: id, command number, whole message size.
+fn command(id: u16, command: u16, size: u32) -> Header {
+    Header {
+        id,
+        command,
+        size,
+        flags: 0,
+        error: 0,
     }
 }
 
@@ -400,13 +405,7 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
     c.version();
     let (h, _) = {
         c.id += 1;
-        let h = Header {
-            id: c.id,
-            command: 99,
-            size: HEADER_LEN as u32,
-            flags: 0,
-            error: 0,
-        };
+        let h = command(c.id, 99, HEADER_LEN as u32);
         sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes()], &[]).unwrap();
         c.reply()
     };
@@ -477,13 +476,7 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
     );
     c.region_write(0x40, b"kept");
     // A size below the header: an error reply, then the server hangs up.
-    let bad = Header {
-        id: 77,
-        command: Command::RegionRead as u16,
-        size: 4,
-        flags: 0,
-        error: 0,
-    };
+    let bad = command(77, Command::RegionRead as u16, 4);
     sock::send_all(c.s.as_raw_fd(), &[&bad.to_bytes()], &[]).unwrap();
     c.id = 77;
     let (h, _) = c.reply();
@@ -499,13 +492,7 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
     let many: Vec<OwnedFd> = (0..sock::MAX_FDS + 1).map(|_| eventfd()).collect();
     let refs: Vec<&dyn AsRawFd> = many.iter().map(|f| f as &dyn AsRawFd).collect();
     // Sent by hand (the client-side helper refuses so many).
-    let h = Header {
-        id: 1,
-        command: Command::DeviceSetIrqs as u16,
-        size: (HEADER_LEN + 20) as u32,
-        flags: 0,
-        error: 0,
-    };
+    let h = command(1, Command::DeviceSetIrqs as u16, (HEADER_LEN + 20) as u32);
     let body = set_irqs(
         proto::IRQ_DATA_EVENTFD | proto::IRQ_ACTION_TRIGGER,
         MSIX,
@@ -527,13 +514,7 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
 
     // 3: a client that vanishes mid-message.
     let c = Client::connect(&path);
-    let h = Header {
-        id: 1,
-        command: Command::Version as u16,
-        size: 100,
-        flags: 0,
-        error: 0,
-    };
+    let h = command(1, Command::Version as u16, 100);
     sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes(), &[0, 0]], &[]).unwrap();
     drop(c);
 
