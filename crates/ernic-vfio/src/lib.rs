@@ -12,6 +12,8 @@
 //! - [`pci`]: a function's configuration space — identity, BARs with the
 //!   sizing protocol, INTx, an MSI-X capability — and vfio's PCI region
 //!   and interrupt indexes;
+//! - [`client`]: the other end, as QEMU plays it, for tests and for
+//!   drivers that attach over the socket;
 //! - [`server`]: a [`server::Device`] served to one client at a time —
 //!   version handshake, DMA maps, region info and I/O, IRQ eventfds with
 //!   mask and latch, reset; a departing client's windows and eventfds are
@@ -23,6 +25,7 @@
 //! (this codec pins the wire format with the checks ernic needs on
 //! untrusted input either way).
 
+pub mod client;
 #[allow(unsafe_code)]
 pub mod dma;
 pub mod pci;

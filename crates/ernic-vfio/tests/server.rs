@@ -12,6 +12,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use ernic_vfio::client::{Client, ClientError, dma_map_body, set_irqs_body};
 use ernic_vfio::proto::{self, Capabilities, Command, HEADER_LEN, Header};
 use ernic_vfio::server::{Device, Io, Server};
 use ernic_vfio::sock;
@@ -108,87 +109,7 @@ fn server(clients: usize) -> (std::path::PathBuf, JoinHandle<Vec<bool>>) {
     (path, h)
 }
 
-struct Client {
-    s: UnixStream,
-    id: u16,
-}
-
-impl Client {
-    fn connect(path: &std::path::Path) -> Client {
-        let s = UnixStream::connect(path).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Client { s, id: 0 }
-    }
-
-    /// Sends a command and reads its reply: (header, body).
-    fn call(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> (Header, Vec<u8>) {
-        self.id = self.id.wrapping_add(1);
-        let h = command(self.id, cmd as u16, (HEADER_LEN + body.len()) as u32);
-        sock::send_all(self.s.as_raw_fd(), &[&h.to_bytes(), body], fds).unwrap();
-        self.reply()
-    }
-
-    fn reply(&mut self) -> (Header, Vec<u8>) {
-        let mut head = [0u8; HEADER_LEN];
-        let mut fds = Vec::new();
-        assert!(sock::recv_exact(self.s.as_raw_fd(), &mut head, &mut fds).unwrap());
-        let r = Header::parse(&head);
-        assert_eq!(
-            (r.id, r.flags & proto::FLAG_REPLY),
-            (self.id, proto::FLAG_REPLY)
-        );
-        let mut body = vec![0u8; r.size as usize - HEADER_LEN];
-        if !body.is_empty() {
-            assert!(sock::recv_exact(self.s.as_raw_fd(), &mut body, &mut fds).unwrap());
-        }
-        (r, body)
-    }
-
-    fn ok(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> Vec<u8> {
-        let (h, b) = self.call(cmd, body, fds);
-        assert_eq!(
-            h.flags & proto::FLAG_ERROR,
-            0,
-            "{cmd:?} failed: errno {}",
-            h.error
-        );
-        b
-    }
-
-    fn errno(&mut self, cmd: Command, body: &[u8], fds: &[&dyn AsRawFd]) -> u32 {
-        let (h, b) = self.call(cmd, body, fds);
-        assert_ne!(h.flags & proto::FLAG_ERROR, 0, "{cmd:?} should fail");
-        assert!(b.is_empty(), "an error reply has no body");
-        h.error
-    }
-
-    fn version(&mut self) -> Capabilities {
-        let mut b = vec![0, 0, 1, 0];
-        b.extend_from_slice(br#"{"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576}}"#);
-        b.push(0);
-        let r = self.ok(Command::Version, &b, &[]);
-        assert_eq!(&r[..4], &[0, 0, 1, 0], "0.1 agreed");
-        Capabilities::parse(&r[4..]).unwrap()
-    }
-
-    fn region_write(&mut self, offset: u64, data: &[u8]) {
-        let mut b = proto::region_io_reply(offset, 0, data.len() as u32).to_vec();
-        b.extend_from_slice(data);
-        self.ok(Command::RegionWrite, &b, &[]);
-    }
-
-    fn region_read(&mut self, offset: u64, count: u32) -> Vec<u8> {
-        let r = self.ok(
-            Command::RegionRead,
-            &proto::region_io_reply(offset, 0, count),
-            &[],
-        );
-        assert_eq!(r[..16], proto::region_io_reply(offset, 0, count));
-        r[16..].to_vec()
-    }
-}
-
-/// A command header: id, command number, whole message size.
+/// A raw command header: id, command number, whole message size.
 fn command(id: u16, command: u16, size: u32) -> Header {
     Header {
         id,
@@ -196,6 +117,26 @@ fn command(id: u16, command: u16, size: u32) -> Header {
         size,
         flags: 0,
         error: 0,
+    }
+}
+
+fn connect(path: &std::path::Path) -> Client {
+    Client::connect(path, Duration::from_secs(10)).unwrap()
+}
+
+fn version(c: &mut Client) -> Capabilities {
+    c.version(&Capabilities {
+        max_msg_fds: 16,
+        ..Capabilities::default()
+    })
+    .unwrap()
+}
+
+/// The errno of a request that must be refused.
+fn refused(r: Result<Vec<u8>, ClientError>) -> u32 {
+    match r {
+        Err(ClientError::Refused { errno, .. }) => errno,
+        other => panic!("expected a refusal, got {other:?}"),
     }
 }
 
@@ -275,23 +216,11 @@ fn hung_up(s: &UnixStream) -> bool {
 }
 
 fn dma_map(address: u64, size: u64, offset: u64) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&32u32.to_le_bytes());
-    b.extend_from_slice(&(proto::DMA_READ | proto::DMA_WRITE).to_le_bytes());
-    b.extend_from_slice(&offset.to_le_bytes());
-    b.extend_from_slice(&address.to_le_bytes());
-    b.extend_from_slice(&size.to_le_bytes());
-    b
+    dma_map_body(address, size, offset, proto::DMA_READ | proto::DMA_WRITE)
 }
 
 fn set_irqs(flags: u32, index: u32, start: u32, count: u32) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&20u32.to_le_bytes());
-    b.extend_from_slice(&flags.to_le_bytes());
-    b.extend_from_slice(&index.to_le_bytes());
-    b.extend_from_slice(&start.to_le_bytes());
-    b.extend_from_slice(&count.to_le_bytes());
-    b
+    set_irqs_body(flags, index, start, count)
 }
 
 fn get(cmd_body_len: usize, index: u32, argsz: u32) -> Vec<u8> {
@@ -306,26 +235,33 @@ fn get(cmd_body_len: usize, index: u32, argsz: u32) -> Vec<u8> {
 #[test]
 fn a_client_maps_memory_wires_an_interrupt_and_the_device_dmas_into_it() {
     let (path, srv) = server(1);
-    let mut c = Client::connect(&path);
-    let caps = c.version();
+    let mut c = connect(&path);
+    let caps = version(&mut c);
     assert_eq!(caps.max_data_xfer_size, 64 * 1024);
     assert_eq!(caps.max_msg_fds, 16);
 
-    let info = c.ok(Command::DeviceGetInfo, &get(16, 0, 16), &[]);
+    let info = c
+        .request(Command::DeviceGetInfo, &get(16, 0, 16), &[])
+        .unwrap();
     assert_eq!(info, proto::device_info(3, 1, 3));
-    let region = c.ok(Command::DeviceGetRegionInfo, &get(32, 0, 32), &[]);
+    let region = c
+        .request(Command::DeviceGetRegionInfo, &get(32, 0, 32), &[])
+        .unwrap();
     assert_eq!(u64::from_le_bytes(region[16..24].try_into().unwrap()), 4096);
-    let irq = c.ok(Command::DeviceGetIrqInfo, &get(16, MSIX, 16), &[]);
+    let irq = c
+        .request(Command::DeviceGetIrqInfo, &get(16, MSIX, 16), &[])
+        .unwrap();
     assert_eq!(irq, proto::irq_info(3, MSIX, 4));
 
     let ram = memfd(RAM);
-    c.ok(
+    c.request(
         Command::DmaMap,
         &dma_map(GUEST_BASE, RAM as u64, 0),
         &[&ram],
-    );
+    )
+    .unwrap();
     let ev = eventfd();
-    c.ok(
+    c.request(
         Command::DeviceSetIrqs,
         &set_irqs(
             proto::IRQ_DATA_EVENTFD | proto::IRQ_ACTION_TRIGGER,
@@ -334,16 +270,18 @@ fn a_client_maps_memory_wires_an_interrupt_and_the_device_dmas_into_it() {
             1,
         ),
         &[&ev],
-    );
+    )
+    .unwrap();
 
     // Registers read back what was written.
-    c.region_write(0x20, b"abcdefgh");
-    assert_eq!(c.region_read(0x20, 8), b"abcdefgh");
+    c.region_write(0, 0x20, b"abcdefgh").unwrap();
+    assert_eq!(c.region_read(0, 0x20, 8).unwrap(), b"abcdefgh");
 
     // The device writes 300 bytes at guest 0x4000_1000 and interrupts.
-    c.region_write(0x100, &(GUEST_BASE + 0x1000).to_le_bytes());
-    c.region_write(0x108, &300u32.to_le_bytes());
-    assert_eq!(c.region_read(0x110, 4), 0u32.to_le_bytes());
+    c.region_write(0, 0x100, &(GUEST_BASE + 0x1000).to_le_bytes())
+        .unwrap();
+    c.region_write(0, 0x108, &300u32.to_le_bytes()).unwrap();
+    assert_eq!(c.region_read(0, 0x110, 4).unwrap(), 0u32.to_le_bytes());
     let want: Vec<u8> = (0..300).map(|i| (i * 7 + 3) as u8).collect();
     assert_eq!(
         pread(&ram, 0x1000, 300),
@@ -353,24 +291,27 @@ fn a_client_maps_memory_wires_an_interrupt_and_the_device_dmas_into_it() {
     assert_eq!(take(&ev), 1, "MSI-X vector 0 fired");
 
     // Masked, the interrupt is latched; unmasking delivers it.
-    c.ok(
+    c.request(
         Command::DeviceSetIrqs,
         &set_irqs(proto::IRQ_DATA_NONE | proto::IRQ_ACTION_MASK, MSIX, 0, 1),
         &[],
-    );
-    c.region_write(0x108, &8u32.to_le_bytes());
+    )
+    .unwrap();
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
     assert_eq!(take(&ev), 0, "masked: nothing");
-    c.ok(
+    c.request(
         Command::DeviceSetIrqs,
         &set_irqs(proto::IRQ_DATA_NONE | proto::IRQ_ACTION_UNMASK, MSIX, 0, 1),
         &[],
-    );
+    )
+    .unwrap();
     assert_eq!(take(&ev), 1, "delivered on unmask");
 
     // Outside the window the device's DMA fails, and says so.
-    c.region_write(0x100, &(GUEST_BASE + RAM as u64 - 4).to_le_bytes());
-    c.region_write(0x108, &8u32.to_le_bytes());
-    assert_eq!(c.region_read(0x110, 4), 14u32.to_le_bytes());
+    c.region_write(0, 0x100, &(GUEST_BASE + RAM as u64 - 4).to_le_bytes())
+        .unwrap();
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
+    assert_eq!(c.region_read(0, 0x110, 4).unwrap(), 14u32.to_le_bytes());
     take(&ev);
 
     // Unmapped, the memory is no longer reachable.
@@ -378,14 +319,15 @@ fn a_client_maps_memory_wires_an_interrupt_and_the_device_dmas_into_it() {
     unmap[0..4].copy_from_slice(&24u32.to_le_bytes());
     unmap[8..16].copy_from_slice(&GUEST_BASE.to_le_bytes());
     unmap[16..24].copy_from_slice(&(RAM as u64).to_le_bytes());
-    assert_eq!(c.ok(Command::DmaUnmap, &unmap, &[]), unmap);
-    c.region_write(0x100, &(GUEST_BASE + 0x1000).to_le_bytes());
-    c.region_write(0x108, &8u32.to_le_bytes());
-    assert_eq!(c.region_read(0x110, 4), 14u32.to_le_bytes());
+    assert_eq!(c.request(Command::DmaUnmap, &unmap, &[]).unwrap(), unmap);
+    c.region_write(0, 0x100, &(GUEST_BASE + 0x1000).to_le_bytes())
+        .unwrap();
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
+    assert_eq!(c.region_read(0, 0x110, 4).unwrap(), 14u32.to_le_bytes());
 
     // Reset clears the registers.
-    c.ok(Command::DeviceReset, &[], &[]);
-    assert_eq!(c.region_read(0x20, 8), [0u8; 8]);
+    c.request(Command::DeviceReset, &[], &[]).unwrap();
+    assert_eq!(c.region_read(0, 0x20, 8).unwrap(), [0u8; 8]);
     drop(c);
     assert_eq!(srv.join().unwrap(), vec![true]);
 }
@@ -396,99 +338,100 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
 
     // 1: out of order, unknown, out of range, overlapping: error replies,
     // and the connection goes on.
-    let mut c = Client::connect(&path);
+    let mut c = connect(&path);
     assert_eq!(
-        c.errno(Command::DeviceGetInfo, &get(16, 0, 16), &[]),
+        refused(c.request(Command::DeviceGetInfo, &get(16, 0, 16), &[])),
         22,
         "VERSION first"
     );
-    c.version();
+    version(&mut c);
     let (h, _) = {
-        c.id += 1;
-        let h = command(c.id, 99, HEADER_LEN as u32);
-        sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes()], &[]).unwrap();
-        c.reply()
+        let h = command(500, 99, HEADER_LEN as u32);
+        c.send(&[&h.to_bytes()], &[]).unwrap();
+        let (h, b, _) = c.receive().unwrap();
+        (h, b)
     };
     assert_eq!(
         (h.flags & proto::FLAG_ERROR, h.error),
         (proto::FLAG_ERROR, 95)
     );
     assert_eq!(
-        c.errno(
+        refused(c.request(
             Command::RegionRead,
             &proto::region_io_reply(4090, 0, 8),
             &[]
-        ),
+        )),
         22,
         "past the region's end"
     );
     assert_eq!(
-        c.errno(Command::RegionRead, &proto::region_io_reply(0, 5, 4), &[]),
+        refused(c.request(Command::RegionRead, &proto::region_io_reply(0, 5, 4), &[])),
         22,
         "no region 5"
     );
     assert_eq!(
-        c.errno(
+        refused(c.request(
             Command::RegionRead,
             &proto::region_io_reply(0, 0, 1 << 20),
             &[]
-        ),
+        )),
         7,
         "larger than max_data_xfer_size"
     );
     let ram = memfd(RAM);
-    c.ok(
+    c.request(
         Command::DmaMap,
         &dma_map(GUEST_BASE, RAM as u64, 0),
         &[&ram],
-    );
+    )
+    .unwrap();
     assert_eq!(
-        c.errno(
+        refused(c.request(
             Command::DmaMap,
             &dma_map(GUEST_BASE + 4096, 4096, 0),
             &[&ram]
-        ),
+        )),
         17,
         "EEXIST over a mapped window"
     );
     assert_eq!(
-        c.errno(
+        refused(c.request(
             Command::DmaMap,
             &dma_map(0x9000_0000, 2 * RAM as u64, 0),
             &[&ram]
-        ),
+        )),
         22,
         "a window longer than its file"
     );
     assert_eq!(
-        c.errno(
+        refused(c.request(
             Command::DeviceSetIrqs,
             &set_irqs(proto::IRQ_DATA_NONE | proto::IRQ_ACTION_TRIGGER, MSIX, 3, 2),
             &[]
-        ),
+        )),
         22,
         "sub-indexes past the vector count"
     );
     assert_eq!(
-        c.errno(Command::DeviceGetRegionInfo, &get(32, 0, 8), &[]),
+        refused(c.request(Command::DeviceGetRegionInfo, &get(32, 0, 8), &[])),
         22,
         "argsz too small"
     );
-    c.region_write(0x40, b"kept");
+    c.region_write(0, 0x40, b"kept").unwrap();
     // A size below the header: an error reply, then the server hangs up.
     let bad = command(77, Command::RegionRead as u16, 4);
-    sock::send_all(c.s.as_raw_fd(), &[&bad.to_bytes()], &[]).unwrap();
-    c.id = 77;
-    let (h, _) = c.reply();
+    sock::send_all(c.stream().as_raw_fd(), &[&bad.to_bytes()], &[]).unwrap();
+    let (h, _, _) = c.receive().unwrap();
+    assert_eq!(h.id, 77);
     assert_ne!(h.flags & proto::FLAG_ERROR, 0);
     assert!(
-        hung_up(&c.s),
+        hung_up(c.stream()),
         "the server hangs up after a size it cannot trust"
     );
 
     // 2: more descriptors than a message may carry: the connection ends.
-    let mut c = Client::connect(&path);
-    c.version();
+    let mut c = connect(&path);
+    version(&mut c);
     let many: Vec<OwnedFd> = (0..sock::MAX_FDS + 1).map(|_| eventfd()).collect();
     let refs: Vec<&dyn AsRawFd> = many.iter().map(|f| f as &dyn AsRawFd).collect();
     // Sent by hand (the client-side helper refuses so many).
@@ -500,33 +443,34 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
         4,
     );
     assert!(
-        sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes(), &body], &refs).is_err(),
+        sock::send_all(c.stream().as_raw_fd(), &[&h.to_bytes(), &body], &refs).is_err(),
         "our own sender refuses more than MAX_FDS"
     );
     let mut msg = h.to_bytes().to_vec();
     msg.extend_from_slice(&body);
-    send_with_fds(&c.s, &msg, &many);
+    send_with_fds(c.stream(), &msg, &many);
     assert!(
-        hung_up(&c.s),
+        hung_up(c.stream()),
         "the server hangs up on a message with too many descriptors"
     );
     drop(c);
 
     // 3: a client that vanishes mid-message.
-    let c = Client::connect(&path);
+    let c = connect(&path);
     let h = command(1, Command::Version as u16, 100);
-    sock::send_all(c.s.as_raw_fd(), &[&h.to_bytes(), &[0, 0]], &[]).unwrap();
+    sock::send_all(c.stream().as_raw_fd(), &[&h.to_bytes(), &[0, 0]], &[]).unwrap();
     drop(c);
 
     // 4: the next client is served; the device kept its registers, the
     // old client's window is gone.
-    let mut c = Client::connect(&path);
-    c.version();
-    assert_eq!(c.region_read(0x40, 4), b"kept");
-    c.region_write(0x100, &(GUEST_BASE + 0x1000).to_le_bytes());
-    c.region_write(0x108, &8u32.to_le_bytes());
+    let mut c = connect(&path);
+    version(&mut c);
+    assert_eq!(c.region_read(0, 0x40, 4).unwrap(), b"kept");
+    c.region_write(0, 0x100, &(GUEST_BASE + 0x1000).to_le_bytes())
+        .unwrap();
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
     assert_eq!(
-        c.region_read(0x110, 4),
+        c.region_read(0, 0x110, 4).unwrap(),
         14u32.to_le_bytes(),
         "no DMA window now"
     );
