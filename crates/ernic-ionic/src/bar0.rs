@@ -1,0 +1,356 @@
+//! The BAR 0 register file: what the guest's driver reads and writes, the
+//! device commands run synchronously on the doorbell write, and the
+//! per-vector interrupt control (mask, credits with unmask, mask on
+//! assert; an interrupt raised while masked is latched and delivered on
+//! unmask).
+//!
+//! The register window is kept as the bytes the driver sees; writes land
+//! only where the driver may write (command, side data, done, interrupt
+//! control, the MSI-X area), and their effects are applied after the bytes.
+
+use crate::regs::{self, cmd, dev_identity, info, intr, opcode, status};
+
+/// What the device says of itself (a slice of the NIC profile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// MSI-X vectors (and interrupt control blocks).
+    pub vectors: u16,
+    /// Firmware version string (at most 31 bytes are shown).
+    pub fw_version: String,
+    /// Serial number string.
+    pub serial: String,
+    /// Doorbell pages per LIF.
+    pub doorbell_pages: u32,
+}
+
+impl Default for Identity {
+    fn default() -> Identity {
+        Identity {
+            vectors: 32,
+            fw_version: format!("ernic-{}", env!("CARGO_PKG_VERSION")),
+            serial: "ERNIC0000000001".into(),
+            doorbell_pages: 1024,
+        }
+    }
+}
+
+/// BAR 0.
+#[derive(Debug, Clone)]
+pub struct Bar0 {
+    bytes: Vec<u8>,
+    pending: Vec<bool>,
+    heartbeat: u32,
+    id: Identity,
+    commands: u64,
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn put_str(b: &mut [u8], at: usize, s: &str) {
+    let n = s.len().min(info::STRING_LEN - 1);
+    b[at..at + info::STRING_LEN].fill(0);
+    b[at..at + n].copy_from_slice(&s.as_bytes()[..n]);
+}
+
+impl Bar0 {
+    /// BAR 0 as after reset, for a device that is `id`.
+    pub fn new(id: Identity) -> Bar0 {
+        assert!(
+            (1..=((regs::WINDOW - regs::INTR_CTRL) / regs::INTR_CTRL_STRIDE) as u16)
+                .contains(&id.vectors),
+            "vector count"
+        );
+        let mut b = Bar0 {
+            bytes: vec![0; regs::BAR0_SIZE as usize],
+            pending: vec![false; id.vectors as usize],
+            heartbeat: 0,
+            id,
+            commands: 0,
+        };
+        b.reset();
+        b
+    }
+
+    /// The device's state as after a reset: info block, no command, every
+    /// vector unmasked with nothing pending.
+    pub fn reset(&mut self) {
+        let b = &mut self.bytes;
+        b[..regs::WINDOW].fill(0);
+        put32(b, info::SIGNATURE, info::SIGNATURE_VALUE);
+        b[info::VERSION] = 1;
+        b[info::ASIC_TYPE] = 0;
+        b[info::ASIC_REV] = 0;
+        b[info::FW_STATUS] = info::FW_RUNNING;
+        put_str(b, info::FW_VERSION, &self.id.fw_version);
+        put_str(b, info::SERIAL_NUM, &self.id.serial);
+        self.pending.iter_mut().for_each(|p| *p = false);
+    }
+
+    /// Device commands run so far.
+    pub fn commands(&self) -> u64 {
+        self.commands
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (inside BAR 0: the caller
+    /// checked). Each read that covers the heartbeat sees it advance, as a
+    /// live firmware's does.
+    pub fn read(&mut self, offset: u64, buf: &mut [u8]) {
+        let at = offset as usize;
+        let hb = info::FW_HEARTBEAT;
+        if at < hb + 4 && hb < at + buf.len() {
+            self.heartbeat = self.heartbeat.wrapping_add(1);
+            put32(&mut self.bytes, hb, self.heartbeat);
+        }
+        buf.copy_from_slice(&self.bytes[at..at + buf.len()]);
+    }
+
+    /// Writes `data` at `offset` (inside BAR 0: the caller checked), and
+    /// answers the vectors to signal now (an unmask that releases a
+    /// latched interrupt).
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Vec<u16> {
+        let at = offset as usize;
+        let end = at + data.len();
+        let mut fire = Vec::new();
+        // Byte by byte into the places the driver may write.
+        let vectors = self.id.vectors as usize;
+        let intr_end = regs::INTR_CTRL + vectors * regs::INTR_CTRL_STRIDE;
+        // The vectors whose control block this write touches, and whether
+        // each was masked before it.
+        let touched = if end > regs::INTR_CTRL && at < intr_end {
+            let first = at.saturating_sub(regs::INTR_CTRL) / regs::INTR_CTRL_STRIDE;
+            let last = (end.min(intr_end) - 1 - regs::INTR_CTRL) / regs::INTR_CTRL_STRIDE;
+            first..last + 1
+        } else {
+            0..0
+        };
+        let masked_before: Vec<bool> = touched.clone().map(|v| self.masked(v)).collect();
+        let mut doorbell = false;
+        for (i, &v) in data.iter().enumerate() {
+            let a = at + i;
+            let writable = (cmd::DONE..cmd::DONE + 4).contains(&a)
+                || (cmd::CMD..cmd::CMD + 64).contains(&a)
+                || (cmd::DATA..cmd::DATA + cmd::DATA_LEN).contains(&a)
+                || (regs::INTR_CTRL..intr_end).contains(&a)
+                || a >= regs::WINDOW;
+            if writable {
+                self.bytes[a] = v;
+            }
+            // The doorbell: writing 1 (bit 0 of its low byte) runs the
+            // command; the register itself keeps nothing.
+            if a == cmd::DOORBELL && v & 1 != 0 {
+                doorbell = true;
+            }
+        }
+        // Interrupt control: a credits write with UNMASK clears the mask.
+        for (v, was_masked) in touched.zip(masked_before) {
+            let base = regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE;
+            let credits = base + intr::CREDITS;
+            if at < credits + 4 && credits < end {
+                let c = get32(&self.bytes, credits);
+                if c & intr::CRED_UNMASK != 0 {
+                    put32(&mut self.bytes, base + intr::MASK, 0);
+                }
+                // Credits are returned, not stored.
+                put32(&mut self.bytes, credits, 0);
+            }
+            if was_masked && !self.masked(v) && std::mem::take(&mut self.pending[v]) {
+                self.assert_vector(v);
+                fire.push(v as u16);
+            }
+        }
+        if doorbell {
+            self.run_command();
+        }
+        fire
+    }
+
+    fn masked(&self, v: usize) -> bool {
+        get32(
+            &self.bytes,
+            regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE + intr::MASK,
+        ) != 0
+    }
+
+    /// An interrupt is being delivered on `v`: with mask-on-assert set,
+    /// the vector masks itself.
+    fn assert_vector(&mut self, v: usize) {
+        let base = regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE;
+        if get32(&self.bytes, base + intr::MASK_ASSERT) != 0 {
+            put32(&mut self.bytes, base + intr::MASK, 1);
+        }
+    }
+
+    /// The device raises vector `v`: answers whether to signal it now;
+    /// while masked it is latched for the unmask.
+    pub fn raise(&mut self, v: u16) -> bool {
+        let v = v as usize;
+        if v >= self.pending.len() {
+            return false;
+        }
+        if self.masked(v) {
+            self.pending[v] = true;
+            return false;
+        }
+        self.assert_vector(v);
+        true
+    }
+
+    /// Runs the command in the command registers and sets `done`.
+    fn run_command(&mut self) {
+        self.commands += 1;
+        let c: [u8; 64] = self.bytes[cmd::CMD..cmd::CMD + 64]
+            .try_into()
+            .expect("64 bytes");
+        let mut comp = [0u8; 16];
+        comp[0] = match c[0] {
+            opcode::NOP | opcode::INIT => status::SUCCESS,
+            opcode::RESET => {
+                let keep_cmd = c;
+                self.reset();
+                self.bytes[cmd::CMD..cmd::CMD + 64].copy_from_slice(&keep_cmd);
+                status::SUCCESS
+            }
+            opcode::IDENTIFY => {
+                let ver = c[1].min(dev_identity::MAX_VERSION);
+                if ver == 0 {
+                    status::EVERSION
+                } else {
+                    self.identify(ver);
+                    comp[1] = ver;
+                    status::SUCCESS
+                }
+            }
+            _ => status::EOPCODE,
+        };
+        self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
+        put32(&mut self.bytes, cmd::DONE, 1);
+    }
+
+    /// `union ionic_dev_identity`, version `ver`, into the data window.
+    fn identify(&mut self, ver: u8) {
+        let d = &mut self.bytes[cmd::DATA..cmd::DATA + cmd::DATA_LEN];
+        d.fill(0);
+        d[dev_identity::VERSION] = ver;
+        d[dev_identity::TYPE] = 0;
+        d[dev_identity::NPORTS] = 1;
+        put32(d, dev_identity::NLIFS, 1);
+        put32(d, dev_identity::NINTRS, u32::from(self.id.vectors));
+        put32(d, dev_identity::NDBPGS_PER_LIF, self.id.doorbell_pages);
+        // A coalescing unit of one microsecond: the driver divides by these.
+        put32(d, dev_identity::INTR_COAL_MULT, 1);
+        put32(d, dev_identity::INTR_COAL_DIV, 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r32(b: &mut Bar0, at: usize) -> u32 {
+        let mut x = [0u8; 4];
+        b.read(at as u64, &mut x);
+        u32::from_le_bytes(x)
+    }
+
+    fn w32(b: &mut Bar0, at: usize, v: u32) -> Vec<u16> {
+        b.write(at as u64, &v.to_le_bytes())
+    }
+
+    // ionic_dev_info_regs: signature @0, version @4, asic_type @5,
+    // asic_rev @6, fw_status @7, fw_heartbeat @8, fw_version[32] @12,
+    // serial_num[32] @44.
+    #[test]
+    fn the_info_block_is_where_the_driver_reads_it() {
+        let mut b = Bar0::new(Identity::default());
+        assert_eq!(r32(&mut b, 0x00), 0x4445_5649, "'DEVI'");
+        assert_eq!(r32(&mut b, 0x04), 0x0100_0001, "version 1, fw running");
+        let h1 = r32(&mut b, 0x08);
+        let h2 = r32(&mut b, 0x08);
+        assert_ne!(h1, h2, "the heartbeat moves");
+        let mut v = [0u8; 32];
+        b.read(0x0c, &mut v);
+        assert!(v.starts_with(b"ernic-"));
+        assert_eq!(v[31], 0, "NUL-terminated");
+        b.read(0x2c, &mut v);
+        assert!(v.starts_with(b"ERNIC"));
+        // Read-only: a write to the info block changes nothing.
+        w32(&mut b, 0x00, 0);
+        assert_eq!(r32(&mut b, 0x00), 0x4445_5649);
+    }
+
+    // ionic_dev_cmd_regs at 0x800: doorbell @0x800, done @0x804, cmd[64]
+    // @0x808, comp[16] @0x848, data @0x888.
+    #[test]
+    fn identify_runs_on_the_doorbell_and_fills_the_data_window() {
+        let mut b = Bar0::new(Identity::default());
+        w32(&mut b, 0x804, 0);
+        b.write(0x808, &[opcode::IDENTIFY, 2]);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x804), 1, "done");
+        let comp = r32(&mut b, 0x848);
+        assert_eq!(comp & 0xffff, 0x0200, "status 0, version 2");
+        assert_eq!(r32(&mut b, 0x888 + 12), 32, "nintrs");
+        assert_eq!(r32(&mut b, 0x888 + 8), 1, "nlifs");
+        assert_eq!(r32(&mut b, 0x888) & 0xff, 2, "identity version");
+        assert_eq!(r32(&mut b, 0x888 + 20), 1, "coalescing multiplier");
+        assert_eq!(r32(&mut b, 0x888 + 24), 1, "coalescing divisor");
+        // Version 0 is refused; an unknown opcode fails with EOPCODE.
+        w32(&mut b, 0x804, 0);
+        b.write(0x808, &[opcode::IDENTIFY, 0]);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xff, u32::from(status::EVERSION));
+        b.write(0x808, &[199, 0]);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xff, u32::from(status::EOPCODE));
+        assert_eq!(b.commands(), 3);
+    }
+
+    // struct ionic_intr: coal_init @0, mask @4, credits @8, mask_assert
+    // @12, coal @16; 32 bytes per vector from 0x2000.
+    #[test]
+    fn a_masked_vector_latches_and_fires_on_unmask() {
+        let mut b = Bar0::new(Identity::default());
+        let v3 = 0x2000 + 3 * 32;
+        assert!(b.raise(3), "unmasked: delivered");
+        w32(&mut b, v3 + 4, 1);
+        assert!(!b.raise(3), "masked: latched");
+        assert_eq!(w32(&mut b, v3 + 4, 0), vec![3], "unmask delivers it");
+        assert!(w32(&mut b, v3 + 4, 0).is_empty(), "once");
+        // Mask on assert: delivering masks the vector; a credits write with
+        // UNMASK releases the next one.
+        w32(&mut b, v3 + 12, 1);
+        assert!(b.raise(3));
+        assert_eq!(r32(&mut b, v3 + 4), 1, "masked itself");
+        assert!(!b.raise(3));
+        assert_eq!(w32(&mut b, v3 + 8, intr::CRED_UNMASK | 1), vec![3]);
+        assert_eq!(r32(&mut b, v3 + 4), 1, "and masked itself again");
+        assert!(!b.raise(99), "no such vector");
+        // Reset clears masks and latches.
+        b.reset();
+        assert_eq!(r32(&mut b, v3 + 4), 0);
+    }
+
+    proptest::proptest! {
+        // Whatever the guest writes wherever in BAR 0 (commands included),
+        // the device answers and reads stay inside the BAR.
+        #[test]
+        fn any_access_inside_bar0_is_served(
+            offset in 0u64..regs::BAR0_SIZE,
+            data in proptest::collection::vec(proptest::num::u8::ANY, 0..80),
+        ) {
+            let mut b = Bar0::new(Identity::default());
+            let len = data.len().min((regs::BAR0_SIZE - offset) as usize);
+            b.write(offset, &data[..len]);
+            b.write(cmd::DOORBELL as u64, &[1, 0, 0, 0]);
+            let mut back = vec![0u8; len];
+            b.read(offset, &mut back);
+            proptest::prop_assert_eq!(r32(&mut b, 0), info::SIGNATURE_VALUE);
+        }
+    }
+}

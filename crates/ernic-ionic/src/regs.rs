@@ -1,0 +1,133 @@
+//! BAR 0 of the ionic function, laid out as Linux's `ionic_if.h` and
+//! `ionic_regs.h` define it: the device info block, the device command
+//! registers, interrupt status, and one interrupt control block per
+//! vector; above the 32 KiB register window, the MSI-X table and PBA.
+
+/// Bytes of BAR 0 (the register window, then MSI-X).
+pub const BAR0_SIZE: u64 = 64 << 10;
+/// The register window (`IONIC_BAR0_SIZE`).
+pub const WINDOW: usize = 0x8000;
+/// `union ionic_dev_info_regs` (2 KiB).
+pub const DEV_INFO: usize = 0x0000;
+/// `union ionic_dev_cmd_regs` (2 KiB).
+pub const DEV_CMD: usize = 0x0800;
+/// `struct ionic_intr_status`.
+pub const INTR_STATUS: usize = 0x1000;
+/// `struct ionic_intr` per vector.
+pub const INTR_CTRL: usize = 0x2000;
+/// Bytes of one `struct ionic_intr`.
+pub const INTR_CTRL_STRIDE: usize = 32;
+/// The MSI-X table, above the window.
+pub const MSIX_TABLE: u32 = 0x8000;
+/// The MSI-X pending-bit array.
+pub const MSIX_PBA: u32 = 0xa000;
+
+/// Fields of `ionic_dev_info_regs`, as offsets in BAR 0.
+pub mod info {
+    /// `signature`: 'DEVI'.
+    pub const SIGNATURE: usize = 0x00;
+    /// `version`.
+    pub const VERSION: usize = 0x04;
+    /// `asic_type`.
+    pub const ASIC_TYPE: usize = 0x05;
+    /// `asic_rev`.
+    pub const ASIC_REV: usize = 0x06;
+    /// `fw_status`.
+    pub const FW_STATUS: usize = 0x07;
+    /// `fw_heartbeat`.
+    pub const FW_HEARTBEAT: usize = 0x08;
+    /// `fw_version[32]`.
+    pub const FW_VERSION: usize = 0x0c;
+    /// `serial_num[32]`.
+    pub const SERIAL_NUM: usize = 0x2c;
+    /// Buffer lengths of the two strings.
+    pub const STRING_LEN: usize = 32;
+    /// `IONIC_DEV_INFO_SIGNATURE`.
+    pub const SIGNATURE_VALUE: u32 = 0x4445_5649;
+    /// `IONIC_FW_STS_F_RUNNING`.
+    pub const FW_RUNNING: u8 = 0x01;
+}
+
+/// Fields of `ionic_dev_cmd_regs`, as offsets in BAR 0.
+pub mod cmd {
+    /// `doorbell`: write 1 to run the command.
+    pub const DOORBELL: usize = 0x800;
+    /// `done`: bit 0 set when the command has completed.
+    pub const DONE: usize = 0x804;
+    /// `cmd`: 64 bytes.
+    pub const CMD: usize = 0x808;
+    /// `comp`: 16 bytes.
+    pub const COMP: usize = 0x848;
+    /// `data`: 478 words of side data.
+    pub const DATA: usize = 0x888;
+    /// Bytes of `data`.
+    pub const DATA_LEN: usize = 478 * 4;
+}
+
+/// Fields of `struct ionic_intr`, as offsets in one vector's block.
+pub mod intr {
+    /// `coal_init`.
+    pub const COAL_INIT: usize = 0x00;
+    /// `mask`.
+    pub const MASK: usize = 0x04;
+    /// `credits`.
+    pub const CREDITS: usize = 0x08;
+    /// `mask_assert`.
+    pub const MASK_ASSERT: usize = 0x0c;
+    /// `coal`.
+    pub const COAL: usize = 0x10;
+    /// `IONIC_INTR_CRED_UNMASK`: a credits write that unmasks.
+    pub const CRED_UNMASK: u32 = 0x1_0000;
+    /// `IONIC_INTR_CRED_COUNT`.
+    pub const CRED_COUNT: u32 = 0x7fff;
+}
+
+/// `enum ionic_cmd_opcode` (the device commands served here, and the rest
+/// by number for their names in errors).
+pub mod opcode {
+    #![allow(missing_docs)]
+    pub const NOP: u8 = 0;
+    pub const IDENTIFY: u8 = 1;
+    pub const INIT: u8 = 2;
+    pub const RESET: u8 = 3;
+    pub const GETATTR: u8 = 4;
+    pub const SETATTR: u8 = 5;
+    pub const PORT_IDENTIFY: u8 = 10;
+    pub const PORT_INIT: u8 = 11;
+    pub const PORT_RESET: u8 = 12;
+    pub const LIF_IDENTIFY: u8 = 20;
+    pub const LIF_INIT: u8 = 21;
+    pub const LIF_RESET: u8 = 22;
+    pub const Q_IDENTIFY: u8 = 39;
+    pub const Q_INIT: u8 = 40;
+    pub const Q_CONTROL: u8 = 41;
+}
+
+/// `enum ionic_status_code`.
+pub mod status {
+    #![allow(missing_docs)]
+    pub const SUCCESS: u8 = 0;
+    pub const EVERSION: u8 = 1;
+    pub const EOPCODE: u8 = 2;
+    pub const EINVAL: u8 = 14;
+}
+
+/// `union ionic_dev_identity`, as offsets in the command data window.
+pub mod dev_identity {
+    #![allow(missing_docs)]
+    pub const VERSION: usize = 0;
+    pub const TYPE: usize = 1;
+    pub const NPORTS: usize = 4;
+    pub const NLIFS: usize = 8;
+    pub const NINTRS: usize = 12;
+    pub const NDBPGS_PER_LIF: usize = 16;
+    pub const INTR_COAL_MULT: usize = 20;
+    pub const INTR_COAL_DIV: usize = 24;
+    pub const EQ_COUNT: usize = 28;
+    pub const HWSTAMP_MASK: usize = 32;
+    pub const HWSTAMP_MULT: usize = 40;
+    pub const HWSTAMP_SHIFT: usize = 44;
+    pub const CAPABILITIES: usize = 48;
+    /// The newest identity version served (`IONIC_DEV_IDENTITY_VERSION_2`).
+    pub const MAX_VERSION: u8 = 2;
+}
