@@ -21,6 +21,26 @@ pub struct Identity {
     pub serial: String,
     /// Doorbell pages per LIF.
     pub doorbell_pages: u32,
+    /// The LIF's station MAC.
+    pub mac: [u8; 6],
+    /// Largest Ethernet frame.
+    pub max_frame: u32,
+    /// Ethernet receive (and transmit) queues.
+    pub eth_queues: u32,
+    /// RDMA queue counts: admin queues, QPs (SQ and RQ ids), CQs, EQs.
+    pub rdma_aqs: u32,
+    /// QPs.
+    pub rdma_qps: u32,
+    /// CQs.
+    pub rdma_cqs: u32,
+    /// EQs.
+    pub rdma_eqs: u32,
+    /// Memory regions.
+    pub rdma_mrs: u32,
+    /// Address handles.
+    pub rdma_ahs: u32,
+    /// Page-table entries per LIF (with 4 KiB pages, the largest MR).
+    pub rdma_ptes: u32,
 }
 
 impl Default for Identity {
@@ -30,6 +50,18 @@ impl Default for Identity {
             fw_version: format!("ernic-{}", env!("CARGO_PKG_VERSION")),
             serial: "ERNIC0000000001".into(),
             doorbell_pages: 1024,
+            // A locally administered address.
+            mac: [0x02, 0x00, 0x45, 0x52, 0x4e, 0x01],
+            max_frame: 9216 + 14 + 4,
+            eth_queues: 4,
+            rdma_aqs: 4,
+            rdma_qps: 1024,
+            rdma_cqs: 1024,
+            rdma_eqs: 32,
+            rdma_mrs: 65_536,
+            rdma_ahs: 4096,
+            // 2^30 entries of 4 KiB: a 4 TiB MR at most.
+            rdma_ptes: 1 << 30,
         }
     }
 }
@@ -209,7 +241,20 @@ impl Bar0 {
             .expect("64 bytes");
         let mut comp = [0u8; 16];
         comp[0] = match c[0] {
-            opcode::NOP | opcode::INIT => status::SUCCESS,
+            // These succeed with a zeroed completion (seed 001's table).
+            opcode::NOP
+            | opcode::INIT
+            | opcode::GETATTR
+            | opcode::SETATTR
+            | opcode::PORT_IDENTIFY
+            | opcode::PORT_GETATTR
+            | opcode::PORT_SETATTR => status::SUCCESS,
+            opcode::LIF_IDENTIFY => {
+                // Version 1 of the LIF identity is the one served.
+                self.lif_identify();
+                comp[1] = 1;
+                status::SUCCESS
+            }
             opcode::RESET => {
                 let keep_cmd = c;
                 self.reset();
@@ -230,6 +275,54 @@ impl Bar0 {
         };
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
         put32(&mut self.bytes, cmd::DONE, 1);
+    }
+
+    /// `union ionic_lif_identity` into the data window: Ethernet and RDMA
+    /// capability, the queue counts, frame size and MAC, and the RDMA
+    /// section's queue types (5-9: AQ, SQ, RQ, CQ, EQ) and limits.
+    fn lif_identify(&mut self) {
+        use crate::regs::lif_identity as l;
+        let id = self.id.clone();
+        let d = &mut self.bytes[cmd::DATA..cmd::DATA + cmd::DATA_LEN];
+        d.fill(0);
+        d[l::CAPABILITIES..l::CAPABILITIES + 8]
+            .copy_from_slice(&(l::CAP_ETH | l::CAP_RDMA).to_le_bytes());
+        d[l::ETH_VERSION] = 1;
+        put32(d, l::ETH_MAX_UCAST_FILTERS, 32);
+        put32(d, l::ETH_MAX_MCAST_FILTERS, 32);
+        put32(d, l::ETH_MIN_FRAME_SIZE, 64);
+        put32(d, l::ETH_MAX_FRAME_SIZE, id.max_frame);
+        d[l::CONFIG_STATE] = 1; // enabled
+        put32(d, l::CONFIG_MTU, id.max_frame - 14 - 4);
+        d[l::CONFIG_MAC..l::CONFIG_MAC + 6].copy_from_slice(&id.mac);
+        // Per logical queue type: admin, notify, RX, TX.
+        for (qtype, n) in [(0, 1), (1, 1), (2, id.eth_queues), (3, id.eth_queues)] {
+            put32(d, l::CONFIG_QUEUE_COUNT + 4 * qtype, n);
+        }
+        d[l::RDMA_VERSION] = 2;
+        put32(d, l::RDMA_NPTS_PER_LIF, id.rdma_ptes);
+        put32(d, l::RDMA_NMRS_PER_LIF, id.rdma_mrs);
+        put32(d, l::RDMA_NAHS_PER_LIF, id.rdma_ahs);
+        // Strides as log2 bytes: 64-byte WQEs up to 4 KiB, 64-byte cache
+        // lines, 8-byte page-table entries.
+        d[l::RDMA_MAX_STRIDE] = 12;
+        d[l::RDMA_CL_STRIDE] = 6;
+        d[l::RDMA_PTE_STRIDE] = 3;
+        d[l::RDMA_RRQ_STRIDE] = 6;
+        d[l::RDMA_RSQ_STRIDE] = 6;
+        let counts = [
+            id.rdma_aqs,
+            id.rdma_qps,
+            id.rdma_qps,
+            id.rdma_cqs,
+            id.rdma_eqs,
+        ];
+        for (i, n) in counts.into_iter().enumerate() {
+            let at = l::RDMA_AQ_QTYPE + i * l::QTYPE_STRIDE;
+            d[at] = 5 + i as u8;
+            put32(d, at + 4, n);
+            put32(d, at + 8, 0);
+        }
     }
 
     /// `union ionic_dev_identity`, version `ver`, into the data window.
@@ -309,6 +402,37 @@ mod tests {
         w32(&mut b, 0x800, 1);
         assert_eq!(r32(&mut b, 0x848) & 0xff, u32::from(status::EOPCODE));
         assert_eq!(b.commands(), 3);
+    }
+
+    // union ionic_lif_identity: capabilities @0, eth @8 (max_frame_size
+    // @26, config @136: mtu @156, mac @160, queue_count @176), rdma @392
+    // (version @392, npts @396, aq_qtype @424 in 12-byte steps).
+    #[test]
+    fn lif_identify_reports_ethernet_and_rdma() {
+        let mut b = Bar0::new(Identity::default());
+        b.write(0x808, &[opcode::LIF_IDENTIFY, 0, 1]);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xffff, 0x0100, "status 0, version 1");
+        let d = 0x888;
+        assert_eq!(r32(&mut b, d) & 3, 3, "Ethernet and RDMA");
+        assert_eq!(r32(&mut b, d + 26), 9234);
+        assert_eq!(r32(&mut b, d + 156), 9216, "mtu");
+        let mut mac = [0u8; 6];
+        b.read((d + 160) as u64, &mut mac);
+        assert_eq!(mac, Identity::default().mac);
+        assert_eq!(r32(&mut b, d + 176 + 8), 4, "RX queues");
+        assert_eq!(r32(&mut b, d + 392) & 0xff, 2, "rdma version");
+        assert_eq!(r32(&mut b, d + 396), 1 << 30, "page-table entries");
+        for (i, qtype) in (5..=9).enumerate() {
+            assert_eq!(r32(&mut b, d + 424 + 12 * i) & 0xff, qtype);
+        }
+        assert_eq!(r32(&mut b, d + 424 + 12 * 4 + 4), 32, "EQs");
+        // The zeroed-completion commands succeed.
+        for op in [opcode::INIT, opcode::PORT_IDENTIFY, opcode::SETATTR] {
+            b.write(0x808, &[op, 0]);
+            w32(&mut b, 0x800, 1);
+            assert_eq!(r32(&mut b, 0x848), 0);
+        }
     }
 
     // struct ionic_intr: coal_init @0, mask @4, credits @8, mask_assert

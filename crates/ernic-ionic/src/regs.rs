@@ -98,6 +98,8 @@ pub mod opcode {
     pub const LIF_IDENTIFY: u8 = 20;
     pub const LIF_INIT: u8 = 21;
     pub const LIF_RESET: u8 = 22;
+    pub const PORT_GETATTR: u8 = 13;
+    pub const PORT_SETATTR: u8 = 14;
     pub const Q_IDENTIFY: u8 = 39;
     pub const Q_INIT: u8 = 40;
     pub const Q_CONTROL: u8 = 41;
@@ -130,4 +132,59 @@ pub mod dev_identity {
     pub const CAPABILITIES: usize = 48;
     /// The newest identity version served (`IONIC_DEV_IDENTITY_VERSION_2`).
     pub const MAX_VERSION: u8 = 2;
+}
+
+/// `union ionic_lif_identity`, as offsets in the command data window
+/// (`capabilities`, then the packed `eth` and `rdma` sections).
+pub mod lif_identity {
+    #![allow(missing_docs)]
+    pub const CAPABILITIES: usize = 0;
+    /// `IONIC_LIF_CAP_ETH`.
+    pub const CAP_ETH: u64 = 1 << 0;
+    /// `IONIC_LIF_CAP_RDMA`.
+    pub const CAP_RDMA: u64 = 1 << 1;
+
+    /// The `eth` section.
+    pub const ETH: usize = 8;
+    pub const ETH_VERSION: usize = ETH;
+    pub const ETH_MAX_UCAST_FILTERS: usize = ETH + 4;
+    pub const ETH_MAX_MCAST_FILTERS: usize = ETH + 8;
+    pub const ETH_RSS_IND_TBL_SZ: usize = ETH + 12;
+    pub const ETH_MIN_FRAME_SIZE: usize = ETH + 14;
+    pub const ETH_MAX_FRAME_SIZE: usize = ETH + 18;
+    /// `union ionic_lif_config` inside `eth`.
+    pub const CONFIG: usize = ETH + 128;
+    pub const CONFIG_STATE: usize = CONFIG;
+    pub const CONFIG_NAME: usize = CONFIG + 4;
+    pub const CONFIG_MTU: usize = CONFIG + 20;
+    pub const CONFIG_MAC: usize = CONFIG + 24;
+    pub const CONFIG_VLAN: usize = CONFIG + 30;
+    pub const CONFIG_FEATURES: usize = CONFIG + 32;
+    /// `queue_count[IONIC_QTYPE_MAX]` (u32 each), by logical queue type.
+    pub const CONFIG_QUEUE_COUNT: usize = CONFIG + 40;
+
+    /// The `rdma` section, after `eth` (384 bytes).
+    pub const RDMA: usize = ETH + 384;
+    pub const RDMA_VERSION: usize = RDMA;
+    pub const RDMA_QP_OPCODES: usize = RDMA + 1;
+    pub const RDMA_ADMIN_OPCODES: usize = RDMA + 2;
+    pub const RDMA_MINOR_VERSION: usize = RDMA + 3;
+    pub const RDMA_NPTS_PER_LIF: usize = RDMA + 4;
+    pub const RDMA_NMRS_PER_LIF: usize = RDMA + 8;
+    pub const RDMA_NAHS_PER_LIF: usize = RDMA + 12;
+    pub const RDMA_MAX_STRIDE: usize = RDMA + 16;
+    pub const RDMA_CL_STRIDE: usize = RDMA + 17;
+    pub const RDMA_PTE_STRIDE: usize = RDMA + 18;
+    pub const RDMA_RRQ_STRIDE: usize = RDMA + 19;
+    pub const RDMA_RSQ_STRIDE: usize = RDMA + 20;
+    pub const RDMA_DCQCN_PROFILES: usize = RDMA + 21;
+    pub const RDMA_UDMA_SHIFT: usize = RDMA + 22;
+    pub const RDMA_PAGE_SIZE_CAP: usize = RDMA + 24;
+    /// `struct ionic_lif_logical_qtype` (qtype u8, 3 reserved, qid_count,
+    /// qid_base) for AQ, SQ, RQ, CQ, EQ in that order.
+    pub const RDMA_AQ_QTYPE: usize = RDMA + 32;
+    pub const QTYPE_STRIDE: usize = 12;
+    pub const RDMA_STATS_TYPE: usize = RDMA + 92;
+    /// Bytes of the rdma section.
+    pub const RDMA_LEN: usize = 256;
 }
