@@ -8,7 +8,9 @@
 //! only where the driver may write (command, side data, done, interrupt
 //! control, the MSI-X area), and their effects are applied after the bytes.
 
-use crate::regs::{self, cmd, dev_identity, info, intr, opcode, status};
+use ernic_vfio::dma::Dma;
+
+use crate::regs::{self, cmd, dev_identity, info, init_cmd, intr, opcode, status};
 
 /// What the device says of itself (a slice of the NIC profile).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +21,8 @@ pub struct Identity {
     pub fw_version: String,
     /// Serial number string.
     pub serial: String,
+    /// Link speed in Mb/s.
+    pub speed: u32,
     /// Doorbell pages per LIF.
     pub doorbell_pages: u32,
     /// The LIF's station MAC.
@@ -49,6 +53,7 @@ impl Default for Identity {
             vectors: 32,
             fw_version: format!("ernic-{}", env!("CARGO_PKG_VERSION")),
             serial: "ERNIC0000000001".into(),
+            speed: 100_000,
             doorbell_pages: 1024,
             // A locally administered address.
             mac: [0x02, 0x00, 0x45, 0x52, 0x4e, 0x01],
@@ -74,10 +79,18 @@ pub struct Bar0 {
     heartbeat: u32,
     id: Identity,
     commands: u64,
+    // Where PORT_INIT and LIF_INIT put the port and LIF info blocks (the
+    // device keeps them current; the resets forget them).
+    port_info: Option<u64>,
+    lif_info: Option<u64>,
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 fn get32(b: &[u8], at: usize) -> u32 {
@@ -104,6 +117,8 @@ impl Bar0 {
             heartbeat: 0,
             id,
             commands: 0,
+            port_info: None,
+            lif_info: None,
         };
         b.reset();
         b
@@ -122,6 +137,13 @@ impl Bar0 {
         put_str(b, info::FW_VERSION, &self.id.fw_version);
         put_str(b, info::SERIAL_NUM, &self.id.serial);
         self.pending.iter_mut().for_each(|p| *p = false);
+        self.port_info = None;
+        self.lif_info = None;
+    }
+
+    /// Where the driver asked for the port and LIF info blocks.
+    pub fn info_blocks(&self) -> (Option<u64>, Option<u64>) {
+        (self.port_info, self.lif_info)
     }
 
     /// Device commands run so far.
@@ -145,7 +167,7 @@ impl Bar0 {
     /// Writes `data` at `offset` (inside BAR 0: the caller checked), and
     /// answers the vectors to signal now (an unmask that releases a
     /// latched interrupt).
-    pub fn write(&mut self, offset: u64, data: &[u8]) -> Vec<u16> {
+    pub fn write(&mut self, offset: u64, data: &[u8], dma: &mut Dma) -> Vec<u16> {
         let at = offset as usize;
         let end = at + data.len();
         let mut fire = Vec::new();
@@ -197,7 +219,7 @@ impl Bar0 {
             }
         }
         if doorbell {
-            self.run_command();
+            self.run_command(dma);
         }
         fire
     }
@@ -234,7 +256,7 @@ impl Bar0 {
     }
 
     /// Runs the command in the command registers and sets `done`.
-    fn run_command(&mut self) {
+    fn run_command(&mut self, dma: &mut Dma) {
         self.commands += 1;
         let c: [u8; 64] = self.bytes[cmd::CMD..cmd::CMD + 64]
             .try_into()
@@ -249,6 +271,21 @@ impl Bar0 {
             | opcode::PORT_IDENTIFY
             | opcode::PORT_GETATTR
             | opcode::PORT_SETATTR => status::SUCCESS,
+            opcode::PORT_INIT => self.port_init(u64_at(&c, init_cmd::INFO_PA), dma),
+            opcode::LIF_INIT => {
+                let st = self.lif_init(u64_at(&c, init_cmd::INFO_PA), dma);
+                // hw_index: the LIF's own index.
+                comp[2..4].copy_from_slice(&c[init_cmd::LIF_INDEX..init_cmd::LIF_INDEX + 2]);
+                st
+            }
+            opcode::PORT_RESET => {
+                self.port_info = None;
+                status::SUCCESS
+            }
+            opcode::LIF_RESET => {
+                self.lif_info = None;
+                status::SUCCESS
+            }
             opcode::LIF_IDENTIFY => {
                 // Version 1 of the LIF identity is the one served.
                 self.lif_identify();
@@ -275,6 +312,47 @@ impl Bar0 {
         };
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
         put32(&mut self.bytes, cmd::DONE, 1);
+    }
+
+    /// PORT_INIT: the port info block at `pa`, giving the link speed, an
+    /// up port and a copper QSFP transceiver.
+    fn port_init(&mut self, pa: u64, dma: &mut Dma) -> u8 {
+        use crate::regs::port_info as p;
+        let mut b = [0u8; p::HEAD_LEN];
+        put32(&mut b, p::CONFIG_SPEED, self.id.speed);
+        put32(&mut b, p::CONFIG_MTU, self.id.max_frame - 14 - 4);
+        b[p::CONFIG_STATE] = p::ADMIN_UP;
+        put32(&mut b, p::STATUS_ID, 1);
+        put32(&mut b, p::STATUS_SPEED, self.id.speed);
+        b[p::STATUS_STATUS] = p::OPER_UP;
+        b[p::XCVR] = p::XCVR_SPROM_READ;
+        b[p::XCVR + 1] = p::PHY_COPPER;
+        b[p::XCVR + 2..p::XCVR + 4].copy_from_slice(&p::PID_QSFP_100G_CR4.to_le_bytes());
+        match dma.write(pa, &b) {
+            Ok(()) => {
+                self.port_info = Some(pa);
+                status::SUCCESS
+            }
+            Err(_) => status::EFAULT,
+        }
+    }
+
+    /// LIF_INIT: link up at the port's speed in the LIF status block at
+    /// `pa` (so the netdev gets a carrier).
+    fn lif_init(&mut self, pa: u64, dma: &mut Dma) -> u8 {
+        use crate::regs::lif_info as l;
+        let mut b = [0u8; l::HEAD_LEN];
+        b[l::STATUS_PORT_NUM] = 1;
+        b[l::STATUS_LINK_STATUS..l::STATUS_LINK_STATUS + 2]
+            .copy_from_slice(&u16::from(crate::regs::port_info::OPER_UP).to_le_bytes());
+        put32(&mut b, l::STATUS_LINK_SPEED, self.id.speed);
+        match dma.write(pa, &b) {
+            Ok(()) => {
+                self.lif_info = Some(pa);
+                status::SUCCESS
+            }
+            Err(_) => status::EFAULT,
+        }
     }
 
     /// `union ionic_lif_identity` into the data window: Ethernet and RDMA
@@ -352,7 +430,11 @@ mod tests {
     }
 
     fn w32(b: &mut Bar0, at: usize, v: u32) -> Vec<u16> {
-        b.write(at as u64, &v.to_le_bytes())
+        b.write(at as u64, &v.to_le_bytes(), &mut Dma::new(0))
+    }
+
+    fn put(b: &mut Bar0, at: usize, bytes: &[u8]) {
+        b.write(at as u64, bytes, &mut Dma::new(0));
     }
 
     // ionic_dev_info_regs: signature @0, version @4, asic_type @5,
@@ -383,7 +465,7 @@ mod tests {
     fn identify_runs_on_the_doorbell_and_fills_the_data_window() {
         let mut b = Bar0::new(Identity::default());
         w32(&mut b, 0x804, 0);
-        b.write(0x808, &[opcode::IDENTIFY, 2]);
+        put(&mut b, 0x808, &[opcode::IDENTIFY, 2]);
         w32(&mut b, 0x800, 1);
         assert_eq!(r32(&mut b, 0x804), 1, "done");
         let comp = r32(&mut b, 0x848);
@@ -395,10 +477,10 @@ mod tests {
         assert_eq!(r32(&mut b, 0x888 + 24), 1, "coalescing divisor");
         // Version 0 is refused; an unknown opcode fails with EOPCODE.
         w32(&mut b, 0x804, 0);
-        b.write(0x808, &[opcode::IDENTIFY, 0]);
+        put(&mut b, 0x808, &[opcode::IDENTIFY, 0]);
         w32(&mut b, 0x800, 1);
         assert_eq!(r32(&mut b, 0x848) & 0xff, u32::from(status::EVERSION));
-        b.write(0x808, &[199, 0]);
+        put(&mut b, 0x808, &[199, 0]);
         w32(&mut b, 0x800, 1);
         assert_eq!(r32(&mut b, 0x848) & 0xff, u32::from(status::EOPCODE));
         assert_eq!(b.commands(), 3);
@@ -410,7 +492,7 @@ mod tests {
     #[test]
     fn lif_identify_reports_ethernet_and_rdma() {
         let mut b = Bar0::new(Identity::default());
-        b.write(0x808, &[opcode::LIF_IDENTIFY, 0, 1]);
+        put(&mut b, 0x808, &[opcode::LIF_IDENTIFY, 0, 1]);
         w32(&mut b, 0x800, 1);
         assert_eq!(r32(&mut b, 0x848) & 0xffff, 0x0100, "status 0, version 1");
         let d = 0x888;
@@ -429,10 +511,61 @@ mod tests {
         assert_eq!(r32(&mut b, d + 424 + 12 * 4 + 4), 32, "EQs");
         // The zeroed-completion commands succeed.
         for op in [opcode::INIT, opcode::PORT_IDENTIFY, opcode::SETATTR] {
-            b.write(0x808, &[op, 0]);
+            put(&mut b, 0x808, &[op, 0]);
             w32(&mut b, 0x800, 1);
             assert_eq!(r32(&mut b, 0x848), 0);
         }
+    }
+
+    // PORT_INIT and LIF_INIT write their blocks at info_pa (offset 8 of
+    // the command): port config speed @0, state @8; status speed @260,
+    // status @264, xcvr @316; LIF status link_status @266, speed @268.
+    #[test]
+    fn port_and_lif_init_write_link_up_into_guest_memory() {
+        use crate::regs::{lif_info, port_info};
+        use ernic_vfio::proto::{DMA_READ, DMA_WRITE};
+        let mut dma = Dma::new(4);
+        let ram = ernic_vfio::client::shared_memory(c"guest", 1 << 16).unwrap();
+        dma.map(0x10_0000, 1 << 16, 0, DMA_READ | DMA_WRITE, Some(ram))
+            .unwrap();
+        let mut b = Bar0::new(Identity::default());
+        let run = |b: &mut Bar0, dma: &mut Dma, op: u8, pa: u64| {
+            let mut c = [0u8; 64];
+            c[0] = op;
+            c[2] = 3; // LIF_INIT's index
+            c[8..16].copy_from_slice(&pa.to_le_bytes());
+            b.write(0x808, &c, dma);
+            b.write(0x800, &[1, 0, 0, 0], dma);
+            let mut comp = [0u8; 16];
+            b.read(0x848, &mut comp);
+            comp
+        };
+        assert_eq!(run(&mut b, &mut dma, opcode::PORT_INIT, 0x10_1000)[0], 0);
+        let mut p = vec![0u8; port_info::HEAD_LEN];
+        dma.read(0x10_1000, &mut p).unwrap();
+        assert_eq!(get32(&p, 0), 100_000, "config speed");
+        assert_eq!(p[8], port_info::ADMIN_UP);
+        assert_eq!(get32(&p, 260), 100_000, "status speed");
+        assert_eq!(p[264], port_info::OPER_UP);
+        assert_eq!(
+            &p[316..320],
+            &[3, 1, 1, 0],
+            "copper QSFP 100G-CR4, SPROM read"
+        );
+        let comp = run(&mut b, &mut dma, opcode::LIF_INIT, 0x10_2000);
+        assert_eq!((comp[0], comp[2]), (0, 3), "status, hw_index");
+        let mut l = vec![0u8; lif_info::HEAD_LEN];
+        dma.read(0x10_2000, &mut l).unwrap();
+        assert_eq!(u16::from_le_bytes([l[266], l[267]]), 1, "link up");
+        assert_eq!(get32(&l, 268), 100_000);
+        assert_eq!(b.info_blocks(), (Some(0x10_1000), Some(0x10_2000)));
+        // Outside guest memory: EFAULT, and nothing remembered.
+        assert_eq!(
+            run(&mut b, &mut dma, opcode::PORT_INIT, 0x9000_0000)[0],
+            status::EFAULT
+        );
+        run(&mut b, &mut dma, opcode::LIF_RESET, 0);
+        assert_eq!(b.info_blocks(), (Some(0x10_1000), None));
     }
 
     // struct ionic_intr: coal_init @0, mask @4, credits @8, mask_assert
@@ -470,8 +603,9 @@ mod tests {
         ) {
             let mut b = Bar0::new(Identity::default());
             let len = data.len().min((regs::BAR0_SIZE - offset) as usize);
-            b.write(offset, &data[..len]);
-            b.write(cmd::DOORBELL as u64, &[1, 0, 0, 0]);
+            let mut dma = Dma::new(0);
+            b.write(offset, &data[..len], &mut dma);
+            b.write(cmd::DOORBELL as u64, &[1, 0, 0, 0], &mut dma);
             let mut back = vec![0u8; len];
             b.read(offset, &mut back);
             proptest::prop_assert_eq!(r32(&mut b, 0), info::SIGNATURE_VALUE);

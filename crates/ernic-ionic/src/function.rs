@@ -133,7 +133,7 @@ impl Device for IonicFunction {
     fn write(&mut self, io: &mut Io, region: u32, offset: u64, data: &[u8]) -> Result<(), i32> {
         match region {
             pci::region::BAR0 => {
-                for v in self.bar0.write(offset, data) {
+                for v in self.bar0.write(offset, data, io.dma) {
                     io.irqs.trigger(pci::irq::MSIX, u32::from(v));
                 }
             }

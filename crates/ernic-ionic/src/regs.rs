@@ -111,6 +111,7 @@ pub mod status {
     pub const SUCCESS: u8 = 0;
     pub const EVERSION: u8 = 1;
     pub const EOPCODE: u8 = 2;
+    pub const EFAULT: u8 = 11;
     pub const EINVAL: u8 = 14;
 }
 
@@ -187,4 +188,58 @@ pub mod lif_identity {
     pub const RDMA_STATS_TYPE: usize = RDMA + 92;
     /// Bytes of the rdma section.
     pub const RDMA_LEN: usize = 256;
+}
+
+/// `struct ionic_port_info` (written at PORT_INIT's `info_pa`): the port
+/// config, the packed port status, then the port statistics.
+pub mod port_info {
+    #![allow(missing_docs)]
+    pub const CONFIG_SPEED: usize = 0;
+    pub const CONFIG_MTU: usize = 4;
+    pub const CONFIG_STATE: usize = 8;
+    pub const STATUS: usize = 256;
+    pub const STATUS_ID: usize = STATUS;
+    pub const STATUS_SPEED: usize = STATUS + 4;
+    pub const STATUS_STATUS: usize = STATUS + 8;
+    pub const STATUS_LINK_DOWN_COUNT: usize = STATUS + 9;
+    pub const STATUS_FEC_TYPE: usize = STATUS + 11;
+    /// `struct ionic_xcvr_status`: state, phy, pid, sprom[256].
+    pub const XCVR: usize = STATUS + 60;
+    pub const STATS: usize = STATUS + 320;
+    /// Bytes written at PORT_INIT (config and status; the statistics
+    /// follow as the device counts).
+    pub const HEAD_LEN: usize = STATS;
+    /// `IONIC_PORT_ADMIN_STATE_UP`.
+    pub const ADMIN_UP: u8 = 2;
+    /// `IONIC_PORT_OPER_STATUS_UP`.
+    pub const OPER_UP: u8 = 1;
+    /// `IONIC_XCVR_STATE_SPROM_READ`.
+    pub const XCVR_SPROM_READ: u8 = 3;
+    /// `IONIC_PHY_TYPE_COPPER`.
+    pub const PHY_COPPER: u8 = 1;
+    /// `IONIC_XCVR_PID_QSFP_100G_CR4`.
+    pub const PID_QSFP_100G_CR4: u16 = 1;
+}
+
+/// `struct ionic_lif_info` (written at LIF_INIT's `info_pa`): the LIF
+/// config, the LIF status, then the LIF statistics.
+pub mod lif_info {
+    #![allow(missing_docs)]
+    pub const STATUS: usize = 256;
+    pub const STATUS_EID: usize = STATUS;
+    pub const STATUS_PORT_NUM: usize = STATUS + 8;
+    pub const STATUS_LINK_STATUS: usize = STATUS + 10;
+    pub const STATUS_LINK_SPEED: usize = STATUS + 12;
+    pub const STATUS_LINK_DOWN_COUNT: usize = STATUS + 16;
+    pub const STATS: usize = STATUS + 64;
+    /// Bytes written at LIF_INIT (config and status).
+    pub const HEAD_LEN: usize = STATS;
+}
+
+/// Offsets in the 64-byte command of PORT_INIT and LIF_INIT.
+pub mod init_cmd {
+    /// `info_pa`, in both.
+    pub const INFO_PA: usize = 8;
+    /// LIF_INIT's `index`.
+    pub const LIF_INDEX: usize = 2;
 }

@@ -201,6 +201,27 @@ impl Client {
     }
 }
 
+/// Memory a client can share with a server (what QEMU's memfd memory
+/// backend is): an anonymous file of `len` zero bytes.
+pub fn shared_memory(name: &std::ffi::CStr, len: u64) -> io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create with a NUL-terminated name; the result is
+    // checked before it is owned.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just made and owned by no one else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len =
+        libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: sizing the file we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// A `VFIO_USER_DMA_MAP` body.
 pub fn dma_map_body(address: u64, size: u64, offset: u64, flags: u32) -> Vec<u8> {
     let mut b = Vec::with_capacity(32);

@@ -254,17 +254,9 @@ impl Dma {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::FromRawFd;
 
     fn memfd(len: usize) -> OwnedFd {
-        // SAFETY: memfd_create with a static name; the result is checked.
-        let fd = unsafe { libc::memfd_create(c"ernic-test".as_ptr(), libc::MFD_CLOEXEC) };
-        assert!(fd >= 0);
-        // SAFETY: a descriptor we just made and own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sizing our own memfd.
-        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) }, 0);
-        fd
+        crate::client::shared_memory(c"ernic-test", len as u64).unwrap()
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! (this codec pins the wire format with the checks ernic needs on
 //! untrusted input either way).
 
+#[allow(unsafe_code)]
 pub mod client;
 #[allow(unsafe_code)]
 pub mod dma;

@@ -12,7 +12,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ernic_vfio::client::{Client, ClientError, dma_map_body, set_irqs_body};
+use ernic_vfio::client::{Client, ClientError, dma_map_body, set_irqs_body, shared_memory};
 use ernic_vfio::proto::{self, Capabilities, Command, HEADER_LEN, Header};
 use ernic_vfio::server::{Device, Io, Server};
 use ernic_vfio::sock;
@@ -141,14 +141,7 @@ fn refused(r: Result<Vec<u8>, ClientError>) -> u32 {
 }
 
 fn memfd(len: usize) -> OwnedFd {
-    // SAFETY: memfd_create with a static name; the result is checked.
-    let fd = unsafe { libc::memfd_create(c"guest-ram".as_ptr(), libc::MFD_CLOEXEC) };
-    assert!(fd >= 0);
-    // SAFETY: a descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: sizing our own memfd.
-    assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), len as i64) }, 0);
-    fd
+    shared_memory(c"guest-ram", len as u64).unwrap()
 }
 
 fn eventfd() -> OwnedFd {
