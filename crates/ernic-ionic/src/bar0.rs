@@ -71,6 +71,29 @@ impl Default for Identity {
     }
 }
 
+/// An Ethernet queue as Q_INIT described it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EthQueue {
+    /// Logical queue type (admin, notify, RX, TX).
+    pub qtype: u8,
+    /// Index within the type.
+    pub index: u32,
+    /// Descriptor ring in guest memory.
+    pub ring_base: u64,
+    /// Completion ring.
+    pub cq_ring_base: u64,
+    /// Scatter-gather ring.
+    pub sg_ring_base: u64,
+    /// log2 of the ring's depth.
+    pub ring_size: u8,
+    /// Interrupt control index.
+    pub intr_index: u16,
+    /// `IONIC_QINIT_F_*`.
+    pub flags: u16,
+    /// Enabled (Q_INIT with ENA, or Q_CONTROL).
+    pub enabled: bool,
+}
+
 /// BAR 0.
 #[derive(Debug, Clone)]
 pub struct Bar0 {
@@ -83,6 +106,7 @@ pub struct Bar0 {
     // device keeps them current; the resets forget them).
     port_info: Option<u64>,
     lif_info: Option<u64>,
+    queues: Vec<EthQueue>,
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -119,6 +143,7 @@ impl Bar0 {
             commands: 0,
             port_info: None,
             lif_info: None,
+            queues: Vec::new(),
         };
         b.reset();
         b
@@ -139,6 +164,23 @@ impl Bar0 {
         self.pending.iter_mut().for_each(|p| *p = false);
         self.port_info = None;
         self.lif_info = None;
+        self.queues.clear();
+    }
+
+    /// The Ethernet queues Q_INIT has set up.
+    pub fn queues(&self) -> &[EthQueue] {
+        &self.queues
+    }
+
+    /// How many queues of Ethernet type `qtype` the LIF has, `None` for a
+    /// type it does not have.
+    fn queue_count(&self, qtype: u8) -> Option<u32> {
+        use crate::regs::qtype as t;
+        match qtype {
+            t::ADMINQ | t::NOTIFYQ => Some(1),
+            t::RXQ | t::TXQ => Some(self.id.eth_queues),
+            _ => None,
+        }
     }
 
     /// Where the driver asked for the port and LIF info blocks.
@@ -278,12 +320,16 @@ impl Bar0 {
                 comp[2..4].copy_from_slice(&c[init_cmd::LIF_INDEX..init_cmd::LIF_INDEX + 2]);
                 st
             }
+            opcode::Q_IDENTIFY => self.q_identify(&c, &mut comp),
+            opcode::Q_INIT => self.q_init(&c, &mut comp),
+            opcode::Q_CONTROL => self.q_control(&c),
             opcode::PORT_RESET => {
                 self.port_info = None;
                 status::SUCCESS
             }
             opcode::LIF_RESET => {
                 self.lif_info = None;
+                self.queues.clear();
                 status::SUCCESS
             }
             opcode::LIF_IDENTIFY => {
@@ -312,6 +358,95 @@ impl Bar0 {
         };
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
         put32(&mut self.bytes, cmd::DONE, 1);
+    }
+
+    /// Q_IDENTIFY: descriptor sizes of an Ethernet queue type, version 0,
+    /// no offloads.
+    fn q_identify(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
+        use crate::regs::{q_identify as q, qtype as t};
+        // (descriptor, completion, SG descriptor, SG elements)
+        let (desc, cq, sg, elems) = match c[q::TYPE] {
+            t::ADMINQ => (64u16, 16u16, 0u16, 0u16),
+            t::NOTIFYQ => (4, 64, 0, 0),
+            t::RXQ | t::TXQ => (16, 16, 128, 8),
+            _ => return status::EQTYPE,
+        };
+        let d = &mut self.bytes[cmd::DATA..cmd::DATA + cmd::DATA_LEN];
+        d.fill(0);
+        d[q::ID_VERSION] = 0;
+        d[q::ID_SUPPORTED] = 1; // version 0 only
+        let features = if c[q::TYPE] == t::NOTIFYQ { 0 } else { q::F_CQ };
+        d[q::ID_FEATURES..q::ID_FEATURES + 8].copy_from_slice(&features.to_le_bytes());
+        for (at, v) in [
+            (q::ID_DESC_SZ, desc),
+            (q::ID_COMP_SZ, cq),
+            (q::ID_SG_DESC_SZ, sg),
+            (q::ID_MAX_SG_ELEMS, elems),
+            (q::ID_SG_DESC_STRIDE, elems),
+        ] {
+            d[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        comp[q::COMP_VER] = 0;
+        status::SUCCESS
+    }
+
+    /// Q_INIT: records an Ethernet queue's rings and interrupt; refuses
+    /// an unknown type, an index past the LIF's count, a ring deeper than
+    /// 2^15.
+    fn q_init(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
+        use crate::regs::q_init as q;
+        let qtype = c[q::TYPE];
+        let index = get32(c, q::INDEX);
+        let Some(count) = self.queue_count(qtype) else {
+            return status::EQTYPE;
+        };
+        if index >= count {
+            return status::EQID;
+        }
+        let ring_size = c[q::RING_SIZE];
+        if ring_size > q::MAX_RING_SIZE {
+            return status::EINVAL;
+        }
+        let flags = u16::from_le_bytes([c[q::FLAGS], c[q::FLAGS + 1]]);
+        let intr_index = u16::from_le_bytes([c[q::INTR_INDEX], c[q::INTR_INDEX + 1]]);
+        if flags & q::F_IRQ != 0 && intr_index >= self.id.vectors {
+            return status::EINVAL;
+        }
+        let queue = EthQueue {
+            qtype,
+            index,
+            ring_base: u64_at(c, q::RING_BASE),
+            cq_ring_base: u64_at(c, q::CQ_RING_BASE),
+            sg_ring_base: u64_at(c, q::SG_RING_BASE),
+            ring_size,
+            intr_index,
+            flags,
+            enabled: flags & q::F_ENA != 0,
+        };
+        self.queues.retain(|e| (e.qtype, e.index) != (qtype, index));
+        self.queues.push(queue);
+        comp[q::COMP_HW_INDEX..q::COMP_HW_INDEX + 4].copy_from_slice(&index.to_le_bytes());
+        comp[q::COMP_HW_TYPE] = qtype;
+        status::SUCCESS
+    }
+
+    /// Q_CONTROL: enables or disables a queue Q_INIT set up.
+    fn q_control(&mut self, c: &[u8; 64]) -> u8 {
+        use crate::regs::q_control as q;
+        let (qtype, index) = (c[q::TYPE], get32(c, q::INDEX));
+        let Some(e) = self
+            .queues
+            .iter_mut()
+            .find(|e| (e.qtype, e.index) == (qtype, index))
+        else {
+            return status::EQID;
+        };
+        match c[q::OPER] {
+            q::ENABLE => e.enabled = true,
+            q::DISABLE | q::HANG_RESET => e.enabled = false,
+            _ => return status::EINVAL,
+        }
+        status::SUCCESS
     }
 
     /// PORT_INIT: the port info block at `pa`, giving the link speed, an
@@ -566,6 +701,83 @@ mod tests {
         );
         run(&mut b, &mut dma, opcode::LIF_RESET, 0);
         assert_eq!(b.info_blocks(), (Some(0x10_1000), None));
+    }
+
+    // struct ionic_q_init_cmd: type @4, index @8, intr_index @14, flags
+    // @16, ring_size @19, ring_base @20, cq_ring_base @28; completion
+    // hw_index @4, hw_type @8.
+    #[test]
+    fn q_init_records_queues_and_refuses_bad_ones() {
+        use crate::regs::{q_init as q, qtype};
+        let mut b = Bar0::new(Identity::default());
+        let init = |b: &mut Bar0, t: u8, index: u32, ring_size: u8, flags: u16| {
+            let mut c = [0u8; 64];
+            c[0] = opcode::Q_INIT;
+            c[q::TYPE] = t;
+            c[q::INDEX..q::INDEX + 4].copy_from_slice(&index.to_le_bytes());
+            c[q::INTR_INDEX..q::INTR_INDEX + 2].copy_from_slice(&2u16.to_le_bytes());
+            c[q::FLAGS..q::FLAGS + 2].copy_from_slice(&flags.to_le_bytes());
+            c[q::RING_SIZE] = ring_size;
+            c[q::RING_BASE..q::RING_BASE + 8].copy_from_slice(&0x5000u64.to_le_bytes());
+            c[q::CQ_RING_BASE..q::CQ_RING_BASE + 8].copy_from_slice(&0x6000u64.to_le_bytes());
+            put(b, 0x808, &c);
+            w32(b, 0x800, 1);
+            let mut comp = [0u8; 16];
+            b.read(0x848, &mut comp);
+            comp
+        };
+        let comp = init(&mut b, qtype::ADMINQ, 0, 6, q::F_IRQ | q::F_ENA);
+        assert_eq!((comp[0], get32(&comp, 4), comp[8]), (0, 0, qtype::ADMINQ));
+        let e = b.queues()[0];
+        assert_eq!(
+            (
+                e.ring_base,
+                e.cq_ring_base,
+                e.ring_size,
+                e.intr_index,
+                e.enabled
+            ),
+            (0x5000, 0x6000, 6, 2, true)
+        );
+        assert_eq!(init(&mut b, 7, 0, 6, 0)[0], status::EQTYPE, "unknown type");
+        assert_eq!(
+            init(&mut b, qtype::RXQ, 4, 6, 0)[0],
+            status::EQID,
+            "past the count"
+        );
+        assert_eq!(
+            init(&mut b, qtype::TXQ, 0, 16, 0)[0],
+            status::EINVAL,
+            "2^16 deep"
+        );
+        assert_eq!(init(&mut b, qtype::RXQ, 3, 15, 0)[0], 0);
+        assert_eq!(b.queues().len(), 2);
+        // Q_CONTROL enables the RX queue; an unknown one is refused.
+        let mut c = [0u8; 64];
+        c[0] = opcode::Q_CONTROL;
+        c[1] = qtype::RXQ;
+        c[4] = 3;
+        c[8] = 1;
+        put(&mut b, 0x808, &c);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xff, 0);
+        assert!(
+            b.queues()
+                .iter()
+                .any(|e| e.qtype == qtype::RXQ && e.enabled)
+        );
+        c[4] = 2;
+        put(&mut b, 0x808, &c);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xff, u32::from(status::EQID));
+        // Q_IDENTIFY: 16-byte RX descriptors, version 0.
+        let mut c = [0u8; 64];
+        c[0] = opcode::Q_IDENTIFY;
+        c[4] = qtype::RXQ;
+        put(&mut b, 0x808, &c);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xff, 0);
+        assert_eq!(r32(&mut b, 0x888 + 16) & 0xffff, 16, "desc_sz");
     }
 
     // struct ionic_intr: coal_init @0, mask @4, credits @8, mask_assert

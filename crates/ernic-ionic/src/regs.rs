@@ -111,6 +111,8 @@ pub mod status {
     pub const SUCCESS: u8 = 0;
     pub const EVERSION: u8 = 1;
     pub const EOPCODE: u8 = 2;
+    pub const EQID: u8 = 5;
+    pub const EQTYPE: u8 = 6;
     pub const EFAULT: u8 = 11;
     pub const EINVAL: u8 = 14;
 }
@@ -242,4 +244,70 @@ pub mod init_cmd {
     pub const INFO_PA: usize = 8;
     /// LIF_INIT's `index`.
     pub const LIF_INDEX: usize = 2;
+}
+
+/// `struct ionic_q_init_cmd` (packed) and its completion.
+pub mod q_init {
+    #![allow(missing_docs)]
+    pub const TYPE: usize = 4;
+    pub const VER: usize = 5;
+    pub const INDEX: usize = 8;
+    pub const PID: usize = 12;
+    pub const INTR_INDEX: usize = 14;
+    pub const FLAGS: usize = 16;
+    pub const COS: usize = 18;
+    pub const RING_SIZE: usize = 19;
+    pub const RING_BASE: usize = 20;
+    pub const CQ_RING_BASE: usize = 28;
+    pub const SG_RING_BASE: usize = 36;
+    pub const FEATURES: usize = 56;
+    /// `IONIC_QINIT_F_IRQ`.
+    pub const F_IRQ: u16 = 0x01;
+    /// `IONIC_QINIT_F_ENA`.
+    pub const F_ENA: u16 = 0x02;
+    /// The deepest ring accepted: 2^15 descriptors (seed 001).
+    pub const MAX_RING_SIZE: u8 = 15;
+    /// Completion: `hw_index` (u32) and `hw_type`.
+    pub const COMP_HW_INDEX: usize = 4;
+    pub const COMP_HW_TYPE: usize = 8;
+}
+
+/// `struct ionic_q_control_cmd`.
+pub mod q_control {
+    #![allow(missing_docs)]
+    pub const TYPE: usize = 1;
+    pub const INDEX: usize = 4;
+    pub const OPER: usize = 8;
+    /// `IONIC_Q_DISABLE`, `IONIC_Q_ENABLE`, `IONIC_Q_HANG_RESET`.
+    pub const DISABLE: u8 = 0;
+    pub const ENABLE: u8 = 1;
+    pub const HANG_RESET: u8 = 2;
+}
+
+/// `struct ionic_q_identify_cmd`, its completion's `ver`, and `union
+/// ionic_q_identity` in the data window.
+pub mod q_identify {
+    #![allow(missing_docs)]
+    pub const TYPE: usize = 4;
+    pub const VER: usize = 5;
+    pub const COMP_VER: usize = 4;
+    pub const ID_VERSION: usize = 0;
+    pub const ID_SUPPORTED: usize = 1;
+    pub const ID_FEATURES: usize = 8;
+    pub const ID_DESC_SZ: usize = 16;
+    pub const ID_COMP_SZ: usize = 18;
+    pub const ID_SG_DESC_SZ: usize = 20;
+    pub const ID_MAX_SG_ELEMS: usize = 22;
+    pub const ID_SG_DESC_STRIDE: usize = 24;
+    /// `IONIC_QIDENT_F_CQ`.
+    pub const F_CQ: u64 = 1 << 0;
+}
+
+/// `enum ionic_logical_qtype` (the Ethernet ones).
+pub mod qtype {
+    #![allow(missing_docs)]
+    pub const ADMINQ: u8 = 0;
+    pub const NOTIFYQ: u8 = 1;
+    pub const RXQ: u8 = 2;
+    pub const TXQ: u8 = 3;
 }
