@@ -320,6 +320,7 @@ impl Bar0 {
                 comp[2..4].copy_from_slice(&c[init_cmd::LIF_INDEX..init_cmd::LIF_INDEX + 2]);
                 st
             }
+            opcode::LIF_SETATTR | opcode::LIF_GETATTR => self.lif_attr(&c, &mut comp),
             opcode::Q_IDENTIFY => self.q_identify(&c, &mut comp),
             opcode::Q_INIT => self.q_init(&c, &mut comp),
             opcode::Q_CONTROL => self.q_control(&c),
@@ -358,6 +359,20 @@ impl Bar0 {
         };
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
         put32(&mut self.bytes, cmd::DONE, 1);
+    }
+
+    /// LIF_SETATTR / LIF_GETATTR: the MAC is kept; other attributes
+    /// succeed without effect (seed 001).
+    pub fn lif_attr(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
+        use crate::regs::lif_attr as a;
+        if c[a::ATTR] == a::MAC {
+            if c[0] == opcode::LIF_SETATTR {
+                self.id.mac.copy_from_slice(&c[a::VALUE..a::VALUE + 6]);
+            } else {
+                comp[a::COMP_VALUE..a::COMP_VALUE + 6].copy_from_slice(&self.id.mac);
+            }
+        }
+        status::SUCCESS
     }
 
     /// Q_IDENTIFY: descriptor sizes of an Ethernet queue type, version 0,
@@ -778,6 +793,31 @@ mod tests {
         w32(&mut b, 0x800, 1);
         assert_eq!(r32(&mut b, 0x848) & 0xff, 0);
         assert_eq!(r32(&mut b, 0x888 + 16) & 0xffff, 16, "desc_sz");
+    }
+
+    #[test]
+    fn the_mac_is_set_and_read_back() {
+        let mut b = Bar0::new(Identity::default());
+        let mac = [0x02, 1, 2, 3, 4, 5];
+        let mut c = [0u8; 64];
+        c[0] = opcode::LIF_SETATTR;
+        c[1] = 3;
+        c[4..10].copy_from_slice(&mac);
+        put(&mut b, 0x808, &c);
+        w32(&mut b, 0x800, 1);
+        c = [0u8; 64];
+        c[0] = opcode::LIF_GETATTR;
+        c[1] = 3;
+        put(&mut b, 0x808, &c);
+        w32(&mut b, 0x800, 1);
+        let mut comp = [0u8; 16];
+        b.read(0x848, &mut comp);
+        assert_eq!((comp[0], &comp[4..10]), (0, &mac[..]));
+        // Another attribute (MTU) succeeds without effect.
+        c[1] = 2;
+        put(&mut b, 0x808, &c);
+        w32(&mut b, 0x800, 1);
+        assert_eq!(r32(&mut b, 0x848) & 0xff, 0);
     }
 
     // struct ionic_intr: coal_init @0, mask @4, credits @8, mask_assert

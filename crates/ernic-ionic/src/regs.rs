@@ -98,6 +98,8 @@ pub mod opcode {
     pub const LIF_IDENTIFY: u8 = 20;
     pub const LIF_INIT: u8 = 21;
     pub const LIF_RESET: u8 = 22;
+    pub const LIF_GETATTR: u8 = 23;
+    pub const LIF_SETATTR: u8 = 24;
     pub const PORT_GETATTR: u8 = 13;
     pub const PORT_SETATTR: u8 = 14;
     pub const Q_IDENTIFY: u8 = 39;
@@ -310,4 +312,18 @@ pub mod qtype {
     pub const NOTIFYQ: u8 = 1;
     pub const RXQ: u8 = 2;
     pub const TXQ: u8 = 3;
+}
+
+/// LIF_GETATTR / LIF_SETATTR: the attribute byte, `IONIC_LIF_ATTR_MAC`,
+/// where a SETATTR carries its value and where a GETATTR completion
+/// answers it.
+pub mod lif_attr {
+    #![allow(missing_docs)]
+    pub const ATTR: usize = 1;
+    /// `IONIC_LIF_ATTR_MAC`.
+    pub const MAC: u8 = 3;
+    /// The value in the command (after opcode, attr, index).
+    pub const VALUE: usize = 4;
+    /// The value in the completion (after status, rsvd, comp_index).
+    pub const COMP_VALUE: usize = 4;
 }
