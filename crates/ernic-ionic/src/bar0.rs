@@ -92,6 +92,10 @@ pub struct EthQueue {
     pub flags: u16,
     /// Enabled (Q_INIT with ENA, or Q_CONTROL).
     pub enabled: bool,
+    /// The next descriptor the device takes.
+    pub head: u16,
+    /// The color of the completions being written (flips at each wrap).
+    pub color: bool,
 }
 
 /// BAR 0.
@@ -107,6 +111,7 @@ pub struct Bar0 {
     port_info: Option<u64>,
     lif_info: Option<u64>,
     queues: Vec<EthQueue>,
+    filters: u32,
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -144,6 +149,7 @@ impl Bar0 {
             port_info: None,
             lif_info: None,
             queues: Vec::new(),
+            filters: 0,
         };
         b.reset();
         b
@@ -437,6 +443,8 @@ impl Bar0 {
             intr_index,
             flags,
             enabled: flags & q::F_ENA != 0,
+            head: 0,
+            color: true,
         };
         self.queues.retain(|e| (e.qtype, e.index) != (qtype, index));
         self.queues.push(queue);
@@ -462,6 +470,68 @@ impl Bar0 {
             _ => return status::EINVAL,
         }
         status::SUCCESS
+    }
+
+    /// The Ethernet admin queue `qid`'s doorbell: runs the descriptors up
+    /// to `p_index`, writes each completion (color byte last), and answers
+    /// the vector to raise when the queue asked for interrupts.
+    pub fn admin_doorbell(&mut self, qid: u32, p_index: u16, dma: &mut Dma) -> Option<u16> {
+        use crate::regs::{q_init, qtype};
+        let at = self
+            .queues
+            .iter()
+            .position(|e| e.qtype == qtype::ADMINQ && e.index == qid && e.enabled)?;
+        let q = self.queues[at];
+        let depth = 1u32 << q.ring_size;
+        let mask = (depth - 1) as u16;
+        let target = p_index & mask;
+        let (mut head, mut color) = (q.head & mask, q.color);
+        let mut ran = 0;
+        while head != target && ran < depth {
+            let mut c = [0u8; 64];
+            let desc = q.ring_base.wrapping_add(u64::from(head) * 64);
+            let mut comp = [0u8; 16];
+            comp[0] = match dma.read(desc, &mut c) {
+                Ok(()) => self.admin_command(&c, &mut comp),
+                Err(_) => status::EFAULT,
+            };
+            comp[2..4].copy_from_slice(&head.to_le_bytes());
+            comp[15] = if color { 0x80 } else { 0 };
+            // The color byte goes last: the driver polls it.
+            let slot = q.cq_ring_base.wrapping_add(u64::from(head) * 16);
+            let _ = dma.write(slot, &comp[..15]);
+            let _ = dma.write(slot + 15, &comp[15..]);
+            head = (head + 1) & mask;
+            if head == 0 {
+                color = !color;
+            }
+            ran += 1;
+        }
+        if let Some(e) = self.queues.get_mut(at) {
+            e.head = head;
+            e.color = color;
+        }
+        (ran > 0 && q.flags & q_init::F_IRQ != 0 && self.raise(q.intr_index))
+            .then_some(q.intr_index)
+    }
+
+    /// One command from the Ethernet admin queue. Those with device state
+    /// run as from BAR 0; receive modes and filters, and the rest of what
+    /// the driver posts while it brings the LIF up, have none here and
+    /// succeed (seed 001); the RDMA bootstrap (50-53) is not served yet.
+    fn admin_command(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
+        match c[0] {
+            opcode::Q_INIT => self.q_init(c, comp),
+            opcode::Q_CONTROL => self.q_control(c),
+            opcode::LIF_SETATTR | opcode::LIF_GETATTR => self.lif_attr(c, comp),
+            opcode::RX_FILTER_ADD => {
+                self.filters += 1;
+                comp[4..8].copy_from_slice(&self.filters.to_le_bytes());
+                status::SUCCESS
+            }
+            50..=53 => status::EOPCODE,
+            _ => status::SUCCESS,
+        }
     }
 
     /// PORT_INIT: the port info block at `pa`, giving the link speed, an

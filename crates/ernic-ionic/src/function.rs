@@ -146,6 +146,11 @@ impl Device for IonicFunction {
                 if let Some(d) = Doorbell::decode(offset, u64::from_le_bytes(v)) {
                     self.doorbells += 1;
                     self.last_doorbell = Some(d);
+                    if d.qtype == crate::regs::qtype::ADMINQ && d.ring == 0 {
+                        if let Some(v) = self.bar0.admin_doorbell(d.qid, d.index, io.dma) {
+                            io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                        }
+                    }
                 }
             }
             _ => return Err(errno::EINVAL),

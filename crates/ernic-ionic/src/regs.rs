@@ -100,6 +100,9 @@ pub mod opcode {
     pub const LIF_RESET: u8 = 22;
     pub const LIF_GETATTR: u8 = 23;
     pub const LIF_SETATTR: u8 = 24;
+    pub const RX_MODE_SET: u8 = 30;
+    pub const RX_FILTER_ADD: u8 = 31;
+    pub const RX_FILTER_DEL: u8 = 32;
     pub const PORT_GETATTR: u8 = 13;
     pub const PORT_SETATTR: u8 = 14;
     pub const Q_IDENTIFY: u8 = 39;

@@ -222,6 +222,20 @@ pub fn shared_memory(name: &std::ffi::CStr, len: u64) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A non-blocking eventfd, for a server to signal an interrupt on (read
+/// it as a `File` of 8-byte counts; an empty one reads `WouldBlock`).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: eventfd with flags only; the result is checked before it is
+    // owned.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just made and owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// A `VFIO_USER_DMA_MAP` body.
 pub fn dma_map_body(address: u64, size: u64, offset: u64, flags: u32) -> Vec<u8> {
     let mut b = Vec::with_capacity(32);

@@ -7,7 +7,7 @@
 //! is served.
 #![allow(unsafe_code)]
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -145,11 +145,7 @@ fn memfd(len: usize) -> OwnedFd {
 }
 
 fn eventfd() -> OwnedFd {
-    // SAFETY: eventfd with flags only; the result is checked.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    assert!(fd >= 0);
-    // SAFETY: a descriptor we own.
-    unsafe { OwnedFd::from_raw_fd(fd) }
+    ernic_vfio::client::eventfd().unwrap()
 }
 
 /// The eventfd's count (0 when it was not signalled).
