@@ -13,4 +13,5 @@
 pub mod bar0;
 pub mod doorbell;
 pub mod function;
+pub mod profile;
 pub mod regs;

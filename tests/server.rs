@@ -1,0 +1,83 @@
+//! `ernic-server` as a user runs it: the socket it makes, a client that
+//! attaches and reads the function's identity, then another client after
+//! the first left, and bad flags.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ernic_vfio::client::Client;
+use ernic_vfio::pci::region;
+use ernic_vfio::proto::Capabilities;
+
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
+    let dir = std::env::temp_dir().join(format!("ernic-server-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("ernic.sock");
+    let _server = Kill(
+        Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+            .args(["--socket", sock.to_str().unwrap(), "--nic-profile", "small"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() {
+        assert!(Instant::now() < end, "no socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "owner-only");
+    for _ in 0..2 {
+        let mut c = loop {
+            match Client::connect(&sock, Duration::from_secs(10)) {
+                Ok(c) => break c,
+                Err(_) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        c.version(&Capabilities::default()).unwrap();
+        let cfg = c.region_read(region::CONFIG, 0, 4).unwrap();
+        assert_eq!(cfg, [0xd8, 0x1d, 0x02, 0x10], "1dd8:1002");
+        let msix = c.region_read(region::CONFIG, 0x40, 4).unwrap();
+        assert_eq!(
+            u16::from_le_bytes([msix[2], msix[3]]) & 0x7ff,
+            7,
+            "small: 8 vectors"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_flags_are_one_clear_line() {
+    for (args, says) in [
+        (
+            vec!["--socket", "/tmp/ernic-x.sock", "--nic-profile", "nosuch"],
+            "no profile \"nosuch\"",
+        ),
+        (vec!["--nic-profile", "compat"], "--socket <SOCKET>"),
+        (
+            vec!["--socket", "/", "--log-level", "loud"],
+            "invalid value 'loud'",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
