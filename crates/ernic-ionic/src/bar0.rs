@@ -590,6 +590,9 @@ impl Bar0 {
         put32(d, l::ETH_MAX_MCAST_FILTERS, 32);
         put32(d, l::ETH_MIN_FRAME_SIZE, 64);
         put32(d, l::ETH_MAX_FRAME_SIZE, id.max_frame);
+        // The driver allocates an RSS indirection table of this many
+        // entries (accepted and ignored here: one flow hash steers).
+        d[l::ETH_RSS_IND_TBL_SZ..l::ETH_RSS_IND_TBL_SZ + 2].copy_from_slice(&64u16.to_le_bytes());
         d[l::CONFIG_STATE] = 1; // enabled
         put32(d, l::CONFIG_MTU, id.max_frame - 14 - 4);
         d[l::CONFIG_MAC..l::CONFIG_MAC + 6].copy_from_slice(&id.mac);
