@@ -1,0 +1,24 @@
+#!/bin/busybox sh
+# The guest's /init in the VM lane: load the stock ionic driver, bring the
+# netdev up, and print what the lane checks between ERNIC-VM markers.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo "ERNIC-VM: booted"
+for d in /sys/bus/pci/devices/*; do
+    echo "ERNIC-VM: pci $(cat $d/vendor):$(cat $d/device) sub $(cat $d/subsystem_vendor):$(cat $d/subsystem_device) class $(cat $d/class)"
+done
+insmod /ionic.ko
+sleep 3
+for n in /sys/class/net/*; do
+    [ -e "$n/device/driver" ] || continue
+    i=$(basename $n)
+    echo "ERNIC-VM: netdev $i driver $(basename $(readlink $n/device/driver)) mac $(cat $n/address)"
+    ip link set "$i" up
+    sleep 2
+    echo "ERNIC-VM: carrier $i $(cat $n/carrier) speed $(cat $n/speed)"
+done
+dmesg | grep -i -E "ionic|1dd8" | sed 's/^/ERNIC-VM: dmesg /'
+echo "ERNIC-VM: done"
+poweroff -f

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The VM lane: a QEMU guest (TCG) with a Debian sid kernel whose stock
+# ionic driver binds to ernic-server over vfio-user. See ../shared/VM-LANE.md
+# for what was found to work on these machines.
+#
+#   vm/lane.sh ERNIC_SERVER_BINARY [WORKDIR]
+#
+# Needs root and the Debian package mirrors (debootstrap, apt). The chroot
+# (QEMU, busybox, the kernel) is built once in WORKDIR (default
+# /var/cache/ernic-vm) and reused. Exits non-zero, with the reason on the
+# last line, when the guest does not see what it must.
+set -euo pipefail
+server=$(realpath "$1")
+work=${2:-/var/cache/ernic-vm}
+here=$(cd "$(dirname "$0")" && pwd)
+mirror=${ERNIC_VM_MIRROR:-http://deb.debian.org/debian}
+sid=$work/sid
+mkdir -p "$work"
+
+say() { echo "vm-lane: $*"; }
+fail() { echo "vm-lane: FAILED: $*"; exit 1; }
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v cpio >/dev/null || need+=(cpio)
+command -v xz >/dev/null || need+=(xz-utils)
+if [ ${#need[@]} -gt 0 ]; then
+    say "installing ${need[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" > /dev/null
+fi
+if [ ! -x "$sid/usr/bin/qemu-system-x86_64" ]; then
+    say "building the sid chroot in $sid"
+    rm -rf "$sid"
+    debootstrap --variant=minbase --include=qemu-system-x86,busybox-static,kmod,xz-utils \
+        sid "$sid" "$mirror" > "$work/debootstrap.log" 2>&1 || fail "debootstrap (see $work/debootstrap.log)"
+fi
+mountpoint -q "$sid/proc" || mount -t proc proc "$sid/proc"
+kernel=$(ls "$sid"/boot/vmlinuz-* 2>/dev/null | head -1 || true)
+if [ -z "$kernel" ]; then
+    say "installing the guest kernel"
+    chroot "$sid" apt-get -o Acquire::Check-Valid-Until=false update -qq
+    image=$(chroot "$sid" apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
+    [ -n "$image" ] || fail "no linux-image package found"
+    chroot "$sid" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$image" \
+        > "$work/kernel.log" 2>&1 || fail "installing $image (see $work/kernel.log)"
+    kernel=$(ls "$sid"/boot/vmlinuz-* | head -1)
+fi
+version=${kernel##*/vmlinuz-}
+ionic=$(find "$sid/lib/modules/$version" -name 'ionic.ko*' | head -1)
+[ -n "$ionic" ] || fail "the guest kernel $version has no ionic module"
+
+say "guest kernel $version, initramfs with the stock ionic module"
+initrd=$work/initrd
+rm -rf "$initrd" && mkdir -p "$initrd/bin" "$initrd/proc" "$initrd/sys" "$initrd/dev"
+cp "$sid/bin/busybox" "$initrd/bin/busybox"
+case "$ionic" in
+    *.xz) xz -dc "$ionic" > "$initrd/ionic.ko" ;;
+    *) cp "$ionic" "$initrd/ionic.ko" ;;
+esac
+cp "$here/init.sh" "$initrd/init" && chmod +x "$initrd/init"
+(cd "$initrd" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$sid/tmp/initramfs.cpio.gz"
+cp "$kernel" "$sid/tmp/vmlinuz"
+
+sock=$sid/tmp/ernic.sock
+rm -f "$sock"
+"$server" --socket "$sock" ${ERNIC_VM_SERVER_ARGS:-} > "$work/server.log" 2>&1 &
+spid=$!
+trap 'kill $spid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || fail "ernic-server made no socket (see $work/server.log)"
+
+say "booting the guest (TCG)"
+timeout "${ERNIC_VM_TIMEOUT:-180}" chroot "$sid" qemu-system-x86_64 \
+    -machine q35,memory-backend=mem -object memory-backend-memfd,id=mem,size=512M,share=on \
+    -m 512M -cpu max -nographic -no-reboot \
+    -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz -append "console=ttyS0 panic=-1 quiet" \
+    -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/ernic.sock","type":"unix"}}' \
+    > "$work/console.log" 2>&1 || true
+tr -d '\r' < "$work/console.log" | grep -a '^ERNIC-VM:' > "$work/markers.log" || true
+cat "$work/markers.log"
+
+grep -q 'ERNIC-VM: done' "$work/markers.log" || fail "the guest did not finish (see $work/console.log)"
+grep -q 'ERNIC-VM: pci 0x1dd8:0x1002 sub 0x1dd8:0x5400 class 0x020000' "$work/markers.log" \
+    || fail "the guest does not see 1dd8:1002 (subsystem 1dd8:5400, class 02:00:00)"
+grep -q 'ERNIC-VM: netdev .* driver ionic' "$work/markers.log" || fail "no netdev bound to ionic"
+if grep -E -q 'ERNIC-VM: dmesg .*(fail|error|Error|abort|WARNING)' "$work/markers.log"; then
+    fail "the ionic driver reported an error"
+fi
+want_speed=${ERNIC_VM_SPEED:-100000}
+grep -q "ERNIC-VM: carrier .* 1 speed $want_speed" "$work/markers.log" \
+    || fail "no carrier at $want_speed Mb/s"
+say "passed: ionic bound, carrier at $want_speed Mb/s"
