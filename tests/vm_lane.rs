@@ -1,6 +1,7 @@
 //! The VM lane (vm/lane.sh): a QEMU guest whose stock Linux ionic driver
-//! binds to ernic-server over vfio-user, brings its netdev up and reports
-//! a carrier at the profile's speed. It needs root and Debian's package
+//! binds to ernic-server over vfio-user, brings its netdev up, reports a
+//! carrier at the profile's speed, pings an address on ernic-server's TAP
+//! (in a network namespace), and sees its counters move. It needs root and Debian's package
 //! mirrors, and takes a minute or two the first time (the chroot is
 //! cached): CI runs it (ERNIC_VM_LANE=1); elsewhere it is skipped with one
 //! line.
@@ -24,7 +25,7 @@ fn lane(server_args: &str, speed: &str) {
 }
 
 #[test]
-fn the_stock_ionic_driver_binds_and_gets_a_carrier() {
+fn the_stock_ionic_driver_binds_gets_a_carrier_and_pings_the_tap() {
     if std::env::var("ERNIC_VM_LANE").as_deref() != Ok("1") {
         println!(
             "skipped: the VM lane runs with ERNIC_VM_LANE=1 (root, Debian mirrors; CI sets it)"

@@ -5,6 +5,7 @@
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+mkdir -p /tmp
 echo "ERNIC-VM: booted"
 for d in /sys/bus/pci/devices/*; do
     echo "ERNIC-VM: pci $(cat $d/vendor):$(cat $d/device) sub $(cat $d/subsystem_vendor):$(cat $d/subsystem_device) class $(cat $d/class)"
@@ -18,6 +19,13 @@ for n in /sys/class/net/*; do
     ip link set "$i" up
     sleep 2
     echo "ERNIC-VM: carrier $i $(cat $n/carrier) speed $(cat $n/speed)"
+    ip addr add 192.0.2.2/24 dev "$i"
+    if ping -c 3 -W 3 192.0.2.1 > /tmp/ping 2>&1; then
+        echo "ERNIC-VM: ping ok $(grep -o '[0-9]* packets received' /tmp/ping)"
+    else
+        echo "ERNIC-VM: ping failed: $(tail -2 /tmp/ping | tr '\n' ' ')"
+    fi
+    echo "ERNIC-VM: counters $i rx_packets $(cat $n/statistics/rx_packets) tx_packets $(cat $n/statistics/tx_packets)"
 done
 dmesg | grep -i -E "ionic|1dd8" | sed 's/^/ERNIC-VM: dmesg /'
 echo "ERNIC-VM: done"

@@ -61,13 +61,20 @@ cp "$here/init.sh" "$initrd/init" && chmod +x "$initrd/init"
 (cd "$initrd" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$sid/tmp/initramfs.cpio.gz"
 cp "$kernel" "$sid/tmp/vmlinuz"
 
+# The host end of the guest's Ethernet: a TAP made by ernic-server in a
+# network namespace of its own, addressed 192.0.2.1/24.
+ns=ernic-vm-$$
+ip netns add "$ns"
 sock=$sid/tmp/ernic.sock
 rm -f "$sock"
-"$server" --socket "$sock" ${ERNIC_VM_SERVER_ARGS:-} > "$work/server.log" 2>&1 &
+ip netns exec "$ns" "$server" --socket "$sock" --tap ernic0 ${ERNIC_VM_SERVER_ARGS:-} \
+    > "$work/server.log" 2>&1 &
 spid=$!
-trap 'kill $spid 2>/dev/null || true' EXIT
+trap 'kill $spid 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || fail "ernic-server made no socket (see $work/server.log)"
+ip netns exec "$ns" ip addr add 192.0.2.1/24 dev ernic0
+ip netns exec "$ns" ip link set ernic0 up
 
 say "booting the guest (TCG)"
 timeout "${ERNIC_VM_TIMEOUT:-180}" chroot "$sid" qemu-system-x86_64 \
@@ -76,6 +83,9 @@ timeout "${ERNIC_VM_TIMEOUT:-180}" chroot "$sid" qemu-system-x86_64 \
     -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz -append "console=ttyS0 panic=-1 quiet" \
     -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/ernic.sock","type":"unix"}}' \
     > "$work/console.log" 2>&1 || true
+sleep 0.5 # the server logs the client's departure
+ip netns exec "$ns" ip -s link show ernic0 > "$work/tap.log" 2>&1 || true
+ip netns exec "$ns" ip neigh show >> "$work/tap.log" 2>&1 || true
 tr -d '\r' < "$work/console.log" | grep -a '^ERNIC-VM:' > "$work/markers.log" || true
 cat "$work/markers.log"
 
@@ -89,4 +99,8 @@ fi
 want_speed=${ERNIC_VM_SPEED:-100000}
 grep -q "ERNIC-VM: carrier .* 1 speed $want_speed" "$work/markers.log" \
     || fail "no carrier at $want_speed Mb/s"
-say "passed: ionic bound, carrier at $want_speed Mb/s"
+grep -q 'ERNIC-VM: ping ok 3 packets received' "$work/markers.log" \
+    || fail "the guest could not ping 192.0.2.1 on the host TAP"
+grep -E -q 'ERNIC-VM: counters .* rx_packets [1-9][0-9]* tx_packets [1-9]' "$work/markers.log" \
+    || fail "the netdev's counters did not move"
+say "passed: ionic bound, carrier at $want_speed Mb/s, ping over the TAP, counters moved"

@@ -29,6 +29,11 @@ struct Args {
     /// names (compat, small) or .ini files of key = value lines.
     #[arg(long, default_value = "compat")]
     nic_profile: String,
+    /// A host TAP interface for the guest's Ethernet frames (created if
+    /// missing; needs CAP_NET_ADMIN). Without one, sent frames are
+    /// completed and discarded and nothing is received.
+    #[arg(long)]
+    tap: Option<String>,
     /// How much to say on stderr: error, warn, info or debug.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug"])]
     log_level: String,
@@ -68,7 +73,15 @@ fn run(a: &Args) -> Result<()> {
         max_msg_fds: ernic_vfio::sock::MAX_FDS as u32,
         ..Capabilities::default()
     };
-    let mut server = Server::new(IonicFunction::new(id), caps);
+    let mut function = IonicFunction::new(id);
+    if let Some(name) = &a.tap {
+        let tap = ernic_ionic::tap::Tap::open(name).with_context(|| format!("--tap {name}"))?;
+        if info {
+            eprintln!("ernic-server: frames on TAP {}", tap.name());
+        }
+        function = function.with_tap(tap);
+    }
+    let mut server = Server::new(function, caps);
     for conn in listener.incoming() {
         let conn = match conn {
             Ok(c) => c,
@@ -80,7 +93,15 @@ fn run(a: &Args) -> Result<()> {
         if info {
             eprintln!("ernic-server: client attached");
         }
-        match server.serve(&conn) {
+        let served = server.serve(&conn);
+        if a.log_level == "debug" {
+            eprintln!(
+                "ernic-server: counters {:?}; queues {:?}",
+                server.device.bar0().stats(),
+                server.device.bar0().queues()
+            );
+        }
+        match served {
             Ok(()) if info => eprintln!("ernic-server: client left"),
             Ok(()) => {}
             Err(e) => eprintln!("ernic-server: client dropped: {e}"),

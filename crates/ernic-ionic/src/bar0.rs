@@ -92,6 +92,9 @@ pub struct EthQueue {
     pub flags: u16,
     /// Enabled (Q_INIT with ENA, or Q_CONTROL).
     pub enabled: bool,
+    /// Descriptors the driver has posted (its producer index, from the
+    /// doorbells).
+    pub posted: u16,
     /// The next descriptor the device takes.
     pub head: u16,
     /// The color of the completions being written (flips at each wrap).
@@ -109,9 +112,11 @@ pub struct Bar0 {
     // Where PORT_INIT and LIF_INIT put the port and LIF info blocks (the
     // device keeps them current; the resets forget them).
     port_info: Option<u64>,
-    lif_info: Option<u64>,
-    queues: Vec<EthQueue>,
+    pub(crate) lif_info: Option<u64>,
+    pub(crate) queues: Vec<EthQueue>,
     filters: u32,
+    pub(crate) stats: crate::eth::LifStats,
+    pub(crate) frame: Vec<u8>,
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -150,6 +155,8 @@ impl Bar0 {
             lif_info: None,
             queues: Vec::new(),
             filters: 0,
+            stats: crate::eth::LifStats::default(),
+            frame: Vec::with_capacity(16 << 10),
         };
         b.reset();
         b
@@ -171,6 +178,12 @@ impl Bar0 {
         self.port_info = None;
         self.lif_info = None;
         self.queues.clear();
+        self.stats = crate::eth::LifStats::default();
+    }
+
+    /// The LIF's counters.
+    pub fn stats(&self) -> &crate::eth::LifStats {
+        &self.stats
     }
 
     /// The Ethernet queues Q_INIT has set up.
@@ -443,6 +456,7 @@ impl Bar0 {
             intr_index,
             flags,
             enabled: flags & q::F_ENA != 0,
+            posted: 0,
             head: 0,
             color: true,
         };

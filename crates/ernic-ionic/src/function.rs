@@ -9,7 +9,9 @@ use ernic_vfio::server::{Device, Io};
 
 use crate::bar0::{Bar0, Identity};
 use crate::doorbell::{BAR2_SIZE, Doorbell};
+use crate::regs::qtype;
 use crate::regs::{BAR0_SIZE, MSIX_PBA, MSIX_TABLE};
+use crate::tap::Tap;
 
 /// Pensando's vendor id.
 pub const VENDOR: u16 = 0x1dd8;
@@ -34,6 +36,8 @@ pub struct IonicFunction {
     vectors: u16,
     doorbells: u64,
     last_doorbell: Option<Doorbell>,
+    tap: Option<Tap>,
+    frame: Vec<u8>,
 }
 
 impl IonicFunction {
@@ -73,7 +77,20 @@ impl IonicFunction {
             vectors,
             doorbells: 0,
             last_doorbell: None,
+            tap: None,
+            frame: vec![0; crate::eth::MAX_FRAME],
         }
+    }
+
+    /// Frames go to and come from `tap`.
+    pub fn with_tap(mut self, tap: Tap) -> IonicFunction {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// BAR 0, for inspection.
+    pub fn bar0(&self) -> &Bar0 {
+        &self.bar0
     }
 
     /// Doorbells rung so far, and the last one (queues come with the
@@ -146,10 +163,25 @@ impl Device for IonicFunction {
                 if let Some(d) = Doorbell::decode(offset, u64::from_le_bytes(v)) {
                     self.doorbells += 1;
                     self.last_doorbell = Some(d);
-                    if d.qtype == crate::regs::qtype::ADMINQ && d.ring == 0 {
-                        if let Some(v) = self.bar0.admin_doorbell(d.qid, d.index, io.dma) {
-                            io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                    let fire = match (d.qtype, d.ring) {
+                        (qtype::ADMINQ, 0) => self.bar0.admin_doorbell(d.qid, d.index, io.dma),
+                        (qtype::TXQ, 0) => {
+                            let tap = &mut self.tap;
+                            self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
+                                // Without a TAP, frames are completed and discarded.
+                                if let Some(t) = tap.as_mut() {
+                                    let _ = t.send(f);
+                                }
+                            })
                         }
+                        (qtype::RXQ, 0) => {
+                            self.bar0.rx_doorbell(d.qid, d.index);
+                            None
+                        }
+                        _ => None,
+                    };
+                    if let Some(v) = fire {
+                        io.irqs.trigger(pci::irq::MSIX, u32::from(v));
                     }
                 }
             }
@@ -160,5 +192,27 @@ impl Device for IonicFunction {
 
     fn reset(&mut self, _io: &mut Io) {
         self.bar0.reset();
+    }
+
+    fn wait_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        if let Some(t) = &self.tap {
+            out.push(t.fd());
+        }
+    }
+
+    /// Frames waiting on the TAP go to the guest (a bounded batch per
+    /// wakeup, so the socket is served between batches).
+    fn ready(&mut self, io: &mut Io) {
+        let Some(tap) = self.tap.as_mut() else { return };
+        for _ in 0..64 {
+            match tap.recv(&mut self.frame) {
+                Ok(Some(n)) => {
+                    if let Some(v) = self.bar0.rx_frame(&self.frame[..n], io.dma) {
+                        io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                    }
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
     }
 }

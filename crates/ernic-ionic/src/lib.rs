@@ -12,6 +12,9 @@
 
 pub mod bar0;
 pub mod doorbell;
+pub mod eth;
 pub mod function;
 pub mod profile;
 pub mod regs;
+#[allow(unsafe_code)]
+pub mod tap;

@@ -13,7 +13,7 @@
 //! drive the same handling without blocking.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use crate::dma::{Dma, errno};
@@ -50,6 +50,19 @@ pub trait Device {
     fn write(&mut self, io: &mut Io, region: u32, offset: u64, data: &[u8]) -> Result<(), i32>;
     /// `VFIO_USER_DEVICE_RESET`.
     fn reset(&mut self, io: &mut Io);
+
+    /// Descriptors the server waits on beside the client's socket (a TAP,
+    /// say), appended to `out`; when one is readable, [`ready`] runs.
+    ///
+    /// [`ready`]: Device::ready
+    fn wait_fds(&self, out: &mut Vec<RawFd>) {
+        let _ = out;
+    }
+
+    /// A descriptor from [`wait_fds`](Device::wait_fds) is readable.
+    fn ready(&mut self, io: &mut Io) {
+        let _ = io;
+    }
 }
 
 /// One interrupt type's eventfds, mask bits and latched interrupts.
@@ -193,6 +206,8 @@ pub struct Server<D: Device> {
     pub irqs: Irqs,
     ours: Capabilities,
     buf: Vec<u8>,
+    fds: Vec<RawFd>,
+    polls: Vec<libc::pollfd>,
 }
 
 /// How a message was answered.
@@ -211,6 +226,8 @@ impl<D: Device> Server<D> {
             irqs,
             ours,
             buf: Vec::new(),
+            fds: Vec::new(),
+            polls: Vec::new(),
         }
     }
 
@@ -230,6 +247,7 @@ impl<D: Device> Server<D> {
         let mut versioned = false;
         let max = proto::max_message(self.ours.max_data_xfer_size);
         loop {
+            self.wait(fd)?;
             let mut head = [0u8; HEADER_LEN];
             let mut fds = Vec::new();
             if !sock::recv_exact(fd, &mut head, &mut fds)? {
@@ -269,6 +287,54 @@ impl<D: Device> Server<D> {
                 Answer::Error(e) => {
                     sock::send_all(fd, &[&h.error_reply(e).to_bytes()], &[])?;
                 }
+            }
+        }
+    }
+
+    /// Waits until the client's socket is readable, serving the device's
+    /// own descriptors meanwhile (no timeout: an idle device sleeps).
+    fn wait(&mut self, sock: RawFd) -> io::Result<()> {
+        loop {
+            self.fds.clear();
+            self.device.wait_fds(&mut self.fds);
+            if self.fds.is_empty() {
+                return Ok(());
+            }
+            self.polls.clear();
+            self.polls.push(libc::pollfd {
+                fd: sock,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            self.polls.extend(self.fds.iter().map(|&fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            }));
+            // SAFETY: poll over a live array of pollfd of the given length.
+            let n = unsafe {
+                libc::poll(
+                    self.polls.as_mut_ptr(),
+                    self.polls.len() as libc::nfds_t,
+                    -1,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if self.polls[1..].iter().any(|p| p.revents != 0) {
+                let mut io = Io {
+                    dma: &mut self.dma,
+                    irqs: &mut self.irqs,
+                };
+                self.device.ready(&mut io);
+            }
+            if self.polls[0].revents != 0 {
+                return Ok(());
             }
         }
     }
