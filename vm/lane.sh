@@ -70,7 +70,7 @@ rm -f "$sock"
 ip netns exec "$ns" "$server" --socket "$sock" --tap ernic0 ${ERNIC_VM_SERVER_ARGS:-} \
     > "$work/server.log" 2>&1 &
 spid=$!
-trap 'kill $spid 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true' EXIT
+trap 'kill $spid 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; umount "$sid/proc" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || fail "ernic-server made no socket (see $work/server.log)"
 ip netns exec "$ns" ip addr add 192.0.2.1/24 dev ernic0

@@ -111,7 +111,7 @@ pub struct Bar0 {
     commands: u64,
     // Where PORT_INIT and LIF_INIT put the port and LIF info blocks (the
     // device keeps them current; the resets forget them).
-    port_info: Option<u64>,
+    pub(crate) port_info: Option<u64>,
     pub(crate) lif_info: Option<u64>,
     pub(crate) queues: Vec<EthQueue>,
     filters: u32,

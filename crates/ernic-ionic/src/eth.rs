@@ -41,6 +41,16 @@ const ST_TX_DESC_FETCH_ERROR: usize = 336;
 /// Bytes of the part of the stats block this device writes.
 const ST_LEN: usize = 344;
 
+// struct ionic_port_stats offsets (bytes from the port info's stats).
+const PS_RX_OK: usize = 0; // frames_rx_ok, frames_rx_all
+const PS_OCTETS_RX: usize = 32; // octets_rx_ok, octets_rx_all
+const PS_RX_CASTS: usize = 48; // frames_rx_unicast, _multicast, _broadcast
+const PS_TX_OK: usize = 256; // frames_tx_ok, frames_tx_all
+const PS_OCTETS_TX: usize = 280; // octets_tx_ok, octets_tx_total
+const PS_TX_CASTS: usize = 296; // frames_tx_unicast, _multicast, _broadcast
+/// Bytes of the part of the port statistics this device writes.
+const PS_LEN: usize = 320;
+
 /// Unicast, multicast or broadcast, by the destination MAC.
 fn cast(frame: &[u8]) -> usize {
     match frame.get(..6) {
@@ -99,8 +109,37 @@ impl Bar0 {
             .position(|e| e.qtype == t && e.index == qid)
     }
 
-    /// Writes the counters into the LIF info block's statistics.
+    /// Writes the port statistics (`ethtool -S`) from the same counters.
+    fn write_port_stats(&self, dma: &mut Dma) {
+        let Some(pa) = self.port_info else { return };
+        let s = &self.stats;
+        let (rx_frames, rx_bytes) = s.rx.iter().fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.0));
+        let (tx_frames, tx_bytes) = s.tx.iter().fold((0, 0), |a, t| (a.0 + t.1, a.1 + t.0));
+        let mut b = [0u8; PS_LEN];
+        let mut put = |at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        for (at, v) in [
+            (PS_RX_OK, rx_frames),
+            (PS_RX_OK + 8, rx_frames),
+            (PS_OCTETS_RX, rx_bytes),
+            (PS_OCTETS_RX + 8, rx_bytes),
+            (PS_TX_OK, tx_frames),
+            (PS_TX_OK + 8, tx_frames),
+            (PS_OCTETS_TX, tx_bytes),
+            (PS_OCTETS_TX + 8, tx_bytes),
+        ] {
+            put(at, v);
+        }
+        for i in 0..3 {
+            put(PS_RX_CASTS + 8 * i, s.rx[i].1);
+            put(PS_TX_CASTS + 8 * i, s.tx[i].1);
+        }
+        let _ = dma.write(pa + crate::regs::port_info::STATS as u64, &b);
+    }
+
+    /// Writes the counters into the LIF info block's statistics (and the
+    /// port's).
     fn write_stats(&self, dma: &mut Dma) {
+        self.write_port_stats(dma);
         let Some(pa) = self.lif_info else { return };
         let mut b = [0u8; ST_LEN];
         let s = &self.stats;
@@ -305,6 +344,94 @@ impl Bar0 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bar0::Identity;
+    use crate::regs::{lif_info, opcode, port_info};
+    use ernic_vfio::proto::{DMA_READ, DMA_WRITE};
+
+    const G: u64 = 0x100_0000;
+
+    /// A device with port and LIF info blocks in guest memory and an RX
+    /// queue of 4 buffers enabled (descriptors at G+0x1000, completions at
+    /// G+0x2000, buffers at G+0x8000 + 2 KiB each).
+    fn with_rx_queue() -> (Bar0, Dma) {
+        let mut dma = Dma::new(4);
+        let ram = ernic_vfio::client::shared_memory(c"guest", 1 << 20).unwrap();
+        dma.map(G, 1 << 20, 0, DMA_READ | DMA_WRITE, Some(ram))
+            .unwrap();
+        let mut b = Bar0::new(Identity::default());
+        let mut run = |b: &mut Bar0, c: &[u8; 64]| {
+            b.write(0x808, c, &mut dma);
+            b.write(0x800, &[1, 0, 0, 0], &mut dma);
+        };
+        let mut c = [0u8; 64];
+        c[0] = opcode::PORT_INIT;
+        c[8..16].copy_from_slice(&(G + 0x10000).to_le_bytes());
+        run(&mut b, &c);
+        c[0] = opcode::LIF_INIT;
+        c[8..16].copy_from_slice(&(G + 0x20000).to_le_bytes());
+        run(&mut b, &c);
+        let mut q = [0u8; 64];
+        q[0] = opcode::Q_INIT;
+        q[q_init::TYPE] = qtype::RXQ;
+        q[q_init::FLAGS] = (q_init::F_IRQ | q_init::F_ENA) as u8;
+        q[q_init::INTR_INDEX] = 3;
+        q[q_init::RING_SIZE] = 2;
+        q[q_init::RING_BASE..q_init::RING_BASE + 8].copy_from_slice(&(G + 0x1000).to_le_bytes());
+        q[q_init::CQ_RING_BASE..q_init::CQ_RING_BASE + 8]
+            .copy_from_slice(&(G + 0x2000).to_le_bytes());
+        run(&mut b, &q);
+        for i in 0..4u64 {
+            let mut d = [0u8; 16];
+            d[6..8].copy_from_slice(&2048u16.to_le_bytes());
+            d[8..16].copy_from_slice(&(G + 0x8000 + 2048 * i).to_le_bytes());
+            dma.write(G + 0x1000 + 16 * i, &d).unwrap();
+        }
+        (b, dma)
+    }
+
+    fn stat(dma: &Dma, at: u64) -> u64 {
+        let mut v = [0u8; 8];
+        dma.read(at, &mut v).unwrap();
+        u64::from_le_bytes(v)
+    }
+
+    // ionic_rxq_comp: comp_index @2, len @12, pkt_type_color @15; lif
+    // stats rx_ucast_bytes/packets @0/@8, rx_queue_empty @264; port stats
+    // frames_rx_ok @0, octets_rx_ok @32.
+    #[test]
+    fn received_frames_fill_posted_buffers_and_count() {
+        let (mut b, mut dma) = with_rx_queue();
+        let f = frame([2, 0, 0x45, 0x52, 0x4e, 1], 17, 7);
+        assert_eq!(
+            b.rx_frame(&f, &mut dma),
+            None,
+            "nothing posted yet: dropped"
+        );
+        b.rx_doorbell(0, 3);
+        assert_eq!(b.rx_frame(&f, &mut dma), Some(3), "delivered, vector 3");
+        let mut got = vec![0u8; f.len()];
+        dma.read(G + 0x8000, &mut got).unwrap();
+        assert_eq!(got, f);
+        let mut comp = [0u8; 16];
+        dma.read(G + 0x2000, &mut comp).unwrap();
+        assert_eq!(u16::from_le_bytes([comp[12], comp[13]]) as usize, f.len());
+        assert_eq!(comp[15], 0x80 | 0x05, "color and IPv4/UDP");
+        let stats = G + 0x20000 + lif_info::STATS as u64;
+        assert_eq!((stat(&dma, stats), stat(&dma, stats + 8)), (60, 1));
+        assert_eq!(
+            stat(&dma, stats + 264),
+            1,
+            "one dropped for want of a buffer"
+        );
+        let port = G + 0x10000 + port_info::STATS as u64;
+        assert_eq!((stat(&dma, port), stat(&dma, port + 32)), (1, 60));
+        // Too big for the buffer: dropped and counted, nothing consumed.
+        assert_eq!(b.rx_frame(&vec![0u8; 4000], &mut dma), None);
+        assert_eq!(stat(&dma, stats + 288), 1);
+        assert_eq!(b.rx_frame(&f, &mut dma), Some(3));
+        dma.read(G + 0x2010, &mut comp).unwrap();
+        assert_eq!(u16::from_le_bytes([comp[2], comp[3]]), 1, "the next slot");
+    }
 
     fn frame(dst: [u8; 6], proto: u8, sport: u16) -> Vec<u8> {
         let mut f = vec![0u8; 60];
