@@ -509,16 +509,7 @@ impl Bar0 {
                 Ok(()) => self.admin_command(&c, &mut comp),
                 Err(_) => status::EFAULT,
             };
-            comp[2..4].copy_from_slice(&head.to_le_bytes());
-            comp[15] = if color { 0x80 } else { 0 };
-            // The color byte goes last: the driver polls it.
-            let slot = q.cq_ring_base.wrapping_add(u64::from(head) * 16);
-            let _ = dma.write(slot, &comp[..15]);
-            let _ = dma.write(slot + 15, &comp[15..]);
-            head = (head + 1) & mask;
-            if head == 0 {
-                color = !color;
-            }
+            (head, color) = crate::eth::complete(dma, q.cq_ring_base, head, mask, color, &mut comp);
             ran += 1;
         }
         if let Some(e) = self.queues.get_mut(at) {

@@ -94,6 +94,28 @@ fn pkt_type(frame: &[u8]) -> u8 {
     }
 }
 
+/// Writes the 16-byte completion `comp` of descriptor `head` into the
+/// completion ring at `cq_base`, with its comp_index and the color bit
+/// (bit 7 of byte 15, kept with whatever else byte 15 holds), color byte
+/// last: the driver polls it. Answers the next head and color (which flips
+/// when the ring wraps).
+pub(crate) fn complete(
+    dma: &mut Dma,
+    cq_base: u64,
+    head: u16,
+    mask: u16,
+    color: bool,
+    comp: &mut [u8; 16],
+) -> (u16, bool) {
+    comp[2..4].copy_from_slice(&head.to_le_bytes());
+    comp[15] = (comp[15] & 0x7f) | if color { 0x80 } else { 0 };
+    let slot = cq_base.wrapping_add(u64::from(head) * 16);
+    let _ = dma.write(slot, &comp[..15]);
+    let _ = dma.write(slot + 15, &comp[15..]);
+    let next = (head + 1) & mask;
+    (next, if next == 0 { !color } else { color })
+}
+
 fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
@@ -196,15 +218,7 @@ impl Bar0 {
                 self.stats.tx_desc_fetch_error += 1;
             }
             let mut comp = [0u8; 16];
-            comp[2..4].copy_from_slice(&head.to_le_bytes());
-            comp[15] = if color { 0x80 } else { 0 };
-            let slot = q.cq_ring_base + u64::from(head) * 16;
-            let _ = dma.write(slot, &comp[..15]);
-            let _ = dma.write(slot + 15, &comp[15..]);
-            head = (head + 1) & mask;
-            if head == 0 {
-                color = !color;
-            }
+            (head, color) = complete(dma, q.cq_ring_base, head, mask, color, &mut comp);
             ran += 1;
         }
         self.frame = frame;
@@ -321,18 +335,12 @@ impl Bar0 {
             return None;
         }
         let mut comp = [0u8; 16];
-        comp[2..4].copy_from_slice(&head.to_le_bytes());
         comp[4..8].copy_from_slice(&flow_hash(frame).to_le_bytes());
         comp[12..14].copy_from_slice(&(frame.len() as u16).to_le_bytes());
-        comp[15] = pkt_type(frame) | if q.color { 0x80 } else { 0 };
-        let slot = q.cq_ring_base + u64::from(head) * 16;
-        let _ = dma.write(slot, &comp[..15]);
-        let _ = dma.write(slot + 15, &comp[15..]);
-        let next = (head + 1) & mask;
+        comp[15] = pkt_type(frame);
+        let (next, color) = complete(dma, q.cq_ring_base, head, mask, q.color, &mut comp);
         self.queues[at].head = next;
-        if next == 0 {
-            self.queues[at].color = !q.color;
-        }
+        self.queues[at].color = color;
         let k = cast(frame);
         self.stats.rx[k].0 += frame.len() as u64;
         self.stats.rx[k].1 += 1;

@@ -18,23 +18,33 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
 }
 
-#[test]
-fn a_driver_probe_over_the_socket() {
-    let dir = std::env::temp_dir().join(format!("ernic-ionic-{}", std::process::id()));
+/// An ionic function served on a fresh socket to one client in a thread;
+/// the thread answers whether the client ended well, and `after` of the
+/// server.
+fn serve<T: Send + 'static>(
+    name: &str,
+    after: fn(&Server<IonicFunction>) -> T,
+) -> (std::path::PathBuf, std::thread::JoinHandle<(bool, T)>) {
+    let dir = std::env::temp_dir().join(format!("ernic-ionic-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).unwrap();
-    let server = std::thread::spawn(move || {
+    let h = std::thread::spawn(move || {
         let mut s = Server::new(
             IonicFunction::new(Identity::default()),
             Capabilities::default(),
         );
         let (c, _) = listener.accept().unwrap();
         let ended = s.serve(&c).is_ok();
-        (ended, s.device.doorbells())
+        (ended, after(&s))
     });
+    (path, h)
+}
 
+#[test]
+fn a_driver_probe_over_the_socket() {
+    let (path, server) = serve("probe", |s| s.device.doorbells());
     let mut c = Client::connect(&path, Duration::from_secs(10)).unwrap();
     c.version(&Capabilities::default()).unwrap();
     let info_reply = c
@@ -107,19 +117,7 @@ fn the_ethernet_admin_queue_runs_descriptors_from_guest_memory() {
     use ernic_vfio::client::{eventfd, shared_memory};
     use std::io::Read;
     use std::os::unix::fs::FileExt;
-    let dir = std::env::temp_dir().join(format!("ernic-ionic-aq-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).unwrap();
-    let server = std::thread::spawn(move || {
-        let mut s = Server::new(
-            IonicFunction::new(Identity::default()),
-            Capabilities::default(),
-        );
-        let (c, _) = listener.accept().unwrap();
-        s.serve(&c).is_ok()
-    });
+    let (path, server) = serve("aq", |_| ());
     let mut c = Client::connect(&path, Duration::from_secs(10)).unwrap();
     c.version(&Capabilities::default()).unwrap();
     const G: u64 = 0x8000_0000;
@@ -205,5 +203,5 @@ fn the_ethernet_admin_queue_runs_descriptors_from_guest_memory() {
     assert_eq!(pread(0x2000 + 16, 16)[15] & 0x80, 0);
     assert!(take() >= 1);
     drop(c);
-    assert!(server.join().unwrap());
+    assert!(server.join().unwrap().0);
 }
