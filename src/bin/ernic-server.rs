@@ -79,7 +79,7 @@ fn run(a: &Args) -> Result<()> {
         if info {
             eprintln!("ernic-server: frames on TAP {}", tap.name());
         }
-        function = function.with_tap(tap);
+        function = function.with_wire(ernic_ionic::tap::Wire::Tap(tap));
     }
     let mut server = Server::new(function, caps);
     for conn in listener.incoming() {

@@ -11,7 +11,7 @@ use crate::bar0::{Bar0, Identity};
 use crate::doorbell::{BAR2_SIZE, Doorbell};
 use crate::regs::qtype;
 use crate::regs::{BAR0_SIZE, MSIX_PBA, MSIX_TABLE};
-use crate::tap::Tap;
+use crate::tap::Wire;
 
 /// Pensando's vendor id.
 pub const VENDOR: u16 = 0x1dd8;
@@ -36,7 +36,7 @@ pub struct IonicFunction {
     vectors: u16,
     doorbells: u64,
     last_doorbell: Option<Doorbell>,
-    tap: Option<Tap>,
+    wire: Option<Wire>,
     frame: Vec<u8>,
 }
 
@@ -77,14 +77,14 @@ impl IonicFunction {
             vectors,
             doorbells: 0,
             last_doorbell: None,
-            tap: None,
+            wire: None,
             frame: vec![0; crate::eth::MAX_FRAME],
         }
     }
 
-    /// Frames go to and come from `tap`.
-    pub fn with_tap(mut self, tap: Tap) -> IonicFunction {
-        self.tap = Some(tap);
+    /// Frames go to and come from `wire` (a TAP, or a socket).
+    pub fn with_wire(mut self, wire: Wire) -> IonicFunction {
+        self.wire = Some(wire);
         self
     }
 
@@ -166,10 +166,10 @@ impl Device for IonicFunction {
                     let fire = match (d.qtype, d.ring) {
                         (qtype::ADMINQ, 0) => self.bar0.admin_doorbell(d.qid, d.index, io.dma),
                         (qtype::TXQ, 0) => {
-                            let tap = &mut self.tap;
+                            let wire = &mut self.wire;
                             self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
-                                // Without a TAP, frames are completed and discarded.
-                                if let Some(t) = tap.as_mut() {
+                                // Without a wire, frames are completed and discarded.
+                                if let Some(t) = wire.as_mut() {
                                     let _ = t.send(f);
                                 }
                             })
@@ -195,17 +195,19 @@ impl Device for IonicFunction {
     }
 
     fn wait_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
-        if let Some(t) = &self.tap {
+        if let Some(t) = &self.wire {
             out.push(t.fd());
         }
     }
 
-    /// Frames waiting on the TAP go to the guest (a bounded batch per
+    /// Frames waiting on the wire go to the guest (a bounded batch per
     /// wakeup, so the socket is served between batches).
     fn ready(&mut self, io: &mut Io) {
-        let Some(tap) = self.tap.as_mut() else { return };
+        let Some(wire) = self.wire.as_mut() else {
+            return;
+        };
         for _ in 0..64 {
-            match tap.recv(&mut self.frame) {
+            match wire.recv(&mut self.frame) {
                 Ok(Some(n)) => {
                     if let Some(v) = self.bar0.rx_frame(&self.frame[..n], io.dma) {
                         io.irqs.trigger(pci::irq::MSIX, u32::from(v));

@@ -1,5 +1,6 @@
-//! A host TAP interface (`--tap IFNAME`): Ethernet frames the guest sends
-//! go out on it, frames that arrive on it go to the guest.
+//! Where the guest's Ethernet frames go: a host TAP interface (`--tap
+//! IFNAME`), or one end of a datagram socket pair (an in-process frame
+//! sink for tests and embedders: each datagram is one frame).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -119,6 +120,57 @@ impl Tap {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
+        }
+    }
+}
+
+/// The device's wire: frames out, frames in.
+#[derive(Debug)]
+pub enum Wire {
+    /// A host TAP interface.
+    Tap(Tap),
+    /// A datagram socket (the other end is the peer's).
+    Socket(std::os::unix::net::UnixDatagram),
+}
+
+impl Wire {
+    /// One end of a fresh socket pair as a wire, and the other end.
+    pub fn socket_pair() -> io::Result<(Wire, std::os::unix::net::UnixDatagram)> {
+        let (ours, theirs) = std::os::unix::net::UnixDatagram::pair()?;
+        ours.set_nonblocking(true)?;
+        Ok((Wire::Socket(ours), theirs))
+    }
+
+    /// The descriptor to wait on.
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Wire::Tap(t) => t.fd(),
+            Wire::Socket(s) => s.as_raw_fd(),
+        }
+    }
+
+    /// Reads one frame into `buf`; `None` when none waits.
+    pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        match self {
+            Wire::Tap(t) => t.recv(buf),
+            Wire::Socket(s) => match s.recv(buf) {
+                Ok(n) => Ok(Some(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Sends one frame; `false` when the wire could not take it now (the
+    /// frame is dropped, as on a real link).
+    pub fn send(&mut self, frame: &[u8]) -> io::Result<bool> {
+        match self {
+            Wire::Tap(t) => t.send(frame),
+            Wire::Socket(s) => match s.send(frame) {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+                Err(e) => Err(e),
+            },
         }
     }
 }
