@@ -10,7 +10,7 @@
 
 use ernic_vfio::dma::Dma;
 
-use crate::regs::{self, cmd, dev_identity, info, init_cmd, intr, opcode, status};
+use crate::regs::{self, cmd, dev_identity, info, init_cmd, intr, opcode, qtype, status};
 
 /// What the device says of itself (a slice of the NIC profile).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +115,10 @@ pub struct Bar0 {
     pub(crate) lif_info: Option<u64>,
     pub(crate) queues: Vec<EthQueue>,
     filters: u32,
+    eid: u64,
+    // Vectors raised by events outside a queue's own doorbell, for the
+    // function to signal (see `take_fired`).
+    to_fire: Vec<u16>,
     pub(crate) stats: crate::eth::LifStats,
     pub(crate) frame: Vec<u8>,
 }
@@ -155,6 +159,8 @@ impl Bar0 {
             lif_info: None,
             queues: Vec::new(),
             filters: 0,
+            eid: 0,
+            to_fire: Vec::new(),
             stats: crate::eth::LifStats::default(),
             frame: Vec::with_capacity(16 << 10),
         };
@@ -179,6 +185,11 @@ impl Bar0 {
         self.lif_info = None;
         self.queues.clear();
         self.stats = crate::eth::LifStats::default();
+    }
+
+    /// Vectors raised since the last call, to signal.
+    pub fn take_fired(&mut self, out: &mut Vec<u16>) {
+        out.append(&mut self.to_fire);
     }
 
     /// The LIF's counters.
@@ -506,7 +517,20 @@ impl Bar0 {
             let desc = q.ring_base.wrapping_add(u64::from(head) * 64);
             let mut comp = [0u8; 16];
             comp[0] = match dma.read(desc, &mut c) {
-                Ok(()) => self.admin_command(&c, &mut comp),
+                Ok(()) => {
+                    let st = self.admin_command(&c, &mut comp);
+                    if st == status::SUCCESS
+                        && c[0] == opcode::Q_INIT
+                        && c[crate::regs::q_init::TYPE] == qtype::NOTIFYQ
+                    {
+                        // The first event a new notify queue carries: the
+                        // link as it is.
+                        if let Some(v) = self.post_link_event(dma) {
+                            self.to_fire.push(v);
+                        }
+                    }
+                    st
+                }
                 Err(_) => status::EFAULT,
             };
             (head, color) = crate::eth::complete(dma, q.cq_ring_base, head, mask, color, &mut comp);
@@ -517,6 +541,34 @@ impl Bar0 {
             e.color = color;
         }
         (ran > 0 && q.flags & q_init::F_IRQ != 0 && self.raise(q.intr_index))
+            .then_some(q.intr_index)
+    }
+
+    /// Posts a LINK_CHANGE event (`struct ionic_link_change_event`: eid,
+    /// ecode 1, link_status, link_speed) on the notify queue, and raises
+    /// its vector; the driver takes events whose eid is past the last it
+    /// saw.
+    fn post_link_event(&mut self, dma: &mut Dma) -> Option<u16> {
+        let at = self
+            .queues
+            .iter()
+            .position(|e| e.qtype == qtype::NOTIFYQ && e.enabled)?;
+        let q = self.queues[at];
+        self.eid += 1;
+        let mut ev = [0u8; 64];
+        ev[0..8].copy_from_slice(&self.eid.to_le_bytes());
+        ev[8..10].copy_from_slice(&1u16.to_le_bytes()); // IONIC_EVENT_LINK_CHANGE
+        ev[10..12].copy_from_slice(&1u16.to_le_bytes()); // IONIC_PORT_OPER_STATUS_UP
+        ev[12..16].copy_from_slice(&self.id.speed.to_le_bytes());
+        let mask = ((1u32 << q.ring_size) - 1) as u16;
+        let slot = q.ring_base.wrapping_add(u64::from(q.head & mask) * 64);
+        let _ = dma.write(slot, &ev);
+        self.queues[at].head = (q.head + 1) & mask;
+        if let Some(pa) = self.lif_info {
+            let at = pa + crate::regs::lif_info::STATUS_EID as u64;
+            let _ = dma.write(at, &self.eid.to_le_bytes());
+        }
+        (q.flags & crate::regs::q_init::F_IRQ != 0 && self.raise(q.intr_index))
             .then_some(q.intr_index)
     }
 

@@ -38,6 +38,7 @@ pub struct IonicFunction {
     last_doorbell: Option<Doorbell>,
     wire: Option<Wire>,
     frame: Vec<u8>,
+    fired: Vec<u16>,
 }
 
 impl IonicFunction {
@@ -79,6 +80,7 @@ impl IonicFunction {
             last_doorbell: None,
             wire: None,
             frame: vec![0; crate::eth::MAX_FRAME],
+            fired: Vec::new(),
         }
     }
 
@@ -181,6 +183,10 @@ impl Device for IonicFunction {
                         _ => None,
                     };
                     if let Some(v) = fire {
+                        io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                    }
+                    self.bar0.take_fired(&mut self.fired);
+                    for v in self.fired.drain(..) {
                         io.irqs.trigger(pci::irq::MSIX, u32::from(v));
                     }
                 }

@@ -31,6 +31,7 @@ const TXQ: u64 = 0x20000; // ring, completions +0x1000, SG +0x2000
 const RXQ: u64 = 0x30000;
 const TX_BUF: u64 = 0x40000;
 const RX_BUF: u64 = 0x50000; // 4 buffers of 2 KiB
+const NQ: u64 = 0x60000; // notify queue events
 const DEPTH_LOG2: u8 = 2; // 4-deep TX and RX rings
 
 struct Guest {
@@ -209,6 +210,16 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
         g.admin(&q_init(qtype::RXQ, RXQ, Some(1), DEPTH_LOG2))[0],
         status::SUCCESS
     );
+    // The notify queue: its first event is the link, as it is.
+    assert_eq!(
+        g.admin(&q_init(qtype::NOTIFYQ, NQ, Some(0), 4))[0],
+        status::SUCCESS
+    );
+    let ev = g.mem_read(NQ, 16);
+    assert_eq!(u64::from_le_bytes(ev[..8].try_into().unwrap()), 1, "eid");
+    assert_eq!(&ev[8..12], &[1, 0, 1, 0], "LINK_CHANGE, link up");
+    assert_eq!(u32::from_le_bytes(ev[12..16].try_into().unwrap()), 100_000);
+    assert_eq!(g.u64_at(LIF_INFO + lif_info::STATUS_EID as u64), 1);
     let mut mode = [0u8; 64];
     mode[0] = opcode::RX_MODE_SET;
     assert_eq!(g.admin(&mode)[0], status::SUCCESS);
