@@ -1,0 +1,463 @@
+//! Every offset ernic-ionic writes or reads, compared with the guest
+//! kernel's own `ionic_if.h` and `ionic_regs.h` (Linux 7.2, extracted from
+//! Debian's linux-source by vm/ionic-headers.sh): a C probe built against
+//! them prints `offsetof` and `sizeof`, and each must equal our constant.
+//!
+//! The headers are looked for in $ERNIC_IONIC_HEADERS, else
+//! /var/cache/ernic-vm/headers. Without them the test prints one line and
+//! passes, unless ERNIC_REQUIRE_IONIC_HEADERS=1 (CI fetches them first).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use ernic_ionic::regs::{
+    cmd, dev_identity as di, info, init_cmd, intr, lif_identity as li, lif_info, port_info,
+    q_control, q_identify, q_init,
+};
+
+/// (C expression, our value).
+fn pairs() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "offsetof(union ionic_dev_info_regs, signature)",
+            info::SIGNATURE,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, version)",
+            info::VERSION,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, asic_type)",
+            info::ASIC_TYPE,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, asic_rev)",
+            info::ASIC_REV,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, fw_status)",
+            info::FW_STATUS,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, fw_heartbeat)",
+            info::FW_HEARTBEAT,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, fw_version)",
+            info::FW_VERSION,
+        ),
+        (
+            "offsetof(union ionic_dev_info_regs, serial_num)",
+            info::SERIAL_NUM,
+        ),
+        ("IONIC_DEVINFO_FWVERS_BUFLEN", info::STRING_LEN),
+        ("IONIC_DEV_INFO_SIGNATURE", info::SIGNATURE_VALUE as usize),
+        ("IONIC_FW_STS_F_RUNNING", info::FW_RUNNING as usize),
+        ("IONIC_BAR0_DEV_CMD_REGS_OFFSET", cmd::DOORBELL),
+        (
+            "IONIC_BAR0_DEV_CMD_REGS_OFFSET + offsetof(union ionic_dev_cmd_regs, done)",
+            cmd::DONE,
+        ),
+        (
+            "IONIC_BAR0_DEV_CMD_REGS_OFFSET + offsetof(union ionic_dev_cmd_regs, cmd)",
+            cmd::CMD,
+        ),
+        (
+            "IONIC_BAR0_DEV_CMD_REGS_OFFSET + offsetof(union ionic_dev_cmd_regs, comp)",
+            cmd::COMP,
+        ),
+        (
+            "IONIC_BAR0_DEV_CMD_REGS_OFFSET + offsetof(union ionic_dev_cmd_regs, data)",
+            cmd::DATA,
+        ),
+        (
+            "sizeof(((union ionic_dev_cmd_regs *)0)->data)",
+            cmd::DATA_LEN,
+        ),
+        (
+            "IONIC_BAR0_INTR_STATUS_OFFSET",
+            ernic_ionic::regs::INTR_STATUS,
+        ),
+        ("IONIC_BAR0_INTR_CTRL_OFFSET", ernic_ionic::regs::INTR_CTRL),
+        ("IONIC_BAR0_SIZE", ernic_ionic::regs::WINDOW),
+        (
+            "sizeof(struct ionic_intr)",
+            ernic_ionic::regs::INTR_CTRL_STRIDE,
+        ),
+        ("offsetof(struct ionic_intr, coal_init)", intr::COAL_INIT),
+        ("offsetof(struct ionic_intr, mask)", intr::MASK),
+        ("offsetof(struct ionic_intr, credits)", intr::CREDITS),
+        (
+            "offsetof(struct ionic_intr, mask_assert)",
+            intr::MASK_ASSERT,
+        ),
+        ("offsetof(struct ionic_intr, coal)", intr::COAL),
+        ("IONIC_INTR_CRED_UNMASK", intr::CRED_UNMASK as usize),
+        ("offsetof(union ionic_dev_identity, nports)", di::NPORTS),
+        ("offsetof(union ionic_dev_identity, nlifs)", di::NLIFS),
+        ("offsetof(union ionic_dev_identity, nintrs)", di::NINTRS),
+        (
+            "offsetof(union ionic_dev_identity, ndbpgs_per_lif)",
+            di::NDBPGS_PER_LIF,
+        ),
+        (
+            "offsetof(union ionic_dev_identity, intr_coal_mult)",
+            di::INTR_COAL_MULT,
+        ),
+        (
+            "offsetof(union ionic_dev_identity, intr_coal_div)",
+            di::INTR_COAL_DIV,
+        ),
+        ("offsetof(union ionic_dev_identity, eq_count)", di::EQ_COUNT),
+        (
+            "offsetof(union ionic_dev_identity, capabilities)",
+            di::CAPABILITIES,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, capabilities)",
+            li::CAPABILITIES,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.version)",
+            li::ETH_VERSION,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.max_ucast_filters)",
+            li::ETH_MAX_UCAST_FILTERS,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.rss_ind_tbl_sz)",
+            li::ETH_RSS_IND_TBL_SZ,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.min_frame_size)",
+            li::ETH_MIN_FRAME_SIZE,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.max_frame_size)",
+            li::ETH_MAX_FRAME_SIZE,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.config.state)",
+            li::CONFIG_STATE,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.config.mtu)",
+            li::CONFIG_MTU,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.config.mac)",
+            li::CONFIG_MAC,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, eth.config.queue_count)",
+            li::CONFIG_QUEUE_COUNT,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.version)",
+            li::RDMA_VERSION,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.minor_version)",
+            li::RDMA_MINOR_VERSION,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.npts_per_lif)",
+            li::RDMA_NPTS_PER_LIF,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.nmrs_per_lif)",
+            li::RDMA_NMRS_PER_LIF,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.nahs_per_lif)",
+            li::RDMA_NAHS_PER_LIF,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.max_stride)",
+            li::RDMA_MAX_STRIDE,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.udma_shift)",
+            li::RDMA_UDMA_SHIFT,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.page_size_cap)",
+            li::RDMA_PAGE_SIZE_CAP,
+        ),
+        (
+            "offsetof(union ionic_lif_identity, rdma.aq_qtype)",
+            li::RDMA_AQ_QTYPE,
+        ),
+        ("sizeof(struct ionic_lif_logical_qtype)", li::QTYPE_STRIDE),
+        (
+            "offsetof(union ionic_lif_identity, rdma.stats_type)",
+            li::RDMA_STATS_TYPE,
+        ),
+        (
+            "offsetof(struct ionic_port_init_cmd, info_pa)",
+            init_cmd::INFO_PA,
+        ),
+        (
+            "offsetof(struct ionic_lif_init_cmd, info_pa)",
+            init_cmd::INFO_PA,
+        ),
+        (
+            "offsetof(struct ionic_lif_init_cmd, index)",
+            init_cmd::LIF_INDEX,
+        ),
+        (
+            "offsetof(struct ionic_port_info, config.speed)",
+            port_info::CONFIG_SPEED,
+        ),
+        (
+            "offsetof(struct ionic_port_info, config.mtu)",
+            port_info::CONFIG_MTU,
+        ),
+        (
+            "offsetof(struct ionic_port_info, config.state)",
+            port_info::CONFIG_STATE,
+        ),
+        (
+            "offsetof(struct ionic_port_info, status)",
+            port_info::STATUS,
+        ),
+        (
+            "offsetof(struct ionic_port_info, status.speed)",
+            port_info::STATUS_SPEED,
+        ),
+        (
+            "offsetof(struct ionic_port_info, status.status)",
+            port_info::STATUS_STATUS,
+        ),
+        (
+            "offsetof(struct ionic_port_info, status.link_down_count)",
+            port_info::STATUS_LINK_DOWN_COUNT,
+        ),
+        (
+            "offsetof(struct ionic_port_info, status.xcvr)",
+            port_info::XCVR,
+        ),
+        ("offsetof(struct ionic_port_info, stats)", port_info::STATS),
+        (
+            "offsetof(struct ionic_lif_info, status.eid)",
+            lif_info::STATUS_EID,
+        ),
+        (
+            "offsetof(struct ionic_lif_info, status.port_num)",
+            lif_info::STATUS_PORT_NUM,
+        ),
+        (
+            "offsetof(struct ionic_lif_info, status.link_status)",
+            lif_info::STATUS_LINK_STATUS,
+        ),
+        (
+            "offsetof(struct ionic_lif_info, status.link_speed)",
+            lif_info::STATUS_LINK_SPEED,
+        ),
+        ("offsetof(struct ionic_lif_info, stats)", lif_info::STATS),
+        ("offsetof(struct ionic_q_init_cmd, type)", q_init::TYPE),
+        ("offsetof(struct ionic_q_init_cmd, index)", q_init::INDEX),
+        (
+            "offsetof(struct ionic_q_init_cmd, intr_index)",
+            q_init::INTR_INDEX,
+        ),
+        ("offsetof(struct ionic_q_init_cmd, flags)", q_init::FLAGS),
+        (
+            "offsetof(struct ionic_q_init_cmd, ring_size)",
+            q_init::RING_SIZE,
+        ),
+        (
+            "offsetof(struct ionic_q_init_cmd, ring_base)",
+            q_init::RING_BASE,
+        ),
+        (
+            "offsetof(struct ionic_q_init_cmd, cq_ring_base)",
+            q_init::CQ_RING_BASE,
+        ),
+        (
+            "offsetof(struct ionic_q_init_cmd, sg_ring_base)",
+            q_init::SG_RING_BASE,
+        ),
+        (
+            "offsetof(struct ionic_q_init_cmd, features)",
+            q_init::FEATURES,
+        ),
+        (
+            "offsetof(struct ionic_q_init_comp, hw_index)",
+            q_init::COMP_HW_INDEX,
+        ),
+        (
+            "offsetof(struct ionic_q_init_comp, hw_type)",
+            q_init::COMP_HW_TYPE,
+        ),
+        ("IONIC_QINIT_F_IRQ", q_init::F_IRQ as usize),
+        ("IONIC_QINIT_F_ENA", q_init::F_ENA as usize),
+        (
+            "offsetof(struct ionic_q_control_cmd, type)",
+            q_control::TYPE,
+        ),
+        (
+            "offsetof(struct ionic_q_control_cmd, index)",
+            q_control::INDEX,
+        ),
+        (
+            "offsetof(struct ionic_q_control_cmd, oper)",
+            q_control::OPER,
+        ),
+        (
+            "offsetof(struct ionic_q_identify_cmd, type)",
+            q_identify::TYPE,
+        ),
+        (
+            "offsetof(struct ionic_q_identify_comp, ver)",
+            q_identify::COMP_VER,
+        ),
+        (
+            "offsetof(union ionic_q_identity, features)",
+            q_identify::ID_FEATURES,
+        ),
+        (
+            "offsetof(union ionic_q_identity, desc_sz)",
+            q_identify::ID_DESC_SZ,
+        ),
+        (
+            "offsetof(union ionic_q_identity, sg_desc_stride)",
+            q_identify::ID_SG_DESC_STRIDE,
+        ),
+        // Rings (eth.rs): descriptors, completions and events.
+        ("sizeof(struct ionic_txq_desc)", 16),
+        ("offsetof(struct ionic_txq_desc, len)", 8),
+        ("IONIC_TXQ_DESC_NSGE_SHIFT", 8),
+        ("IONIC_TXQ_DESC_ADDR_SHIFT", 12),
+        ("sizeof(struct ionic_txq_sg_elem)", 16),
+        ("sizeof(struct ionic_txq_sg_desc)", 128),
+        ("sizeof(struct ionic_txq_comp)", 16),
+        ("offsetof(struct ionic_txq_comp, comp_index)", 2),
+        ("offsetof(struct ionic_txq_comp, color)", 15),
+        ("sizeof(struct ionic_rxq_desc)", 16),
+        ("offsetof(struct ionic_rxq_desc, len)", 6),
+        ("offsetof(struct ionic_rxq_desc, addr)", 8),
+        ("sizeof(struct ionic_rxq_comp)", 16),
+        ("offsetof(struct ionic_rxq_comp, rss_hash)", 4),
+        ("offsetof(struct ionic_rxq_comp, len)", 12),
+        ("offsetof(struct ionic_rxq_comp, pkt_type_color)", 15),
+        ("sizeof(struct ionic_admin_comp)", 16),
+        ("offsetof(struct ionic_admin_comp, color)", 15),
+        (
+            "offsetof(struct ionic_lif_getattr_comp, mac)",
+            ernic_ionic::regs::lif_attr::COMP_VALUE,
+        ),
+        (
+            "offsetof(struct ionic_lif_setattr_cmd, mac)",
+            ernic_ionic::regs::lif_attr::VALUE,
+        ),
+        ("offsetof(struct ionic_link_change_event, ecode)", 8),
+        ("offsetof(struct ionic_link_change_event, link_status)", 10),
+        ("offsetof(struct ionic_link_change_event, link_speed)", 12),
+        ("sizeof(union ionic_notifyq_comp)", 64),
+        ("offsetof(struct ionic_lif_stats, rx_ucast_packets)", 8),
+        ("offsetof(struct ionic_lif_stats, tx_ucast_bytes)", 128),
+        ("offsetof(struct ionic_lif_stats, rx_queue_empty)", 264),
+        ("offsetof(struct ionic_lif_stats, rx_desc_data_error)", 288),
+        ("offsetof(struct ionic_lif_stats, tx_desc_fetch_error)", 336),
+        ("offsetof(struct ionic_port_stats, octets_rx_ok)", 32),
+        ("offsetof(struct ionic_port_stats, frames_rx_unicast)", 48),
+        ("offsetof(struct ionic_port_stats, frames_tx_ok)", 256),
+        ("offsetof(struct ionic_port_stats, octets_tx_ok)", 280),
+        ("offsetof(struct ionic_port_stats, frames_tx_unicast)", 296),
+    ]
+}
+
+const PRELUDE: &str = r#"
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+typedef uint8_t u8; typedef uint16_t u16; typedef uint32_t u32; typedef uint64_t u64;
+typedef int8_t s8; typedef int16_t s16; typedef int32_t s32; typedef int64_t s64;
+typedef uint16_t __le16; typedef uint32_t __le32; typedef uint64_t __le64;
+typedef uint64_t dma_addr_t;
+#define BIT(n) (1UL << (n))
+#define BIT_ULL(n) (1ULL << (n))
+#define __packed __attribute__((packed))
+#define __iomem
+#include "ionic_if.h"
+#include "ionic_regs.h"
+"#;
+
+#[test]
+fn our_offsets_are_the_guest_kernels() {
+    let dir = std::env::var_os("ERNIC_IONIC_HEADERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/ernic-vm/headers"));
+    if !dir.join("ionic_if.h").exists() {
+        assert_ne!(
+            std::env::var("ERNIC_REQUIRE_IONIC_HEADERS").as_deref(),
+            Ok("1"),
+            "ERNIC_REQUIRE_IONIC_HEADERS=1 but {} has no ionic_if.h",
+            dir.display()
+        );
+        println!(
+            "skipped: no ionic_if.h in {} (vm/ionic-headers.sh fetches it)",
+            dir.display()
+        );
+        return;
+    }
+    let work = std::env::temp_dir().join(format!("ernic-ionic-layout-{}", std::process::id()));
+    std::fs::create_dir_all(work.join("linux")).unwrap();
+    // ionic_regs.h includes <linux/io.h> for its accessors; the probe only
+    // needs the types.
+    std::fs::write(
+        work.join("linux/io.h"),
+        "#define iowrite32(v, p) ((void)(v), (void)(p))\n\
+         #define ioread32(p) ((void)(p), 0u)\n\
+         #define writeq(v, p) ((void)(v), (void)(p))\n",
+    )
+    .unwrap();
+    let rows = pairs();
+    let mut c = String::from(PRELUDE);
+    c.push_str("int main(void) {\n");
+    for (e, _) in &rows {
+        c.push_str(&format!(
+            "  printf(\"%llu\\n\", (unsigned long long)({e}));\n"
+        ));
+    }
+    c.push_str("  return 0;\n}\n");
+    std::fs::write(work.join("probe.c"), c).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .arg("-I")
+        .arg(&work)
+        .arg("-I")
+        .arg(&dir)
+        .arg(work.join("probe.c"))
+        .arg("-o")
+        .arg(work.join("probe"))
+        .output()
+        .expect("a C compiler");
+    assert!(
+        built.status.success(),
+        "the probe did not compile:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(work.join("probe")).output().unwrap();
+    let got: Vec<usize> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&work);
+    assert_eq!(got.len(), rows.len());
+    let wrong: Vec<String> = rows
+        .iter()
+        .zip(&got)
+        .filter(|((_, ours), theirs)| ours != *theirs)
+        .map(|((e, ours), theirs)| format!("{e}: ours {ours}, Linux {theirs}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "layouts differ from Linux's:\n{}",
+        wrong.join("\n")
+    );
+    println!("{} offsets and sizes equal Linux's", rows.len());
+}
