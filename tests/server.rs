@@ -27,6 +27,7 @@ fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
     let _server = Kill(
         Command::new(env!("CARGO_BIN_EXE_ernic-server"))
             .args(["--socket", sock.to_str().unwrap(), "--nic-profile", "small"])
+            .args(["--stats-file", dir.join("stats.json").to_str().unwrap()])
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -56,6 +57,21 @@ fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
             "small: 8 vectors"
         );
     }
+    // While a client is attached, the counters are written as JSON.
+    let c = Client::connect(&sock, Duration::from_secs(10)).unwrap();
+    let stats = dir.join("stats.json");
+    let end = Instant::now() + Duration::from_secs(10);
+    let v: serde_json::Value = loop {
+        if let Ok(t) = std::fs::read_to_string(&stats) {
+            if let Ok(v) = serde_json::from_str(&t) {
+                break v;
+            }
+        }
+        assert!(Instant::now() < end, "no stats file");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(v["device_commands"].is_u64() && v["rx_packets"] == 0, "{v}");
+    drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

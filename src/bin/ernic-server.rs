@@ -34,6 +34,10 @@ struct Args {
     /// completed and discarded and nothing is received.
     #[arg(long)]
     tap: Option<String>,
+    /// Write the device's counters as JSON to this file every second
+    /// (replaced atomically).
+    #[arg(long)]
+    stats_file: Option<PathBuf>,
     /// How much to say on stderr: error, warn, info or debug.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug"])]
     log_level: String,
@@ -80,6 +84,9 @@ fn run(a: &Args) -> Result<()> {
             eprintln!("ernic-server: frames on TAP {}", tap.name());
         }
         function = function.with_wire(ernic_ionic::tap::Wire::Tap(tap));
+    }
+    if let Some(p) = &a.stats_file {
+        function = function.with_stats_file(p.clone(), std::time::Duration::from_secs(1));
     }
     let mut server = Server::new(function, caps);
     for conn in listener.incoming() {

@@ -39,6 +39,15 @@ pub struct IonicFunction {
     wire: Option<Wire>,
     frame: Vec<u8>,
     fired: Vec<u16>,
+    stats_file: Option<StatsFile>,
+}
+
+/// Where and how often the counters are written.
+#[derive(Debug)]
+struct StatsFile {
+    path: std::path::PathBuf,
+    every: std::time::Duration,
+    next: std::time::Instant,
 }
 
 impl IonicFunction {
@@ -81,6 +90,7 @@ impl IonicFunction {
             wire: None,
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
+            stats_file: None,
         }
     }
 
@@ -88,6 +98,41 @@ impl IonicFunction {
     pub fn with_wire(mut self, wire: Wire) -> IonicFunction {
         self.wire = Some(wire);
         self
+    }
+
+    /// Writes the counters as one JSON object to `path` every `every`
+    /// (atomically: a temporary file renamed over it).
+    pub fn with_stats_file(
+        mut self,
+        path: std::path::PathBuf,
+        every: std::time::Duration,
+    ) -> IonicFunction {
+        self.stats_file = Some(StatsFile {
+            path,
+            every,
+            next: std::time::Instant::now(),
+        });
+        self
+    }
+
+    /// The counters as one line of JSON.
+    pub fn stats_json(&self) -> String {
+        let s = self.bar0.stats();
+        let sum = |v: &[(u64, u64); 3]| v.iter().fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
+        let (rx_bytes, rx_packets) = sum(&s.rx);
+        let (tx_bytes, tx_packets) = sum(&s.tx);
+        format!(
+            "{{\"device_commands\":{},\"doorbells\":{},\"rx_packets\":{rx_packets},\
+             \"rx_bytes\":{rx_bytes},\"tx_packets\":{tx_packets},\"tx_bytes\":{tx_bytes},\
+             \"rx_queue_disabled\":{},\"rx_queue_empty\":{},\"rx_desc_data_error\":{},\
+             \"tx_desc_fetch_error\":{}}}",
+            self.bar0.commands(),
+            self.doorbells,
+            s.rx_queue_disabled,
+            s.rx_queue_empty,
+            s.rx_desc_data_error,
+            s.tx_desc_fetch_error
+        )
     }
 
     /// BAR 0, for inspection.
@@ -204,6 +249,25 @@ impl Device for IonicFunction {
         if let Some(t) = &self.wire {
             out.push(t.fd());
         }
+    }
+
+    fn next_tick(&self) -> Option<std::time::Duration> {
+        let f = self.stats_file.as_ref()?;
+        Some(f.next.saturating_duration_since(std::time::Instant::now()))
+    }
+
+    /// Writes the stats file, when it is due.
+    fn tick(&mut self, _io: &mut Io) {
+        let json = self.stats_json();
+        let Some(f) = self.stats_file.as_mut() else {
+            return;
+        };
+        let tmp = f.path.with_extension("tmp");
+        // A failed write is tried again next time; the device goes on.
+        if std::fs::write(&tmp, format!("{json}\n")).is_ok() {
+            let _ = std::fs::rename(&tmp, &f.path);
+        }
+        f.next = std::time::Instant::now() + f.every;
     }
 
     /// Frames waiting on the wire go to the guest (a bounded batch per

@@ -63,6 +63,17 @@ pub trait Device {
     fn ready(&mut self, io: &mut Io) {
         let _ = io;
     }
+
+    /// How long until the device wants [`tick`](Device::tick) (periodic
+    /// work: statistics, timers); `None` for never.
+    fn next_tick(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Periodic work, when [`next_tick`](Device::next_tick) came due.
+    fn tick(&mut self, io: &mut Io) {
+        let _ = io;
+    }
 }
 
 /// One interrupt type's eventfds, mask bits and latched interrupts.
@@ -297,9 +308,20 @@ impl<D: Device> Server<D> {
         loop {
             self.fds.clear();
             self.device.wait_fds(&mut self.fds);
-            if self.fds.is_empty() {
+            let tick = self.device.next_tick();
+            if self.fds.is_empty() && tick.is_none() {
                 return Ok(());
             }
+            if tick == Some(std::time::Duration::ZERO) {
+                let mut io = Io {
+                    dma: &mut self.dma,
+                    irqs: &mut self.irqs,
+                };
+                self.device.tick(&mut io);
+                continue;
+            }
+            // Milliseconds, rounded up so a tick is never early.
+            let timeout = tick.map_or(-1, |d| d.as_micros().div_ceil(1000).min(60_000) as i32);
             self.polls.clear();
             self.polls.push(libc::pollfd {
                 fd: sock,
@@ -316,7 +338,7 @@ impl<D: Device> Server<D> {
                 libc::poll(
                     self.polls.as_mut_ptr(),
                     self.polls.len() as libc::nfds_t,
-                    -1,
+                    timeout,
                 )
             };
             if n < 0 {
