@@ -116,6 +116,7 @@ pub struct Bar0 {
     pub(crate) queues: Vec<EthQueue>,
     filters: u32,
     eid: u64,
+    pub(crate) rdma: crate::rdma::Bootstrap,
     // Vectors raised by events outside a queue's own doorbell, for the
     // function to signal (see `take_fired`).
     to_fire: Vec<u16>,
@@ -160,6 +161,7 @@ impl Bar0 {
             queues: Vec::new(),
             filters: 0,
             eid: 0,
+            rdma: crate::rdma::Bootstrap::default(),
             to_fire: Vec::new(),
             stats: crate::eth::LifStats::default(),
             frame: Vec::with_capacity(16 << 10),
@@ -185,6 +187,12 @@ impl Bar0 {
         self.lif_info = None;
         self.queues.clear();
         self.stats = crate::eth::LifStats::default();
+        self.rdma = crate::rdma::Bootstrap::default();
+    }
+
+    /// What the RDMA bootstrap created.
+    pub fn rdma(&self) -> &crate::rdma::Bootstrap {
+        &self.rdma
     }
 
     /// Vectors raised since the last call, to signal.
@@ -575,7 +583,7 @@ impl Bar0 {
     /// One command from the Ethernet admin queue. Those with device state
     /// run as from BAR 0; receive modes and filters, and the rest of what
     /// the driver posts while it brings the LIF up, have none here and
-    /// succeed (seed 001); the RDMA bootstrap (50-53) is not served yet.
+    /// succeed (seed 001); the RDMA bootstrap (50-53) is recorded.
     fn admin_command(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
         match c[0] {
             opcode::Q_INIT => self.q_init(c, comp),
@@ -586,7 +594,15 @@ impl Bar0 {
                 comp[4..8].copy_from_slice(&self.filters.to_le_bytes());
                 status::SUCCESS
             }
-            50..=53 => status::EOPCODE,
+            50..=53 => {
+                let limits = crate::rdma::Limits {
+                    vectors: u32::from(self.id.vectors),
+                    eqs: self.id.rdma_eqs,
+                    cqs: self.id.rdma_cqs,
+                    aqs: self.id.rdma_aqs,
+                };
+                self.rdma.run(c, limits)
+            }
             _ => status::SUCCESS,
         }
     }

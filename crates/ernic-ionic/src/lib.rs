@@ -15,6 +15,7 @@ pub mod doorbell;
 pub mod eth;
 pub mod function;
 pub mod profile;
+pub mod rdma;
 pub mod regs;
 #[allow(unsafe_code)]
 pub mod tap;

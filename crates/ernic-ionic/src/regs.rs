@@ -118,7 +118,9 @@ pub mod status {
     pub const EOPCODE: u8 = 2;
     pub const EQID: u8 = 5;
     pub const EQTYPE: u8 = 6;
+    pub const ENOENT: u8 = 7;
     pub const EFAULT: u8 = 11;
+    pub const EEXIST: u8 = 13;
     pub const EINVAL: u8 = 14;
 }
 

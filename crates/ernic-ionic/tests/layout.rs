@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use ernic_ionic::rdma::cmd as rq;
 use ernic_ionic::regs::{
     cmd, dev_identity as di, info, init_cmd, intr, lif_identity as li, lif_info, port_info,
     q_control, q_identify, q_init,
@@ -366,6 +367,65 @@ fn pairs() -> Vec<(&'static str, usize)> {
         ("offsetof(struct ionic_port_stats, frames_tx_ok)", 256),
         ("offsetof(struct ionic_port_stats, octets_tx_ok)", 280),
         ("offsetof(struct ionic_port_stats, frames_tx_unicast)", 296),
+        (
+            "offsetof(struct ionic_rdma_queue_cmd, qid_ver)",
+            rq::QID_VER,
+        ),
+        ("offsetof(struct ionic_rdma_queue_cmd, cid)", rq::CID),
+        ("offsetof(struct ionic_rdma_queue_cmd, dbid)", rq::DBID),
+        (
+            "offsetof(struct ionic_rdma_queue_cmd, depth_log2)",
+            rq::DEPTH_LOG2,
+        ),
+        (
+            "offsetof(struct ionic_rdma_queue_cmd, stride_log2)",
+            rq::STRIDE_LOG2,
+        ),
+        (
+            "offsetof(struct ionic_rdma_queue_cmd, dma_addr)",
+            rq::DMA_ADDR,
+        ),
+        (
+            "IONIC_CMD_RDMA_RESET_LIF",
+            ernic_ionic::rdma::opcode::RESET_LIF as usize,
+        ),
+        (
+            "IONIC_CMD_RDMA_CREATE_EQ",
+            ernic_ionic::rdma::opcode::CREATE_EQ as usize,
+        ),
+        (
+            "IONIC_CMD_RDMA_CREATE_CQ",
+            ernic_ionic::rdma::opcode::CREATE_CQ as usize,
+        ),
+        (
+            "IONIC_CMD_RDMA_CREATE_ADMINQ",
+            ernic_ionic::rdma::opcode::CREATE_ADMINQ as usize,
+        ),
+        (
+            "IONIC_RC_ENOENT",
+            ernic_ionic::regs::status::ENOENT as usize,
+        ),
+        (
+            "IONIC_RC_EEXIST",
+            ernic_ionic::regs::status::EEXIST as usize,
+        ),
+        ("IONIC_RC_EQID", ernic_ionic::regs::status::EQID as usize),
+        (
+            "IONIC_RC_EQTYPE",
+            ernic_ionic::regs::status::EQTYPE as usize,
+        ),
+        (
+            "IONIC_RC_EOPCODE",
+            ernic_ionic::regs::status::EOPCODE as usize,
+        ),
+        (
+            "IONIC_RC_EFAULT",
+            ernic_ionic::regs::status::EFAULT as usize,
+        ),
+        (
+            "IONIC_RC_EINVAL",
+            ernic_ionic::regs::status::EINVAL as usize,
+        ),
     ]
 }
 

@@ -169,12 +169,12 @@ fn the_ethernet_admin_queue_runs_descriptors_from_guest_memory() {
 
     post(0, opcode::NOP, 0);
     post(1, opcode::LIF_GETATTR, 3);
-    post(2, 50, 0); // RDMA bootstrap: not served yet
+    post(2, 52, 0); // RDMA CREATE_CQ with a zero stride: refused
     ring(&mut c, 3);
     for (slot, want) in [
         (0u64, status::SUCCESS),
         (1, status::SUCCESS),
-        (2, status::EOPCODE),
+        (2, status::EINVAL),
     ] {
         let comp = pread(0x2000 + 16 * slot, 16);
         assert_eq!(comp[0], want, "descriptor {slot}");
