@@ -87,13 +87,111 @@ fn bad_flags_are_one_clear_line() {
             vec!["--socket", "/", "--log-level", "loud"],
             "invalid value 'loud'",
         ),
+        (
+            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "nvmeof"],
+            "not built yet",
+        ),
+        (
+            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "tcp"],
+            "--backend tcp needs --mesh",
+        ),
+        (
+            vec![
+                "--socket",
+                "/tmp/ernic-x.sock",
+                "--mesh",
+                "tcp:manager:listen:1",
+            ],
+            "--mesh goes with --backend tcp",
+        ),
+        (
+            vec![
+                "--socket",
+                "/tmp/ernic-x.sock",
+                "--backend",
+                "tcp",
+                "--mesh",
+                "tcp:boss:1",
+            ],
+            "--mesh",
+        ),
+        (
+            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "tcp"]
+                .into_iter()
+                .chain(["--mesh", "tcp:worker:127.0.0.1:1", "--mesh-wait", "1"])
+                .collect(),
+            "no answer from the mesh manager",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
             .args(&args)
+            .env("ERNIC_TCP_GUEST_GIDS", "fe80::1, 10.0.0.2")
             .output()
             .unwrap();
         assert!(!out.status.success(), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn two_servers_join_one_mesh() {
+    let dir = std::env::temp_dir().join(format!("ernic-server-mesh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let start = |name: &str, spec: String, gids: &str| {
+        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+        Kill(
+            Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+                .args([
+                    "--socket",
+                    dir.join(format!("{name}.sock")).to_str().unwrap(),
+                ])
+                .args(["--backend", "tcp", "--mesh", &spec, "--mesh-wait", "10"])
+                .env("ERNIC_TCP_GUEST_GIDS", gids)
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let _manager = start("m", format!("tcp:manager:listen:{port}"), "10.0.0.1");
+    let _worker = start(
+        "w",
+        format!("tcp:worker:127.0.0.1:{port}"),
+        "10.0.0.2,fe80::2",
+    );
+    let end = Instant::now() + Duration::from_secs(15);
+    for (name, says) in [
+        ("m", "mesh node 0"),
+        ("w", "mesh node 1"),
+        ("w", "2 guest GID(s)"),
+    ] {
+        loop {
+            let log = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap();
+            if log.contains(says) && dir.join(format!("{name}.sock")).exists() {
+                break;
+            }
+            assert!(Instant::now() < end, "{name}: no {says:?} in {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+        .args(["--socket", dir.join("x.sock").to_str().unwrap()])
+        .args([
+            "--backend",
+            "tcp",
+            "--mesh",
+            &format!("tcp:worker:127.0.0.1:{port}"),
+        ])
+        .env("ERNIC_TCP_GUEST_GIDS", "10.0.0.3,nonsense")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("\"nonsense\" is not an IPv6 or IPv4"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,10 +1,11 @@
 //! `ernic-server`: the emulated ionic NIC, served to a QEMU guest (or any
 //! vfio-user client) on a UNIX socket.
 //!
-//! So far the server presents the PCI function (identity, config space,
-//! BAR 0 registers and device commands, the Ethernet admin queue, BAR 2
-//! doorbells, MSI-X) to one client at a time; the Ethernet data queues,
-//! the RDMA half and the mesh backends are still to come (issues 6 and 7).
+//! The server presents the PCI function (identity, config space, BAR 0
+//! registers and device commands, the Ethernet queues and a TAP, BAR 2
+//! doorbells trapped or in shared pages, MSI-X) to one client at a time.
+//! With `--backend tcp` it joins the TCP mesh before serving; the RDMA
+//! half that will use the mesh is issue 7's.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
@@ -14,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
+use ernic_verbs::{Gid, Mesh, MeshConfig, MeshSpec};
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::Server;
 
@@ -26,7 +28,8 @@ struct Args {
     #[arg(long)]
     socket: PathBuf,
     /// NIC profiles layered over the default, comma-separated: built-in
-    /// names (compat, small) or .ini files of key = value lines.
+    /// names (compat, small, shared-doorbells) or .ini files of
+    /// key = value lines.
     #[arg(long, default_value = "compat")]
     nic_profile: String,
     /// A host TAP interface for the guest's Ethernet frames (created if
@@ -38,6 +41,19 @@ struct Args {
     /// (replaced atomically).
     #[arg(long)]
     stats_file: Option<PathBuf>,
+    /// What stands behind the device's RDMA side: loopback (one server),
+    /// tcp (several servers joined by --mesh), none (bring-up only).
+    /// nvmeof and s3 are named by the design and not built yet.
+    #[arg(long, default_value = "loopback", value_parser = ["loopback", "tcp", "none", "nvmeof", "s3"])]
+    backend: String,
+    /// With --backend tcp: tcp:manager:listen:PORT or tcp:worker:HOST:PORT
+    /// (IPv6 hosts in brackets). The guest's GIDs come from
+    /// ERNIC_TCP_GUEST_GIDS (comma-separated IPv6 or IPv4 addresses).
+    #[arg(long)]
+    mesh: Option<MeshSpec>,
+    /// How long to wait for the mesh manager at start, in seconds.
+    #[arg(long, default_value_t = 30)]
+    mesh_wait: u64,
     /// How much to say on stderr: error, warn, info or debug.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug"])]
     log_level: String,
@@ -61,9 +77,64 @@ fn bind(path: &Path) -> Result<UnixListener> {
     Ok(listener)
 }
 
+/// The guest's GIDs from `ERNIC_TCP_GUEST_GIDS`.
+fn guest_gids() -> Result<Vec<Gid>> {
+    let Ok(text) = std::env::var("ERNIC_TCP_GUEST_GIDS") else {
+        return Ok(Vec::new());
+    };
+    text.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<Gid>().with_context(|| {
+                format!("ERNIC_TCP_GUEST_GIDS: {t:?} is not an IPv6 or IPv4 address")
+            })
+        })
+        .collect()
+}
+
+/// Joins the mesh `--backend tcp` asks for; `None` for the other backends.
+fn join_mesh(a: &Args, info: bool) -> Result<Option<Mesh>> {
+    match (a.backend.as_str(), &a.mesh) {
+        ("nvmeof" | "s3", _) => bail!(
+            "--backend {}: the in-process targets are not built yet; use loopback, tcp or none",
+            a.backend
+        ),
+        ("tcp", None) => {
+            bail!("--backend tcp needs --mesh tcp:manager:listen:PORT or tcp:worker:HOST:PORT")
+        }
+        ("tcp", Some(spec)) => {
+            let mut cfg = MeshConfig::new(spec.clone());
+            cfg.gids = guest_gids()?;
+            let gids = cfg.gids.len();
+            let mesh = Mesh::start(cfg).with_context(|| format!("--mesh {spec}"))?;
+            let id = mesh
+                .wait_registered(std::time::Duration::from_secs(a.mesh_wait))
+                .with_context(|| {
+                    format!(
+                        "--mesh {spec}: no answer from the mesh manager within {} s \
+                         (is it running? --mesh-wait sets the limit)",
+                        a.mesh_wait
+                    )
+                })?;
+            if info {
+                eprintln!(
+                    "ernic-server: mesh node {} (listening on {}), {gids} guest GID(s)",
+                    id.0,
+                    mesh.listen_addr()
+                );
+            }
+            Ok(Some(mesh))
+        }
+        (other, Some(_)) => bail!("--mesh goes with --backend tcp, not --backend {other}"),
+        (_, None) => Ok(None),
+    }
+}
+
 fn run(a: &Args) -> Result<()> {
     let id = profile::load(&a.nic_profile).context("--nic-profile")?;
     let info = a.log_level != "error" && a.log_level != "warn";
+    let _mesh = join_mesh(a, info)?;
     let listener = bind(&a.socket)?;
     if info {
         eprintln!(
@@ -77,7 +148,15 @@ fn run(a: &Args) -> Result<()> {
         max_msg_fds: ernic_vfio::sock::MAX_FDS as u32,
         ..Capabilities::default()
     };
-    let mut function = IonicFunction::new(id);
+    let shared = id.shared_doorbell_pages;
+    let mut function = IonicFunction::new(id)
+        .with_shared_doorbells(shared)
+        .context("sharing the doorbell pages")?;
+    if info && shared > 0 {
+        eprintln!(
+            "ernic-server: the top {shared} doorbell pages are shared memory (sparse mmap), polled"
+        );
+    }
     if let Some(name) = &a.tap {
         let tap = ernic_ionic::tap::Tap::open(name).with_context(|| format!("--tap {name}"))?;
         if info {

@@ -25,6 +25,11 @@ pub struct Identity {
     pub speed: u32,
     /// Doorbell pages per LIF.
     pub doorbell_pages: u32,
+    /// Doorbell pages at the top of BAR 2 offered to the client as shared
+    /// memory (sparse mmap) that the server polls; 0 for none. They lie
+    /// above the pages the LIF reports, so a driver that takes its pages
+    /// from the LIF never rings one.
+    pub shared_doorbell_pages: u32,
     /// The LIF's station MAC.
     pub mac: [u8; 6],
     /// Largest Ethernet frame.
@@ -55,6 +60,7 @@ impl Default for Identity {
             serial: "ERNIC0000000001".into(),
             speed: 100_000,
             doorbell_pages: 1024,
+            shared_doorbell_pages: 0,
             // A locally administered address.
             mac: [0x02, 0x00, 0x45, 0x52, 0x4e, 0x01],
             max_frame: 9216 + 14 + 4,
@@ -708,7 +714,13 @@ impl Bar0 {
         d[dev_identity::NPORTS] = 1;
         put32(d, dev_identity::NLIFS, 1);
         put32(d, dev_identity::NINTRS, u32::from(self.id.vectors));
-        put32(d, dev_identity::NDBPGS_PER_LIF, self.id.doorbell_pages);
+        put32(
+            d,
+            dev_identity::NDBPGS_PER_LIF,
+            self.id
+                .doorbell_pages
+                .min(1024 - self.id.shared_doorbell_pages),
+        );
         // A coalescing unit of one microsecond: the driver divides by these.
         put32(d, dev_identity::INTR_COAL_MULT, 1);
         put32(d, dev_identity::INTR_COAL_DIV, 1);

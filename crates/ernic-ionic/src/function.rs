@@ -8,7 +8,7 @@ use ernic_vfio::proto::{self, RegionInfo};
 use ernic_vfio::server::{Device, Io};
 
 use crate::bar0::{Bar0, Identity};
-use crate::doorbell::{BAR2_SIZE, Doorbell};
+use crate::doorbell::{BAR2_SIZE, Doorbell, PAGE};
 use crate::regs::qtype;
 use crate::regs::{BAR0_SIZE, MSIX_PBA, MSIX_TABLE};
 use crate::tap::Wire;
@@ -40,7 +40,28 @@ pub struct IonicFunction {
     frame: Vec<u8>,
     fired: Vec<u16>,
     stats_file: Option<StatsFile>,
+    shared: Option<SharedDoorbells>,
 }
+
+/// The top pages of BAR 2 as memory shared with the client: the guest's
+/// doorbell writes land there without a message, and [`Device::poll`]
+/// finds them by comparing each queue type's word with its last value.
+///
+/// A word holds the last value written, so two queues of one type ringing
+/// the same page between two polls would lose the first doorbell: a driver
+/// that uses these pages gives each queue a page of its own (ernic's
+/// userspace driver does). A work doorbell carries a producer index that
+/// cannot come back to its old value while work is outstanding, so a
+/// repeated value is never new work.
+#[derive(Debug)]
+struct SharedDoorbells {
+    file: ernic_vfio::shm::SharedFile,
+    first_page: u32,
+    last: Vec<u64>,
+}
+
+/// Queue types a page's words are polled for (Ethernet 0-3, RDMA 5-9).
+const POLLED_TYPES: u64 = 10;
 
 /// Where and how often the counters are written.
 #[derive(Debug)]
@@ -91,6 +112,60 @@ impl IonicFunction {
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
             stats_file: None,
+            shared: None,
+        }
+    }
+
+    /// Offers the top `id.shared_doorbell_pages` of BAR 2 as shared
+    /// memory (a no-op for none).
+    pub fn with_shared_doorbells(mut self, pages: u32) -> std::io::Result<IonicFunction> {
+        let pages = pages.min((BAR2_SIZE / PAGE) as u32 / 2);
+        if pages == 0 {
+            self.shared = None;
+            return Ok(self);
+        }
+        let first_page = (BAR2_SIZE / PAGE) as u32 - pages;
+        let file = ernic_vfio::shm::SharedFile::new(
+            c"ernic-doorbells",
+            BAR2_SIZE,
+            u64::from(first_page) * PAGE,
+            (u64::from(pages) * PAGE) as usize,
+        )?;
+        self.shared = Some(SharedDoorbells {
+            file,
+            first_page,
+            last: vec![0; (u64::from(pages) * POLLED_TYPES) as usize],
+        });
+        Ok(self)
+    }
+
+    /// Runs one doorbell, however it came.
+    fn ring(&mut self, io: &mut Io, d: Doorbell) {
+        self.doorbells += 1;
+        self.last_doorbell = Some(d);
+        let fire = match (d.qtype, d.ring) {
+            (qtype::ADMINQ, 0) => self.bar0.admin_doorbell(d.qid, d.index, io.dma),
+            (qtype::TXQ, 0) => {
+                let wire = &mut self.wire;
+                self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
+                    // Without a wire, frames are completed and discarded.
+                    if let Some(t) = wire.as_mut() {
+                        let _ = t.send(f);
+                    }
+                })
+            }
+            (qtype::RXQ, 0) => {
+                self.bar0.rx_doorbell(d.qid, d.index);
+                None
+            }
+            _ => None,
+        };
+        if let Some(v) = fire {
+            io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+        }
+        self.bar0.take_fired(&mut self.fired);
+        for v in self.fired.drain(..) {
+            io.irqs.trigger(pci::irq::MSIX, u32::from(v));
         }
     }
 
@@ -162,13 +237,18 @@ impl Device for IonicFunction {
                     pci::region::CONFIG => pci::CONFIG_SIZE as u64,
                     _ => 0,
                 };
-                RegionInfo {
+                let mut r = RegionInfo {
                     flags: if size > 0 { rw } else { 0 },
                     index,
                     size,
                     offset: 0,
                     sparse: vec![],
+                };
+                if let (pci::region::BAR2, Some(s)) = (index, &self.shared) {
+                    r.flags |= proto::REGION_MMAP;
+                    r.sparse = vec![(s.file.offset(), s.file.map().len() as u64)];
                 }
+                r
             })
             .collect()
     }
@@ -208,32 +288,7 @@ impl Device for IonicFunction {
                     return Ok(());
                 };
                 if let Some(d) = Doorbell::decode(offset, u64::from_le_bytes(v)) {
-                    self.doorbells += 1;
-                    self.last_doorbell = Some(d);
-                    let fire = match (d.qtype, d.ring) {
-                        (qtype::ADMINQ, 0) => self.bar0.admin_doorbell(d.qid, d.index, io.dma),
-                        (qtype::TXQ, 0) => {
-                            let wire = &mut self.wire;
-                            self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
-                                // Without a wire, frames are completed and discarded.
-                                if let Some(t) = wire.as_mut() {
-                                    let _ = t.send(f);
-                                }
-                            })
-                        }
-                        (qtype::RXQ, 0) => {
-                            self.bar0.rx_doorbell(d.qid, d.index);
-                            None
-                        }
-                        _ => None,
-                    };
-                    if let Some(v) = fire {
-                        io.irqs.trigger(pci::irq::MSIX, u32::from(v));
-                    }
-                    self.bar0.take_fired(&mut self.fired);
-                    for v in self.fired.drain(..) {
-                        io.irqs.trigger(pci::irq::MSIX, u32::from(v));
-                    }
+                    self.ring(io, d);
                 }
             }
             _ => return Err(errno::EINVAL),
@@ -243,6 +298,44 @@ impl Device for IonicFunction {
 
     fn reset(&mut self, _io: &mut Io) {
         self.bar0.reset();
+    }
+
+    fn region_fd(&self, region: u32) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match (region, &self.shared) {
+            (pci::region::BAR2, Some(s)) => Some(s.file.fd().as_raw_fd()),
+            _ => None,
+        }
+    }
+
+    fn polled(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Rings every doorbell whose word changed in the shared pages.
+    fn poll(&mut self, io: &mut Io) -> bool {
+        let Some(mut s) = self.shared.take() else {
+            return false;
+        };
+        let mut work = false;
+        for (i, last) in s.last.iter_mut().enumerate() {
+            let (page, t) = (i as u64 / POLLED_TYPES, i as u64 % POLLED_TYPES);
+            let at = page * PAGE + t * 8;
+            let Some(v) = s.file.map().load(at as usize) else {
+                continue;
+            };
+            if v == *last {
+                continue;
+            }
+            *last = v;
+            let offset = (u64::from(s.first_page) + page) * PAGE + t * 8;
+            if let Some(d) = Doorbell::decode(offset, v) {
+                self.ring(io, d);
+                work = true;
+            }
+        }
+        self.shared = Some(s);
+        work
     }
 
     fn wait_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {

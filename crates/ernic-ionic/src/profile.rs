@@ -35,6 +35,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "vectors = 8\nspeed = 25000\neth_queues = 2\nrdma_qps = 64\nrdma_cqs = 64\n\
          rdma_eqs = 4\nrdma_mrs = 256\nrdma_ahs = 64\n",
     ),
+    // The top 64 doorbell pages shared with the client, so a driver that
+    // rings them (ernic's own userspace driver) needs no socket message
+    // per doorbell. The LIF then reports 960 pages; a guest's Linux driver
+    // rings only those, through the trapped path.
+    ("shared-doorbells", "shared_doorbell_pages = 64\n"),
 ];
 
 /// Link speeds a port reports (Mb/s, ionic_if.h's IONIC_SPEED_*).
@@ -115,6 +120,7 @@ pub fn apply(id: &mut Identity, text: &str, origin: &str) -> Result<(), ProfileE
             "max_frame" => id.max_frame = u32v(1518, 9216 + 18).map_err(at)?,
             "eth_queues" => id.eth_queues = u32v(1, 64).map_err(at)?,
             "doorbell_pages" => id.doorbell_pages = u32v(1, 1024).map_err(at)?,
+            "shared_doorbell_pages" => id.shared_doorbell_pages = u32v(0, 512).map_err(at)?,
             "rdma_aqs" => id.rdma_aqs = u32v(1, 64).map_err(at)?,
             "rdma_qps" => id.rdma_qps = u32v(2, 1 << 20).map_err(at)?,
             "rdma_cqs" => id.rdma_cqs = u32v(1, 1 << 20).map_err(at)?,
@@ -125,8 +131,8 @@ pub fn apply(id: &mut Identity, text: &str, origin: &str) -> Result<(), ProfileE
             other => {
                 return Err(at(ProfileError(format!(
                     "unknown key {other:?}: the keys are vectors, speed, fw_version, serial, \
-                     mac, max_frame, eth_queues, doorbell_pages, rdma_aqs, rdma_qps, rdma_cqs, \
-                     rdma_eqs, rdma_mrs, rdma_ahs, rdma_ptes"
+                     mac, max_frame, eth_queues, doorbell_pages, shared_doorbell_pages, rdma_aqs, \
+                     rdma_qps, rdma_cqs, rdma_eqs, rdma_mrs, rdma_ahs, rdma_ptes"
                 ))));
             }
         }

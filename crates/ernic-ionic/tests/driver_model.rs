@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use ernic_ionic::bar0::Identity;
 use ernic_ionic::function::IonicFunction;
-use ernic_ionic::regs::{cmd, info, lif_info, opcode, port_info, q_init, qtype, status};
+use ernic_ionic::regs::{
+    cmd, dev_identity, info, lif_info, opcode, port_info, q_init, qtype, status,
+};
 use ernic_ionic::tap::Wire;
 use ernic_vfio::client::{Client, eventfd, shared_memory};
 use ernic_vfio::pci::{irq, region};
@@ -140,16 +142,30 @@ fn fired(ev: &mut File, within: Duration) -> u64 {
     }
 }
 
-#[test]
-fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
-    let dir = std::env::temp_dir().join(format!("ernic-driver-model-{}", std::process::id()));
+/// A server on a fresh socket with a frame sink, and a client attached
+/// to it with guest memory mapped and two vectors wired.
+struct Rig {
+    dir: std::path::PathBuf,
+    g: Guest,
+    ev0: File,
+    ev1: File,
+    peer: UnixDatagram,
+    server: std::thread::JoinHandle<bool>,
+}
+
+fn attach(name: &str, id: Identity) -> Rig {
+    let dir = std::env::temp_dir().join(format!("ernic-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).unwrap();
     let (wire, peer): (Wire, UnixDatagram) = Wire::socket_pair().unwrap();
     let server = std::thread::spawn(move || {
-        let f = IonicFunction::new(Identity::default()).with_wire(wire);
+        let shared = id.shared_doorbell_pages;
+        let f = IonicFunction::new(id)
+            .with_wire(wire)
+            .with_shared_doorbells(shared)
+            .unwrap();
         let mut s = Server::new(f, Capabilities::default());
         let (c, _) = listener.accept().unwrap();
         s.serve(&c).is_ok()
@@ -162,13 +178,32 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
     c.dma_map(G, RAM, 0, DMA_READ | DMA_WRITE, &ram).unwrap();
     let (ev0, ev1) = (eventfd().unwrap(), eventfd().unwrap());
     c.irq_eventfds(irq::MSIX, 0, &[&ev0, &ev1]).unwrap();
-    let (mut ev0, mut ev1) = (File::from(ev0), File::from(ev1));
-    let mut g = Guest {
-        c,
-        ram: File::from(ram),
-        aq_head: 0,
-    };
+    Rig {
+        dir,
+        g: Guest {
+            c,
+            ram: File::from(ram),
+            aq_head: 0,
+        },
+        ev0: File::from(ev0),
+        ev1: File::from(ev1),
+        peer,
+        server,
+    }
+}
 
+impl Rig {
+    fn finish(self) {
+        drop(self.g);
+        assert!(self.server.join().unwrap());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The Linux driver's bring-up: signature, IDENTIFY, LIF_IDENTIFY,
+/// PORT_INIT, LIF_INIT, the admin queue, TX, RX and notify queues, RX
+/// mode; then four RX buffers written (not yet posted).
+fn bring_up(g: &mut Guest, ev0: &mut File, speed: u32) {
     // Signature and firmware status, as ionic_dev_setup reads them.
     let dev = g.c.region_read(region::BAR0, 0, 8).unwrap();
     assert_eq!(
@@ -218,13 +253,13 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
     let ev = g.mem_read(NQ, 16);
     assert_eq!(u64::from_le_bytes(ev[..8].try_into().unwrap()), 1, "eid");
     assert_eq!(&ev[8..12], &[1, 0, 1, 0], "LINK_CHANGE, link up");
-    assert_eq!(u32::from_le_bytes(ev[12..16].try_into().unwrap()), 100_000);
+    assert_eq!(u32::from_le_bytes(ev[12..16].try_into().unwrap()), speed);
     assert_eq!(g.u64_at(LIF_INFO + lif_info::STATUS_EID as u64), 1);
     let mut mode = [0u8; 64];
     mode[0] = opcode::RX_MODE_SET;
     assert_eq!(g.admin(&mode)[0], status::SUCCESS);
     assert!(
-        fired(&mut ev0, Duration::from_secs(2)) >= 1,
+        fired(ev0, Duration::from_secs(2)) >= 1,
         "the admin queue's vector"
     );
 
@@ -235,6 +270,19 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
         d[8..16].copy_from_slice(&(G + RX_BUF + 2048 * i).to_le_bytes());
         g.mem_write(RXQ + 16 * i, &d);
     }
+}
+
+#[test]
+fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
+    let Rig {
+        dir,
+        mut g,
+        mut ev0,
+        mut ev1,
+        peer,
+        server,
+    } = attach("driver-model", Identity::default());
+    bring_up(&mut g, &mut ev0, 100_000);
     g.ring(qtype::RXQ, 3); // three posted (one slot kept free, as the driver does)
 
     // Transmit one frame: it comes out of the wire whole.
@@ -313,7 +361,105 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
     let st = LIF_INFO + lif_info::STATS as u64;
     assert_eq!(g.u64_at(st + 8), 5, "rx_ucast_packets");
     assert_eq!(g.u64_at(st + 128 + 8), 1, "tx_ucast_packets");
-    drop(g);
-    assert!(server.join().unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
+    Rig {
+        dir,
+        g,
+        ev0,
+        ev1,
+        peer,
+        server,
+    }
+    .finish();
+}
+
+/// The `shared-doorbells` profile: BAR 2's top 64 pages come with the
+/// region info as a sparse-mmap area and a descriptor; the LIF reports
+/// only the pages below them. Doorbells written into the mapped pages
+/// (each queue on a page of its own, as the memory's rule asks) run with
+/// no socket message: frames go out, posted buffers fill. The trapped
+/// path on page 0 still works beside them.
+#[test]
+fn doorbells_written_to_the_shared_pages_run_without_a_message() {
+    let id = ernic_ionic::profile::load("shared-doorbells").unwrap();
+    assert_eq!(id.shared_doorbell_pages, 64);
+    let mut rig = attach("shared-doorbells", id);
+    let g = &mut rig.g;
+    bring_up(g, &mut rig.ev0, 100_000);
+    let mut c64 = [0u8; 64];
+    c64[..2].copy_from_slice(&[opcode::IDENTIFY, 2]);
+    assert_eq!(g.devcmd(&c64)[0], status::SUCCESS);
+    let at = (cmd::DATA + dev_identity::NDBPGS_PER_LIF) as u64;
+    let ndbpgs = g.c.region_read(region::BAR0, at, 4).unwrap();
+    assert_eq!(u32::from_le_bytes(ndbpgs.try_into().unwrap()), 960);
+
+    let (info, fd) = g.c.region_info(region::BAR2).unwrap();
+    assert_ne!(info.flags & ernic_vfio::proto::REGION_MMAP, 0);
+    assert_eq!(info.sparse, vec![(960 * 4096, 64 * 4096)]);
+    let fd = fd.expect("the doorbell pages' descriptor");
+    let (area, len) = info.sparse[0];
+    let db = ernic_vfio::shm::Mapping::new(&fd, info.offset + area, len as usize).unwrap();
+    // Region 0 (BAR 0) has nothing to map and no descriptor.
+    let (bar0, none) = g.c.region_info(region::BAR0).unwrap();
+    assert!(bar0.sparse.is_empty() && none.is_none());
+
+    // TX rings on shared page 1023, RX on 1022 (offsets within the area).
+    let tx_word = (63 * 4096 + 8 * u64::from(qtype::TXQ)) as usize;
+    let rx_word = (62 * 4096 + 8 * u64::from(qtype::RXQ)) as usize;
+    assert!(db.store(rx_word, 3), "three RX buffers posted");
+    for i in 0..6u64 {
+        let out = frame(10 + i as u8, 60 + i as usize);
+        let slot = i % 4;
+        g.mem_write(TX_BUF + 2048 * slot, &out);
+        let mut d = [0u8; 16];
+        d[..8].copy_from_slice(&((G + TX_BUF + 2048 * slot) << 12).to_le_bytes());
+        d[8..10].copy_from_slice(&(out.len() as u16).to_le_bytes());
+        g.mem_write(TXQ + 16 * slot, &d);
+        assert!(db.store(tx_word, (i + 1) & 3));
+        let mut got = vec![0u8; 2048];
+        let n = rig.peer.recv(&mut got).unwrap();
+        assert_eq!(&got[..n], &out[..], "frame {i} through the shared page");
+    }
+    // Received frames land in the buffers posted through the shared page.
+    rig.peer.send(&frame(20, 90)).unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while g.mem_read(RX_BUF + 11, 1)[0] != 20 {
+        assert!(Instant::now() < end, "a frame into a shared-page buffer");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The trapped doorbell of page 0 is still heard.
+    let out = frame(30, 64);
+    g.mem_write(TX_BUF, &out);
+    let mut d = [0u8; 16];
+    d[..8].copy_from_slice(&((G + TX_BUF) << 12).to_le_bytes());
+    d[8..10].copy_from_slice(&(out.len() as u16).to_le_bytes());
+    g.mem_write(TXQ + 16 * 2, &d);
+    g.ring(qtype::TXQ, 3);
+    let mut got = vec![0u8; 2048];
+    let n = rig.peer.recv(&mut got).unwrap();
+    assert_eq!(&got[..n], &out[..]);
+
+    // Idle, the polling server sleeps: over 300 ms this process (the
+    // server thread and this one, asleep) uses a small part of a core.
+    std::thread::sleep(Duration::from_millis(20));
+    // utime + stime from /proc/self/stat, in clock ticks of 10 ms.
+    let cpu = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<u64> = after
+            .split(' ')
+            .skip(11)
+            .take(2)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        Duration::from_millis(10 * (f[0] + f[1]))
+    };
+    let (c0, w0) = (cpu(), Instant::now());
+    std::thread::sleep(Duration::from_millis(300));
+    let share = (cpu() - c0).as_secs_f64() / w0.elapsed().as_secs_f64();
+    assert!(
+        share < 0.25,
+        "an idle polled server used {share:.2} of a core"
+    );
+    drop(db);
+    rig.finish();
 }

@@ -84,6 +84,16 @@ impl Client {
         body: &[u8],
         fds: &[&dyn AsRawFd],
     ) -> Result<(Header, Vec<u8>), ClientError> {
+        self.call_fds(cmd, body, fds).map(|(h, b, _)| (h, b))
+    }
+
+    /// As [`call`](Client::call), with the descriptors the reply brought.
+    pub fn call_fds(
+        &mut self,
+        cmd: Command,
+        body: &[u8],
+        fds: &[&dyn AsRawFd],
+    ) -> Result<(Header, Vec<u8>, Vec<OwnedFd>), ClientError> {
         self.id = self.id.wrapping_add(1);
         let h = Header {
             id: self.id,
@@ -93,14 +103,14 @@ impl Client {
             error: 0,
         };
         self.send(&[&h.to_bytes(), body], fds)?;
-        let (r, b, _) = self.receive()?;
+        let (r, b, got) = self.receive()?;
         if r.id != self.id || r.command != cmd as u16 || r.flags & FLAG_REPLY == 0 {
             return Err(ClientError::BadReply(format!(
                 "{r:?} answers id {} command {cmd:?}",
                 self.id
             )));
         }
-        Ok((r, b))
+        Ok((r, b, got))
     }
 
     /// Sends `cmd` and returns its reply's body; an error reply is
@@ -133,6 +143,29 @@ impl Client {
             )));
         }
         Capabilities::parse(&r[4..]).map_err(|e| ClientError::BadReply(e.to_string()))
+    }
+
+    /// A region's info, with the descriptor to mmap its sparse areas
+    /// when the server sent one.
+    pub fn region_info(
+        &mut self,
+        index: u32,
+    ) -> Result<(proto::RegionInfo, Option<OwnedFd>), ClientError> {
+        // Room for the fixed part and a sparse-mmap capability of 16 areas.
+        let argsz: u32 = 32 + 16 + 16 * 16;
+        let mut body = vec![0u8; 32];
+        body[0..4].copy_from_slice(&argsz.to_le_bytes());
+        body[8..12].copy_from_slice(&index.to_le_bytes());
+        let (h, b, mut fds) = self.call_fds(Command::DeviceGetRegionInfo, &body, &[])?;
+        if h.flags & FLAG_ERROR != 0 {
+            return Err(ClientError::Refused {
+                command: Command::DeviceGetRegionInfo,
+                errno: h.error,
+            });
+        }
+        let info =
+            proto::RegionInfo::parse(&b).map_err(|e| ClientError::BadReply(e.to_string()))?;
+        Ok((info, fds.pop()))
     }
 
     /// Reads `count` bytes of `region` at `offset`.

@@ -19,11 +19,14 @@
 //!   mask and latch, reset; a departing client's windows and eventfds are
 //!   dropped, the device's state stays.
 //!
-//! Still to come (issue 6): the non-blocking main loop, the ionic
-//! function's BARs and registers, the sparse-mmap doorbell page,
-//! and the decision of how much of rust-vmm's `vfio-user` crate to use
-//! (this codec pins the wire format with the checks ernic needs on
-//! untrusted input either way).
+//! - [`shm`]: memory the server shares with the client for sparse-mmap
+//!   areas (the ionic function's shared doorbell pages).
+//!
+//! Why not rust-vmm's `vfio-user` crate: its server owns the loop that
+//! reads the socket, while ernic's loop must also serve a TAP, timers, the
+//! mesh and memory the client writes without a message (the shared
+//! doorbell pages); and this codec checks every length from the socket
+//! before anything is allocated or indexed, with a property test over it.
 
 #[allow(unsafe_code)]
 pub mod client;
@@ -33,5 +36,7 @@ pub mod pci;
 pub mod proto;
 #[allow(unsafe_code)]
 pub mod server;
+#[allow(unsafe_code)]
+pub mod shm;
 #[allow(unsafe_code)]
 pub mod sock;

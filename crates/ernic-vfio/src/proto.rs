@@ -687,6 +687,65 @@ impl fmt::Display for RegionInfo {
 }
 
 impl RegionInfo {
+    /// Reads a `VFIO_USER_DEVICE_GET_REGION_INFO` reply body (what a
+    /// client does), the sparse-mmap capability included when present.
+    pub fn parse(b: &[u8]) -> Result<RegionInfo, ProtoError> {
+        let short = |need: usize| ProtoError::Truncated {
+            what: "region info",
+            need,
+            got: b.len(),
+        };
+        if b.len() < 32 {
+            return Err(short(32));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let flags = u32_at(4);
+        let mut info = RegionInfo {
+            flags: flags & !REGION_CAPS,
+            index: u32_at(8),
+            size: u64_at(16),
+            offset: u64_at(24),
+            sparse: Vec::new(),
+        };
+        let mut at = u32_at(12) as usize;
+        // Each capability names the next; at most a few, never backwards.
+        let mut hops = 0;
+        while flags & REGION_CAPS != 0 && at != 0 && hops < 8 {
+            hops += 1;
+            if at < 32 || at.checked_add(8).is_none_or(|e| e > b.len()) {
+                return Err(short(at.saturating_add(8)));
+            }
+            let id = u16::from_le_bytes([b[at], b[at + 1]]);
+            let next = u32_at(at + 4) as usize;
+            if id == CAP_SPARSE_MMAP {
+                if at + 16 > b.len() {
+                    return Err(short(at + 16));
+                }
+                let n = u32_at(at + 8) as usize;
+                let end = n
+                    .checked_mul(16)
+                    .and_then(|l| l.checked_add(at + 16))
+                    .filter(|&e| e <= b.len())
+                    .ok_or_else(|| short(at + 16 + n.saturating_mul(16)))?;
+                info.sparse = b[at + 16..end]
+                    .chunks_exact(16)
+                    .map(|c| {
+                        (
+                            u64::from_le_bytes(c[..8].try_into().unwrap()),
+                            u64::from_le_bytes(c[8..].try_into().unwrap()),
+                        )
+                    })
+                    .collect();
+            }
+            if next != 0 && next <= at {
+                break;
+            }
+            at = next;
+        }
+        Ok(info)
+    }
+
     /// The reply body for a request whose `argsz` is `argsz`. As with
     /// VFIO's ioctl, a reply that does not fit gives only the fixed part
     /// with `argsz` set to the size needed (and no capability), so the
@@ -972,6 +1031,22 @@ mod tests {
         assert_eq!(u32_at(&short, 0), 64);
         assert_eq!(u32_at(&short, 4) & REGION_CAPS, 0);
         assert_eq!(u32_at(&short, 12), 0);
+        // What a client reads back.
+        assert_eq!(RegionInfo::parse(&b).unwrap(), r);
+        let plain = RegionInfo::parse(&short).unwrap();
+        assert!(plain.sparse.is_empty() && plain.size == 4 << 20);
+        // A capability said to lie past the body, or with more areas than
+        // sent, is refused; a loop of capabilities ends.
+        let mut lying = b.clone();
+        lying[12..16].copy_from_slice(&60u32.to_le_bytes());
+        assert!(RegionInfo::parse(&lying).is_err());
+        let mut many = b.clone();
+        many[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(RegionInfo::parse(&many).is_err());
+        let mut cyclic = b.clone();
+        cyclic[36..40].copy_from_slice(&32u32.to_le_bytes());
+        assert_eq!(RegionInfo::parse(&cyclic).unwrap().sparse, r.sparse);
+        assert!(RegionInfo::parse(&b[..31]).is_err());
     }
 
     #[test]

@@ -9,8 +9,15 @@
 //! unmapped and its eventfds closed; the device keeps its state for the
 //! next client.
 //!
-//! This loop blocks on its socket; the server's main loop (issue 6) will
-//! drive the same handling without blocking.
+//! The loop waits in ppoll(2) on the client's socket and the device's own
+//! descriptors (a TAP) with the device's next timer as the timeout. For
+//! half a millisecond after a message or any work it does not sleep at all
+//! (it looks again at once: a wakeup costs tens of microseconds on a small
+//! machine); after that an idle device sleeps until something comes. A
+//! device with memory the client writes without a message (shared
+//! doorbell pages) is polled on every pass, and once idle it naps for
+//! spells that grow to a millisecond, so it does not spin while idle and
+//! has no sleep floor while busy.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -74,7 +81,34 @@ pub trait Device {
     fn tick(&mut self, io: &mut Io) {
         let _ = io;
     }
+
+    /// The descriptor the client may mmap for `region`'s sparse-mmap
+    /// areas, sent with the region's info.
+    fn region_fd(&self, region: u32) -> Option<RawFd> {
+        let _ = region;
+        None
+    }
+
+    /// Whether the client can write device memory without a message (a
+    /// mapped area), so the server must call [`poll`](Device::poll).
+    fn polled(&self) -> bool {
+        false
+    }
+
+    /// Looks at the memory the client writes directly; answers whether
+    /// there was work.
+    fn poll(&mut self, io: &mut Io) -> bool {
+        let _ = io;
+        false
+    }
 }
+
+/// While the device had a message or work this recently, the loop does
+/// not sleep.
+const HOT: std::time::Duration = std::time::Duration::from_micros(500);
+/// The longest sleep of an idle polled device: the latency of its first
+/// doorbell after a quiet spell.
+const COLD_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// One interrupt type's eventfds, mask bits and latched interrupts.
 #[derive(Debug, Default)]
@@ -219,11 +253,13 @@ pub struct Server<D: Device> {
     buf: Vec<u8>,
     fds: Vec<RawFd>,
     polls: Vec<libc::pollfd>,
+    // When a polled device last had work.
+    busy: std::time::Instant,
 }
 
 /// How a message was answered.
 enum Answer {
-    Body(Vec<u8>),
+    Body(Vec<u8>, Option<RawFd>),
     Error(i32),
 }
 
@@ -239,6 +275,7 @@ impl<D: Device> Server<D> {
             buf: Vec::new(),
             fds: Vec::new(),
             polls: Vec::new(),
+            busy: std::time::Instant::now(),
         }
     }
 
@@ -292,8 +329,11 @@ impl<D: Device> Server<D> {
                 continue;
             }
             match answer {
-                Answer::Body(b) => {
+                Answer::Body(b, None) => {
                     sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), &b], &[])?;
+                }
+                Answer::Body(b, Some(give)) => {
+                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), &b], &[&give])?;
                 }
                 Answer::Error(e) => {
                     sock::send_all(fd, &[&h.error_reply(e).to_bytes()], &[])?;
@@ -303,16 +343,25 @@ impl<D: Device> Server<D> {
     }
 
     /// Waits until the client's socket is readable, serving the device's
-    /// own descriptors meanwhile (no timeout: an idle device sleeps).
+    /// own descriptors, timers and polled memory meanwhile (an idle device
+    /// sleeps; see the module's note on polled devices).
     fn wait(&mut self, sock: RawFd) -> io::Result<()> {
+        use std::time::{Duration, Instant};
         loop {
+            let polled = self.device.polled();
+            if polled {
+                let mut io = Io {
+                    dma: &mut self.dma,
+                    irqs: &mut self.irqs,
+                };
+                if self.device.poll(&mut io) {
+                    self.busy = Instant::now();
+                }
+            }
             self.fds.clear();
             self.device.wait_fds(&mut self.fds);
             let tick = self.device.next_tick();
-            if self.fds.is_empty() && tick.is_none() {
-                return Ok(());
-            }
-            if tick == Some(std::time::Duration::ZERO) {
+            if tick == Some(Duration::ZERO) {
                 let mut io = Io {
                     dma: &mut self.dma,
                     irqs: &mut self.irqs,
@@ -320,8 +369,21 @@ impl<D: Device> Server<D> {
                 self.device.tick(&mut io);
                 continue;
             }
-            // Milliseconds, rounded up so a tick is never early.
-            let timeout = tick.map_or(-1, |d| d.as_micros().div_ceil(1000).min(60_000) as i32);
+            // Busy: look again at once (a wakeup from poll costs tens of
+            // microseconds on a small machine). Idle: sleep until something
+            // comes, or, with polled memory, for growing naps.
+            let idle = self.busy.elapsed();
+            let nap = if idle < HOT {
+                Some(Duration::ZERO)
+            } else if polled {
+                Some((idle / 4).min(COLD_WAIT))
+            } else {
+                None
+            };
+            let timeout = match (tick, nap) {
+                (Some(t), Some(n)) => Some(t.min(n)),
+                (t, n) => t.or(n),
+            };
             self.polls.clear();
             self.polls.push(libc::pollfd {
                 fd: sock,
@@ -333,12 +395,22 @@ impl<D: Device> Server<D> {
                 events: libc::POLLIN,
                 revents: 0,
             }));
-            // SAFETY: poll over a live array of pollfd of the given length.
+            // Microseconds matter for a polled device, so ppoll's timespec.
+            let ts = timeout.map(|t| {
+                let t = t.min(Duration::from_secs(60));
+                libc::timespec {
+                    tv_sec: t.as_secs() as libc::time_t,
+                    tv_nsec: libc::c_long::from(t.subsec_nanos() as i32),
+                }
+            });
+            // SAFETY: ppoll over a live array of pollfd of the given length,
+            // with a live timespec or none, and no signal mask change.
             let n = unsafe {
-                libc::poll(
+                libc::ppoll(
                     self.polls.as_mut_ptr(),
                     self.polls.len() as libc::nfds_t,
-                    timeout,
+                    ts.as_ref().map_or(std::ptr::null(), |t| t as *const _),
+                    std::ptr::null(),
                 )
             };
             if n < 0 {
@@ -354,8 +426,10 @@ impl<D: Device> Server<D> {
                     irqs: &mut self.irqs,
                 };
                 self.device.ready(&mut io);
+                self.busy = Instant::now();
             }
             if self.polls[0].revents != 0 {
+                self.busy = Instant::now();
                 return Ok(());
             }
         }
@@ -375,8 +449,12 @@ impl<D: Device> Server<D> {
         if !*versioned && !matches!(req, Request::Version { .. }) {
             return Answer::Error(errno::EINVAL);
         }
+        let give = match req {
+            Request::DeviceGetRegionInfo { index, .. } => self.device.region_fd(index),
+            _ => None,
+        };
         match self.handle(req, fds, versioned) {
-            Ok(b) => Answer::Body(b),
+            Ok(b) => Answer::Body(b, give),
             Err(e) => Answer::Error(e),
         }
     }
