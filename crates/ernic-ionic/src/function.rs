@@ -41,6 +41,7 @@ pub struct IonicFunction {
     fired: Vec<u16>,
     stats_file: Option<StatsFile>,
     shared: Option<SharedDoorbells>,
+    rdma: crate::rdmadev::RdmaDev,
 }
 
 /// The top pages of BAR 2 as memory shared with the client: the guest's
@@ -75,6 +76,15 @@ impl IonicFunction {
     /// The function a device of `id` presents.
     pub fn new(id: Identity) -> IonicFunction {
         let vectors = id.vectors;
+        let rdma = crate::rdmadev::RdmaDev::new(
+            crate::rdmadev::RdmaLimits {
+                qps: id.rdma_qps,
+                cqs: id.rdma_cqs,
+                mrs: id.rdma_mrs,
+                ahs: id.rdma_ahs,
+            },
+            Vec::new(),
+        );
         let config = Config::new(&pci::Identity {
             vendor: VENDOR,
             device: DEVICE,
@@ -113,7 +123,13 @@ impl IonicFunction {
             fired: Vec::new(),
             stats_file: None,
             shared: None,
+            rdma,
         }
+    }
+
+    /// The RDMA side, for inspection.
+    pub fn rdma(&self) -> &crate::rdmadev::RdmaDev {
+        &self.rdma
     }
 
     /// Offers the top `id.shared_doorbell_pages` of BAR 2 as shared
@@ -158,8 +174,28 @@ impl IonicFunction {
                 self.bar0.rx_doorbell(d.qid, d.index);
                 None
             }
+            (qtype::RDMA_AQ, 0) => {
+                let boot = self.bar0.rdma();
+                self.rdma
+                    .aq_doorbell(boot, io.dma, d.qid, d.index, &mut self.fired);
+                None
+            }
+            (qtype::RDMA_CQ, ring) => {
+                let boot = self.bar0.rdma();
+                self.rdma
+                    .cq_doorbell(boot, io.dma, d.qid, ring, d.index, &mut self.fired);
+                None
+            }
             _ => None,
         };
+        // Vectors the RDMA side raised, through the interrupt controls.
+        let mut raised = std::mem::take(&mut self.fired);
+        for v in raised.drain(..) {
+            if self.bar0.raise(v) {
+                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+            }
+        }
+        self.fired = raised;
         if let Some(v) = fire {
             io.irqs.trigger(pci::irq::MSIX, u32::from(v));
         }

@@ -1,21 +1,29 @@
-//! ernic's ionic front end: the PCI function a guest's stock `ionic`
-//! driver binds to (seed 001, "The Device the Guest Sees"), served over
-//! vfio-user by `ernic-vfio`.
+//! ernic's ionic front end: the PCI function a guest's stock `ionic` and
+//! `ionic_rdma` drivers bind to (seed 001, "The Device the Guest Sees"),
+//! served over vfio-user by `ernic-vfio`.
 //!
-//! So far: BAR 0's register file ([`bar0`], laid out in [`regs`] as
-//! Linux's `ionic_if.h` and `ionic_regs.h` define it) with the device info
-//! block, the device command registers (NOP, IDENTIFY, INIT, RESET; other
-//! opcodes fail with `IONIC_RC_EOPCODE` until they are built) and
-//! per-vector interrupt control; BAR 2's doorbell decoding ([`doorbell`]);
-//! and the function itself ([`function`]): identity, config space, regions
-//! and interrupts as a `ernic_vfio::server::Device`.
+//! - [`regs`] and [`fw`]: the layouts of Linux's `ionic_if.h`,
+//!   `ionic_regs.h` and `ionic_fw.h` (checked by `tests/layout.rs`);
+//! - [`bar0`]: the register file: device info, device commands, interrupt
+//!   control, the Ethernet admin and notify queues;
+//! - [`eth`] and [`tap`]: the Ethernet queues and the host TAP;
+//! - [`doorbell`]: BAR 2's doorbell decoding;
+//! - [`rdma`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
+//!   admin queues, event queues and the objects they create in
+//!   `ernic-core`;
+//! - [`profile`]: NIC profiles;
+//! - [`function`]: the function itself — identity, config space, regions
+//!   and interrupts as a `ernic_vfio::server::Device`.
 
 pub mod bar0;
 pub mod doorbell;
 pub mod eth;
 pub mod function;
+pub mod fw;
 pub mod profile;
 pub mod rdma;
+#[allow(unsafe_code)]
+pub mod rdmadev;
 pub mod regs;
 #[allow(unsafe_code)]
 pub mod tap;

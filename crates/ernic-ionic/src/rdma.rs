@@ -1,8 +1,8 @@
 //! The RDMA bootstrap (seed 001, "RDMA Bootstrap"): commands 50 to 53,
 //! which `ionic_rdma.ko` sends over the Ethernet admin queue to create the
 //! event queues and the RDMA admin queues with their completion queues.
-//! This records them, bounded and checked; servicing the RDMA admin queue
-//! is issue 7's.
+//! This records them, bounded and checked; [`crate::rdmadev`] services the
+//! queues they describe.
 //!
 //! `struct ionic_rdma_queue_cmd`: `qid_ver` (qid | RDMA version << 24),
 //! `cid` (an interrupt for an EQ, an EQ for a CQ, a CQ for an admin
@@ -32,8 +32,8 @@ pub mod opcode {
 
 /// The deepest ring accepted (2^16 entries).
 pub const MAX_DEPTH_LOG2: u8 = 16;
-/// Strides accepted: 16 bytes (an EQE) to 4 KiB.
-pub const STRIDE_LOG2: std::ops::RangeInclusive<u8> = 4..=12;
+/// Strides accepted: 4 bytes (an EQE) to 4 KiB.
+pub const STRIDE_LOG2: std::ops::RangeInclusive<u8> = 2..=12;
 
 /// A queue the bootstrap created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +63,8 @@ pub struct Bootstrap {
     pub cqs: Vec<RdmaQueue>,
     /// RDMA admin queues.
     pub aqs: Vec<RdmaQueue>,
+    /// How many times RESET_LIF (or a device reset) has forgotten them.
+    pub epoch: u64,
 }
 
 /// The limits the device advertised (LIF_IDENTIFY's RDMA section).
@@ -83,10 +85,18 @@ fn u32_at(c: &[u8; 64], at: usize) -> u32 {
 }
 
 impl Bootstrap {
+    /// Forgets every queue.
+    pub fn reset(&mut self) {
+        *self = Bootstrap {
+            epoch: self.epoch + 1,
+            ..Bootstrap::default()
+        };
+    }
+
     /// Runs command `c` (opcode 50-53); answers an `ionic_status_code`.
     pub fn run(&mut self, c: &[u8; 64], limits: Limits) -> u8 {
         if c[0] == opcode::RESET_LIF {
-            *self = Bootstrap::default();
+            self.reset();
             return status::SUCCESS;
         }
         let qid_ver = u32_at(c, cmd::QID_VER);
@@ -163,7 +173,7 @@ mod tests {
     fn eqs_cqs_and_admin_queues_are_created_in_order_and_checked() {
         let mut b = Bootstrap::default();
         for eq in 0..4 {
-            assert_eq!(b.run(&queue(51, eq, eq + 1, 8, 4), L), status::SUCCESS);
+            assert_eq!(b.run(&queue(51, eq, eq + 1, 9, 2), L), status::SUCCESS);
         }
         assert_eq!(b.eqs[1].version, 2);
         assert_eq!(
@@ -183,11 +193,12 @@ mod tests {
         );
         // Bounds before any shift.
         assert_eq!(b.run(&queue(52, 1, 1, 17, 5), L), status::EINVAL);
-        assert_eq!(b.run(&queue(52, 1, 1, 8, 3), L), status::EINVAL);
+        assert_eq!(b.run(&queue(52, 1, 1, 8, 1), L), status::EINVAL);
         assert_eq!(b.run(&queue(52, 1, 1, 8, 13), L), status::EINVAL);
         // RESET_LIF forgets everything.
         assert_eq!(b.run(&queue(50, 0, 0, 0, 0), L), status::SUCCESS);
-        assert_eq!(b, Bootstrap::default());
+        assert!(b.eqs.is_empty() && b.cqs.is_empty() && b.aqs.is_empty());
+        assert_eq!(b.epoch, 1);
         assert_eq!(
             b.run(&queue(51, 0, 32, 8, 4), L),
             status::ENOENT,

@@ -317,6 +317,12 @@ pub mod qtype {
     pub const NOTIFYQ: u8 = 1;
     pub const RXQ: u8 = 2;
     pub const TXQ: u8 = 3;
+    // The RDMA ones, as LIF_IDENTIFY's RDMA section numbers them.
+    pub const RDMA_AQ: u8 = 5;
+    pub const RDMA_SQ: u8 = 6;
+    pub const RDMA_RQ: u8 = 7;
+    pub const RDMA_CQ: u8 = 8;
+    pub const RDMA_EQ: u8 = 9;
 }
 
 /// LIF_GETATTR / LIF_SETATTR: the attribute byte, `IONIC_LIF_ATTR_MAC`,

@@ -84,6 +84,14 @@ impl Guest {
             .unwrap();
     }
 
+    /// A doorbell of queue type `t`, queue `qid`, with `ring` and index.
+    fn doorbell(&mut self, t: u8, qid: u32, ring: u8, index: u16) {
+        let v = u64::from(qid) << 24 | u64::from(ring) << 16 | u64::from(index);
+        self.c
+            .region_write(region::BAR2, u64::from(t) * 8, &v.to_le_bytes())
+            .unwrap();
+    }
+
     /// An admin queue command: answers its completion (color checked).
     fn admin(&mut self, c: &[u8; 64]) -> [u8; 16] {
         let slot = u64::from(self.aq_head);
@@ -462,4 +470,283 @@ fn doorbells_written_to_the_shared_pages_run_without_a_message() {
     );
     drop(db);
     rig.finish();
+}
+
+// The RDMA side's memory map (beside the Ethernet one above).
+const EQS: u64 = 0x70000; // four EQs of 512 4-byte entries, 4 KiB apart
+const ACQ: u64 = 0x78000; // the admin CQ: 64 entries of 32 bytes
+const RAQ: u64 = 0x79000; // the RDMA admin queue: 64 strides of 64 bytes
+const CQ1: u64 = 0x7b000; // a verbs CQ: 16 entries
+const SQ5: u64 = 0x7c000; // QP 5's send ring: 16 x 64 bytes
+const RQ5: u64 = 0x7d000; // and receive ring
+const HDRS: u64 = 0x7e000; // header templates
+const PTBL: u64 = 0x7f000; // an MR's page table
+const MR_PAGES: [u64; 3] = [0x90000, 0x84000, 0x85000];
+
+/// One RDMA admin command posted and run: answers (status, error bit),
+/// after checking the completion's index, opcode, queue and color and the
+/// event that follows it.
+struct RdmaAdmin {
+    prod: u16,
+    cqes: u32,
+    eqes: u32,
+}
+
+impl RdmaAdmin {
+    fn run(&mut self, g: &mut Guest, ev1: &mut File, op: u8, cmd: &[u8]) -> (u32, bool) {
+        let index = self.prod;
+        let mut bytes = vec![0u8; 4 + cmd.len()];
+        bytes[0] = op;
+        bytes[2..4].copy_from_slice(&(cmd.len() as u16).to_le_bytes());
+        bytes[4..].copy_from_slice(cmd);
+        let strides = bytes.len().div_ceil(64);
+        for (i, chunk) in bytes.chunks(64).enumerate() {
+            g.mem_write(RAQ + 64 * u64::from((index + i as u16) % 64), chunk);
+        }
+        self.prod += strides as u16;
+        // Arm the admin CQ, then ring the admin queue (qid 0).
+        g.doorbell(8, 0, 1, self.cqes as u16 % 64);
+        g.doorbell(5, 0, 0, self.prod % 64);
+        let slot = u64::from(self.cqes % 64);
+        let c = g.mem_read(ACQ + 32 * slot, 32);
+        let qtf = u32::from_be_bytes(c[28..32].try_into().unwrap());
+        assert_eq!(qtf & 1, u32::from(self.cqes / 64 % 2 == 0), "CQE color");
+        assert_eq!(qtf >> 8, 0, "admin queue 0");
+        assert_eq!((qtf >> 5) & 7, 0, "an admin CQE");
+        assert_eq!(u16::from_be_bytes([c[0], c[1]]), index % 64, "cmd_idx");
+        assert_eq!(c[2], op);
+        self.cqes += 1;
+        g.doorbell(8, 0, 0, self.cqes as u16 % 64);
+        // The EQE naming admin CQ 0, then EQ 0's vector (1).
+        let e = g.mem_read(EQS + 4 * u64::from(self.eqes), 4);
+        let evt = u32::from_be_bytes(e.try_into().unwrap());
+        assert_eq!(evt, 1, "CQ 0 notify, color 1");
+        self.eqes += 1;
+        assert!(fired(ev1, Duration::from_secs(2)) >= 1, "EQ 0's vector");
+        (
+            u32::from_be_bytes(c[24..28].try_into().unwrap()),
+            qtf & 2 != 0,
+        )
+    }
+}
+
+fn put(b: &mut [u8], at: usize, v: &[u8]) {
+    b[at..at + v.len()].copy_from_slice(v);
+}
+
+/// A RoCE v2 header template as the driver builds one: Ethernet, then
+/// IPv4 (source, destination) or IPv6.
+fn template(v4: Option<[u8; 4]>, v6: Option<[u8; 16]>) -> Vec<u8> {
+    let mut h = vec![0u8; 14];
+    match (v4, v6) {
+        (Some(d), _) => {
+            put(&mut h, 12, &[0x08, 0x00]);
+            let mut ip = vec![0u8; 20];
+            ip[0] = 0x45;
+            put(&mut ip, 12, &[10, 0, 0, 1]);
+            put(&mut ip, 16, &d);
+            h.extend(ip);
+        }
+        (None, Some(d)) => {
+            put(&mut h, 12, &[0x86, 0xdd]);
+            let mut ip = vec![0u8; 40];
+            ip[0] = 0x60;
+            put(&mut ip, 24, &d);
+            h.extend(ip);
+        }
+        _ => unreachable!(),
+    }
+    h.extend([0u8; 8]); // UDP
+    h
+}
+
+/// The RDMA bootstrap through the Ethernet admin queue (four EQs, the
+/// admin CQ, the admin queue), then the RDMA admin queue as
+/// `ionic_rdma.ko` drives it: every object created, modified and
+/// destroyed, each command answered by an admin CQE, an EQE and EQ 0's
+/// vector; bad commands answered with the error bit and a status.
+#[test]
+fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
+    let Rig {
+        dir,
+        mut g,
+        mut ev0,
+        mut ev1,
+        peer,
+        server,
+    } = attach("rdma-admin", Identity::default());
+    bring_up(&mut g, &mut ev0, 100_000);
+    let queue = |op: u8, qid: u32, cid: u32, depth: u8, stride: u8, at: u64| {
+        let mut c = [0u8; 64];
+        c[0] = op;
+        put(&mut c, 4, &qid.to_le_bytes());
+        put(&mut c, 8, &cid.to_le_bytes());
+        c[14] = depth;
+        c[15] = stride;
+        put(&mut c, 16, &(G + at).to_le_bytes());
+        c
+    };
+    // RESET_LIF, four EQs on vectors 1-4 (4-byte EQEs, 512 deep), the
+    // admin CQ on EQ 0, the admin queue on that CQ.
+    assert_eq!(g.admin(&queue(50, 0, 0, 0, 0, 0))[0], status::SUCCESS);
+    for eq in 0..4u32 {
+        let c = queue(51, eq, eq + 1, 9, 2, EQS + 0x1000 * u64::from(eq));
+        assert_eq!(g.admin(&c)[0], status::SUCCESS, "EQ {eq}");
+    }
+    assert_eq!(g.admin(&queue(52, 0, 0, 6, 5, ACQ))[0], status::SUCCESS);
+    assert_eq!(g.admin(&queue(53, 0, 0, 6, 6, RAQ))[0], status::SUCCESS);
+    let _ = fired(&mut ev0, Duration::from_millis(50));
+    let mut a = RdmaAdmin {
+        prod: 0,
+        cqes: 0,
+        eqes: 0,
+    };
+    let ok = (0, false);
+
+    assert_eq!(a.run(&mut g, &mut ev1, 0, &[]), ok, "NOOP");
+    // CREATE_CQ 1 on EQ 1: 16 entries of 32 bytes, contiguous.
+    let mut cq = [0u8; 34];
+    put(&mut cq, 0, &1u32.to_le_bytes());
+    cq[4] = 4;
+    cq[5] = 5;
+    put(&mut cq, 12, &1u32.to_le_bytes());
+    put(&mut cq, 20, &1u32.to_le_bytes());
+    put(&mut cq, 24, &(G + CQ1).to_le_bytes());
+    assert_eq!(a.run(&mut g, &mut ev1, 1, &cq), ok, "CREATE_CQ");
+    assert!(a.run(&mut g, &mut ev1, 1, &cq).1, "CQ 1 exists");
+    let mut bad = cq;
+    put(&mut bad, 12, &2u32.to_le_bytes());
+    bad[4] = 20;
+    assert_eq!(a.run(&mut g, &mut ev1, 1, &bad), (5, true), "too deep");
+    put(&mut bad, 0, &9u32.to_le_bytes());
+    bad[4] = 4;
+    assert_eq!(a.run(&mut g, &mut ev1, 1, &bad), (5, true), "no EQ 9");
+
+    // CREATE_QP 5 (RC), both rings on CQ 1: 68 bytes, two strides.
+    let mut qp = [0u8; 64];
+    put(&mut qp, 8, &1u32.to_le_bytes());
+    qp[12] = 4;
+    qp[13] = 6;
+    put(&mut qp, 20, &1u32.to_le_bytes());
+    put(&mut qp, 24, &(G + SQ5).to_le_bytes());
+    put(&mut qp, 32, &1u32.to_le_bytes());
+    qp[36] = 4;
+    qp[37] = 6;
+    put(&mut qp, 44, &1u32.to_le_bytes());
+    put(&mut qp, 48, &(G + RQ5).to_le_bytes());
+    put(&mut qp, 56, &5u32.to_le_bytes());
+    qp[62] = 0; // RC
+    assert_eq!(a.run(&mut g, &mut ev1, 2, &qp), ok, "CREATE_QP");
+    let mut gsi = qp;
+    put(&mut gsi, 56, &1u32.to_le_bytes());
+    gsi[62] = 3; // UD with id 1: the GSI QP
+    assert_eq!(a.run(&mut g, &mut ev1, 2, &gsi), ok, "GSI");
+    let mut bad = qp;
+    put(&mut bad, 56, &6u32.to_le_bytes());
+    bad[62] = 2; // RD
+    assert_eq!(a.run(&mut g, &mut ev1, 2, &bad), (4, true), "bad type");
+    bad[62] = 0;
+    put(&mut bad, 8, &77u32.to_le_bytes());
+    assert_eq!(a.run(&mut g, &mut ev1, 2, &bad), (5, true), "no CQ 77");
+    put(&mut bad, 8, &0u32.to_le_bytes());
+    assert_eq!(a.run(&mut g, &mut ev1, 2, &bad), (5, true), "the admin CQ");
+
+    // MODIFY_QP 5: INIT, then RTR with a destination in an IPv4 header
+    // template (PMTU 1024), then a bad PMTU that changes nothing.
+    let hdr = template(Some([10, 0, 0, 2]), None);
+    g.mem_write(HDRS, &hdr);
+    let modify = |mask: u32, state: u8, pmtu: u8| {
+        let mut m = [0u8; 60];
+        put(&mut m, 0, &mask.to_be_bytes());
+        put(&mut m, 16, &0x42u32.to_le_bytes()); // dest QPN
+        m[24] = pmtu;
+        put(&mut m, 32, &(hdr.len() as u32).to_le_bytes());
+        m[39] = state;
+        put(&mut m, 48, &(G + HDRS).to_le_bytes());
+        put(&mut m, 56, &5u32.to_le_bytes());
+        m
+    };
+    assert_eq!(a.run(&mut g, &mut ev1, 9, &modify(1, 1, 0)), ok, "INIT");
+    let rtr = 1 | 1 << 7 | 1 << 8 | 1 << 20;
+    assert_eq!(a.run(&mut g, &mut ev1, 9, &modify(rtr, 2, 10)), ok, "RTR");
+    assert_eq!(
+        a.run(&mut g, &mut ev1, 9, &modify(rtr, 3, 99)),
+        (5, true),
+        "bad PMTU"
+    );
+    let mut unknown = modify(1, 1, 0);
+    put(&mut unknown, 56, &99u32.to_le_bytes());
+    assert_eq!(a.run(&mut g, &mut ev1, 9, &unknown), (2, true), "no QP 99");
+
+    // CREATE_MR 0x105 (index 1, key 5): 3 pages in a table, 10000 bytes
+    // from 0x100 into the first page; a table longer than the region
+    // needs is refused.
+    let mut tbl = Vec::new();
+    for p in MR_PAGES {
+        tbl.extend((G + p).to_le_bytes());
+    }
+    g.mem_write(PTBL, &tbl);
+    let mr = |count: u32| {
+        let mut m = [0u8; 45];
+        put(&mut m, 0, &0x7000_0100u64.to_le_bytes());
+        put(&mut m, 8, &10_000u64.to_le_bytes());
+        put(&mut m, 20, &0x105u32.to_le_bytes());
+        put(&mut m, 28, &count.to_le_bytes());
+        put(&mut m, 32, &(G + PTBL).to_le_bytes());
+        put(&mut m, 40, &0x7u16.to_le_bytes()); // local write, remote read/write
+        m[44] = 12;
+        m
+    };
+    assert_eq!(
+        a.run(&mut g, &mut ev1, 3, &mr(4)),
+        (5, true),
+        "4 pages for 3"
+    );
+    assert_eq!(a.run(&mut g, &mut ev1, 3, &mr(3)), ok, "CREATE_MR");
+    // CREATE_AH 7 from an IPv6 template.
+    let gid6 = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
+    let hdr6 = template(None, Some(gid6));
+    g.mem_write(HDRS + 0x100, &hdr6);
+    let mut ah = [0u8; 24];
+    put(&mut ah, 0, &(G + HDRS + 0x100).to_le_bytes());
+    put(&mut ah, 8, &(hdr6.len() as u32).to_le_bytes());
+    put(&mut ah, 16, &7u32.to_le_bytes());
+    assert_eq!(a.run(&mut g, &mut ev1, 13, &ah), ok, "CREATE_AH");
+    put(&mut ah, 8, &10u32.to_le_bytes());
+    put(&mut ah, 16, &8u32.to_le_bytes());
+    assert_eq!(
+        a.run(&mut g, &mut ev1, 13, &ah),
+        (5, true),
+        "short template"
+    );
+    // No-ops, an unknown opcode, then every object destroyed (the CQ only
+    // once no QP uses it).
+    for op in [12, 14, 15] {
+        assert_eq!(a.run(&mut g, &mut ev1, op, &[0u8; 8]), ok, "op {op}");
+    }
+    assert_eq!(a.run(&mut g, &mut ev1, 40, &[]), (1, true), "unknown");
+    let id = |v: u32| v.to_le_bytes();
+    assert!(a.run(&mut g, &mut ev1, 8, &id(1)).1, "CQ 1 in use");
+    for (op, v) in [(16, 7), (6, 0x105), (11, 5), (11, 1), (8, 1)] {
+        assert_eq!(a.run(&mut g, &mut ev1, op, &id(v)), ok, "destroy {op} {v}");
+    }
+    assert_eq!(a.run(&mut g, &mut ev1, 11, &id(5)), (2, true), "gone");
+    assert_eq!(
+        a.run(&mut g, &mut ev1, 8, &id(0)),
+        (3, true),
+        "the admin CQ"
+    );
+    // Enough commands to wrap the admin queue and its CQ: colors turn.
+    while a.cqes < 70 {
+        assert_eq!(a.run(&mut g, &mut ev1, 0, &[]), ok);
+    }
+    Rig {
+        dir,
+        g,
+        ev0,
+        ev1,
+        peer,
+        server,
+    }
+    .finish();
 }

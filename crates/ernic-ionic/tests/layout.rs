@@ -521,3 +521,301 @@ fn our_offsets_are_the_guest_kernels() {
     );
     println!("{} offsets and sizes equal Linux's", rows.len());
 }
+
+/// The RDMA side's formats against `ionic_fw.h`, built with stand-ins for
+/// the kernel headers it includes (only names; no layout comes from them).
+fn fw_pairs() -> Vec<(String, usize)> {
+    use ernic_ionic::fw::*;
+    let mut v: Vec<(String, usize)> = Vec::new();
+    let mut off = |s: &str, f: &str, ours: usize| {
+        v.push((format!("offsetof(struct {s}, {f})"), ours));
+    };
+    off("ionic_v1_admin_wqe", "op", admin_wqe::OP);
+    off("ionic_v1_admin_wqe", "len", admin_wqe::LEN);
+    off("ionic_v1_admin_wqe", "cmd", admin_wqe::CMD);
+    for (f, o) in [
+        ("eq_id", create_cq::EQ_ID),
+        ("depth_log2", create_cq::DEPTH_LOG2),
+        ("stride_log2", create_cq::STRIDE_LOG2),
+        ("page_size_log2", create_cq::PAGE_SIZE_LOG2),
+        ("cq_flags", create_cq::CQ_FLAGS),
+        ("id_ver", create_cq::ID_VER),
+        ("tbl_index", create_cq::TBL_INDEX),
+        ("map_count", create_cq::MAP_COUNT),
+        ("dma_addr", create_cq::DMA_ADDR),
+        ("dbid_flags", create_cq::DBID_FLAGS),
+    ] {
+        off("ionic_admin_create_cq", f, o);
+    }
+    for (f, o) in [
+        ("pd_id", create_qp::PD_ID),
+        ("priv_flags", create_qp::PRIV_FLAGS_BE),
+        ("sq_cq_id", create_qp::SQ_CQ_ID),
+        ("sq_depth_log2", create_qp::SQ_DEPTH_LOG2),
+        ("sq_stride_log2", create_qp::SQ_STRIDE_LOG2),
+        ("sq_page_size_log2", create_qp::SQ_PAGE_SIZE_LOG2),
+        ("sq_tbl_index_xrcd_id", create_qp::SQ_TBL_INDEX_XRCD_ID),
+        ("sq_map_count", create_qp::SQ_MAP_COUNT),
+        ("sq_dma_addr", create_qp::SQ_DMA_ADDR),
+        ("rq_cq_id", create_qp::RQ_CQ_ID),
+        ("rq_depth_log2", create_qp::RQ_DEPTH_LOG2),
+        ("rq_stride_log2", create_qp::RQ_STRIDE_LOG2),
+        ("rq_page_size_log2", create_qp::RQ_PAGE_SIZE_LOG2),
+        ("rq_tbl_index_srq_id", create_qp::RQ_TBL_INDEX_SRQ_ID),
+        ("rq_map_count", create_qp::RQ_MAP_COUNT),
+        ("rq_dma_addr", create_qp::RQ_DMA_ADDR),
+        ("id_ver", create_qp::ID_VER),
+        ("dbid_flags", create_qp::DBID_FLAGS),
+        ("type_state", create_qp::TYPE_STATE),
+    ] {
+        off("ionic_admin_create_qp", f, o);
+    }
+    for (f, o) in [
+        ("attr_mask", mod_qp::ATTR_MASK_BE),
+        ("access_flags", mod_qp::ACCESS_FLAGS_BE),
+        ("rq_psn", mod_qp::RQ_PSN),
+        ("sq_psn", mod_qp::SQ_PSN),
+        ("qkey_dest_qpn", mod_qp::QKEY_DEST_QPN),
+        ("pmtu", mod_qp::PMTU),
+        ("ah_id_len", mod_qp::AH_ID_LEN),
+        ("type_state", mod_qp::TYPE_STATE),
+        ("dma_addr", mod_qp::DMA_ADDR),
+        ("id_ver", mod_qp::ID_VER),
+    ] {
+        off("ionic_admin_mod_qp", f, o);
+    }
+    for (f, o) in [
+        ("hdr_dma_addr", query_qp::HDR_DMA_ADDR),
+        ("sq_dma_addr", query_qp::SQ_DMA_ADDR),
+        ("rq_dma_addr", query_qp::RQ_DMA_ADDR),
+        ("ah_id", query_qp::AH_ID),
+        ("id_ver", query_qp::ID_VER),
+    ] {
+        off("ionic_admin_query_qp", f, o);
+    }
+    for (f, o) in [
+        ("va", create_mr::VA),
+        ("length", create_mr::LENGTH),
+        ("pd_id", create_mr::PD_ID),
+        ("id_ver", create_mr::ID_VER),
+        ("tbl_index", create_mr::TBL_INDEX),
+        ("map_count", create_mr::MAP_COUNT),
+        ("dma_addr", create_mr::DMA_ADDR),
+        ("dbid_flags", create_mr::DBID_FLAGS),
+        ("pt_type", create_mr::PT_TYPE),
+        ("dir_size_log2", create_mr::DIR_SIZE_LOG2),
+        ("page_size_log2", create_mr::PAGE_SIZE_LOG2),
+    ] {
+        off("ionic_admin_create_mr", f, o);
+    }
+    for (f, o) in [
+        ("dma_addr", create_ah::DMA_ADDR),
+        ("length", create_ah::LENGTH),
+        ("pd_id", create_ah::PD_ID),
+        ("id_ver", create_ah::ID_VER),
+    ] {
+        off("ionic_admin_create_ah", f, o);
+    }
+    for (f, o) in [
+        ("dma_addr", stats_hdr::DMA_ADDR),
+        ("length", stats_hdr::LENGTH),
+        ("id_ver", stats_hdr::ID_VER),
+    ] {
+        off("ionic_admin_stats_hdr", f, o);
+    }
+    for (f, o) in [
+        ("admin.cmd_idx", cqe::ADMIN_CMD_IDX_BE),
+        ("admin.cmd_op", cqe::ADMIN_CMD_OP),
+        ("recv.wqe_id", cqe::RECV_WQE_ID),
+        ("recv.src_qpn_op", cqe::RECV_SRC_QPN_OP_BE),
+        ("recv.src_mac", cqe::RECV_SRC_MAC),
+        ("recv.imm_data_rkey", cqe::RECV_IMM_DATA_RKEY_BE),
+        ("send.msg_msn", cqe::SEND_MSG_MSN_BE),
+        ("send.npg_wqe_id", cqe::SEND_NPG_WQE_ID),
+        ("status_length", cqe::STATUS_LENGTH_BE),
+        ("qid_type_flags", cqe::QID_TYPE_FLAGS_BE),
+    ] {
+        off("ionic_v1_cqe", f, o);
+    }
+    for (e, ours) in [
+        ("sizeof(struct ionic_admin_create_cq)", create_cq::LEN),
+        ("sizeof(struct ionic_admin_create_qp)", create_qp::LEN),
+        ("sizeof(struct ionic_admin_mod_qp)", mod_qp::LEN),
+        ("sizeof(struct ionic_admin_query_qp)", query_qp::LEN),
+        ("sizeof(struct ionic_admin_create_mr)", create_mr::LEN),
+        ("sizeof(struct ionic_admin_create_ah)", create_ah::LEN),
+        ("sizeof(struct ionic_admin_stats_hdr)", stats_hdr::LEN),
+        ("sizeof(struct ionic_v1_cqe)", cqe::LEN),
+        ("sizeof(struct ionic_v1_eqe)", eqe::LEN),
+        ("ADMIN_WQE_STRIDE", admin_wqe::STRIDE),
+        ("ADMIN_WQE_HDR_LEN", admin_wqe::HDR_LEN),
+        ("IONIC_V1_ADMIN_NOOP", admin_op::NOOP.into()),
+        ("IONIC_V1_ADMIN_CREATE_CQ", admin_op::CREATE_CQ.into()),
+        ("IONIC_V1_ADMIN_CREATE_QP", admin_op::CREATE_QP.into()),
+        ("IONIC_V1_ADMIN_CREATE_MR", admin_op::CREATE_MR.into()),
+        ("IONIC_V1_ADMIN_STATS_HDRS", admin_op::STATS_HDRS.into()),
+        ("IONIC_V1_ADMIN_STATS_VALS", admin_op::STATS_VALS.into()),
+        ("IONIC_V1_ADMIN_DESTROY_MR", admin_op::DESTROY_MR.into()),
+        ("IONIC_V1_ADMIN_RSVD_7", admin_op::RESIZE_CQ.into()),
+        ("IONIC_V1_ADMIN_DESTROY_CQ", admin_op::DESTROY_CQ.into()),
+        ("IONIC_V1_ADMIN_MODIFY_QP", admin_op::MODIFY_QP.into()),
+        ("IONIC_V1_ADMIN_QUERY_QP", admin_op::QUERY_QP.into()),
+        ("IONIC_V1_ADMIN_DESTROY_QP", admin_op::DESTROY_QP.into()),
+        ("IONIC_V1_ADMIN_DEBUG", admin_op::DEBUG.into()),
+        ("IONIC_V1_ADMIN_CREATE_AH", admin_op::CREATE_AH.into()),
+        ("IONIC_V1_ADMIN_QUERY_AH", admin_op::QUERY_AH.into()),
+        ("IONIC_V1_ADMIN_MODIFY_DCQCN", admin_op::MODIFY_DCQCN.into()),
+        ("IONIC_V1_ADMIN_DESTROY_AH", admin_op::DESTROY_AH.into()),
+        (
+            "IONIC_V1_ADMIN_QP_STATS_HDRS",
+            admin_op::QP_STATS_HDRS.into(),
+        ),
+        (
+            "IONIC_V1_ADMIN_QP_STATS_VALS",
+            admin_op::QP_STATS_VALS.into(),
+        ),
+        ("IONIC_V1_ADMIN_OPCODES_MAX", admin_op::COUNT.into()),
+        ("IONIC_V1_ASTS_OK", admin_status::OK as usize),
+        ("IONIC_V1_ASTS_BAD_CMD", admin_status::BAD_CMD as usize),
+        ("IONIC_V1_ASTS_BAD_INDEX", admin_status::BAD_INDEX as usize),
+        ("IONIC_V1_ASTS_BAD_STATE", admin_status::BAD_STATE as usize),
+        ("IONIC_V1_ASTS_BAD_TYPE", admin_status::BAD_TYPE as usize),
+        ("IONIC_V1_ASTS_BAD_ATTR", admin_status::BAD_ATTR as usize),
+        (
+            "IONIC_V1_ASTS_MSG_TOO_BIG",
+            admin_status::MSG_TOO_BIG as usize,
+        ),
+        ("IONIC_V1_CQE_COLOR", cqe::COLOR as usize),
+        ("IONIC_V1_CQE_ERROR", cqe::ERROR as usize),
+        ("IONIC_V1_CQE_TYPE_SHIFT", cqe::TYPE_SHIFT as usize),
+        ("IONIC_V1_CQE_QID_SHIFT", cqe::QID_SHIFT as usize),
+        ("IONIC_V1_CQE_TYPE_ADMIN", cqe::TYPE_ADMIN as usize),
+        ("IONIC_V1_CQE_TYPE_RECV", cqe::TYPE_RECV as usize),
+        ("IONIC_V1_CQE_TYPE_SEND_MSN", cqe::TYPE_SEND_MSN as usize),
+        ("IONIC_V1_CQE_TYPE_SEND_NPG", cqe::TYPE_SEND_NPG as usize),
+        ("IONIC_V1_EQE_COLOR", eqe::COLOR as usize),
+        ("IONIC_V1_EQE_TYPE_SHIFT", eqe::TYPE_SHIFT as usize),
+        ("IONIC_V1_EQE_CODE_SHIFT", eqe::CODE_SHIFT as usize),
+        ("IONIC_V1_EQE_QID_SHIFT", eqe::QID_SHIFT as usize),
+        ("IONIC_V1_EQE_TYPE_CQ", eqe::TYPE_CQ as usize),
+        ("IONIC_V1_EQE_CQ_NOTIFY", eqe::CQ_NOTIFY as usize),
+        ("IONIC_QPT_RC", qpt::RC.into()),
+        ("IONIC_QPT_UC", qpt::UC.into()),
+        ("IONIC_QPT_UD", qpt::UD.into()),
+        ("IONIC_QPS_RESET", qps::RESET.into()),
+        ("IONIC_QPS_INIT", qps::INIT.into()),
+        ("IONIC_QPS_RTR", qps::RTR.into()),
+        ("IONIC_QPS_RTS", qps::RTS.into()),
+        ("IONIC_QPS_SQD", qps::SQD.into()),
+        ("IONIC_QPS_SQE", qps::SQE.into()),
+        ("IONIC_QPS_ERR", qps::ERR.into()),
+        ("IONIC_QPF_REMOTE_WRITE", qpf::REMOTE_WRITE.into()),
+        ("IONIC_QPF_REMOTE_READ", qpf::REMOTE_READ.into()),
+        ("IONIC_QPF_REMOTE_ATOMIC", qpf::REMOTE_ATOMIC.into()),
+        ("IONIC_MRF_LOCAL_WRITE", mrf::LOCAL_WRITE.into()),
+        ("IONIC_MRF_REMOTE_WRITE", mrf::REMOTE_WRITE.into()),
+        ("IONIC_MRF_REMOTE_READ", mrf::REMOTE_READ.into()),
+        ("IONIC_MRF_REMOTE_ATOMIC", mrf::REMOTE_ATOMIC.into()),
+    ] {
+        v.push((e.to_string(), ours));
+    }
+    v
+}
+
+/// Stand-ins for what `ionic_fw.h` includes from the kernel: types, byte
+/// order helpers and the IB enums its inline helpers name.
+const FW_STUBS: &str = r#"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <assert.h>
+#include <errno.h>
+typedef uint8_t u8; typedef uint16_t u16; typedef uint32_t u32; typedef uint64_t u64;
+typedef uint8_t __u8; typedef uint16_t __u16; typedef uint32_t __u32; typedef uint64_t __u64;
+typedef uint16_t __le16; typedef uint32_t __le32; typedef uint64_t __le64;
+typedef uint16_t __be16; typedef uint32_t __be32; typedef uint64_t __be64;
+#define BIT(n) (1UL << (n))
+#define __packed __attribute__((packed))
+#define cpu_to_be32(x) __builtin_bswap32(x)
+#define be32_to_cpu(x) __builtin_bswap32(x)
+enum ib_qp_state { IB_QPS_RESET, IB_QPS_INIT, IB_QPS_RTR, IB_QPS_RTS, IB_QPS_SQD,
+    IB_QPS_SQE, IB_QPS_ERR };
+enum ib_qp_type { IB_QPT_SMI, IB_QPT_GSI, IB_QPT_RC, IB_QPT_UC, IB_QPT_UD,
+    IB_QPT_XRC_INI = 9, IB_QPT_XRC_TGT };
+enum ib_wc_status { IB_WC_SUCCESS, IB_WC_LOC_LEN_ERR, IB_WC_LOC_QP_OP_ERR,
+    IB_WC_LOC_PROT_ERR = 4, IB_WC_WR_FLUSH_ERR, IB_WC_MW_BIND_ERR, IB_WC_BAD_RESP_ERR,
+    IB_WC_LOC_ACCESS_ERR, IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR,
+    IB_WC_RETRY_EXC_ERR, IB_WC_RNR_RETRY_EXC_ERR, IB_WC_GENERAL_ERR = 21 };
+enum { IB_ACCESS_LOCAL_WRITE = 1, IB_ACCESS_REMOTE_WRITE = 2, IB_ACCESS_REMOTE_READ = 4,
+    IB_ACCESS_REMOTE_ATOMIC = 8, IB_ACCESS_MW_BIND = 16, IB_ZERO_BASED = 32 };
+"#;
+
+#[test]
+fn rdma_formats_are_the_guest_kernels() {
+    let dir = std::env::var_os("ERNIC_IONIC_HEADERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/ernic-vm/headers"));
+    if !dir.join("ionic_fw.h").exists() {
+        assert_ne!(
+            std::env::var("ERNIC_REQUIRE_IONIC_HEADERS").as_deref(),
+            Ok("1"),
+            "ERNIC_REQUIRE_IONIC_HEADERS=1 but {} has no ionic_fw.h",
+            dir.display()
+        );
+        println!(
+            "skipped: no ionic_fw.h in {} (vm/ionic-headers.sh fetches it)",
+            dir.display()
+        );
+        return;
+    }
+    let work = std::env::temp_dir().join(format!("ernic-ionic-fw-{}", std::process::id()));
+    std::fs::create_dir_all(work.join("linux")).unwrap();
+    std::fs::create_dir_all(work.join("rdma")).unwrap();
+    std::fs::write(work.join("linux/kernel.h"), FW_STUBS).unwrap();
+    std::fs::write(work.join("rdma/ib_verbs.h"), "").unwrap();
+    let rows = fw_pairs();
+    let mut c = String::from("#include <stdio.h>\n#include \"ionic_fw.h\"\nint main(void) {\n");
+    for (e, _) in &rows {
+        c.push_str(&format!(
+            "  printf(\"%llu\\n\", (unsigned long long)({e}));\n"
+        ));
+    }
+    c.push_str("  return 0;\n}\n");
+    std::fs::write(work.join("probe.c"), c).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .arg("-I")
+        .arg(&work)
+        .arg("-I")
+        .arg(&dir)
+        .arg(work.join("probe.c"))
+        .arg("-o")
+        .arg(work.join("probe"))
+        .output()
+        .expect("a C compiler");
+    assert!(
+        built.status.success(),
+        "the probe did not compile:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(work.join("probe")).output().unwrap();
+    let got: Vec<usize> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&work);
+    assert_eq!(got.len(), rows.len());
+    let wrong: Vec<String> = rows
+        .iter()
+        .zip(&got)
+        .filter(|((_, ours), theirs)| ours != *theirs)
+        .map(|((e, ours), theirs)| format!("{e}: ours {ours}, Linux {theirs}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "layouts differ from Linux's:\n{}",
+        wrong.join("\n")
+    );
+    println!("{} RDMA offsets and values equal Linux's", rows.len());
+}

@@ -8,6 +8,7 @@
 //! through references into the mapping.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 
 use crate::proto::{DMA_READ, DMA_WRITE};
 
@@ -73,15 +74,53 @@ impl Drop for Window {
     }
 }
 
+// SAFETY: a window's mapping is plain shared memory that lives as long as
+// the window; it is reached only through raw-pointer copies, never through
+// references, so sharing or sending the window between threads is sound.
+unsafe impl Send for Window {}
+// SAFETY: as for Send: nothing in a window is mutated after it is made.
+unsafe impl Sync for Window {}
+
 /// The DMA windows of the attached client.
 pub struct Dma {
-    windows: Vec<Window>,
+    windows: Vec<Arc<Window>>,
     max: usize,
+    generation: u64,
 }
 
-// SAFETY: the mappings are plain shared memory, reached only through
-// `&self`/`&mut self` methods that copy bytes; no thread affinity.
-unsafe impl Send for Dma {}
+/// The read-write windows as they were at one moment, for a device engine
+/// that reaches guest memory by address. Each window's mapping lives as
+/// long as some view holds it, so a window the client has since unmapped
+/// stays valid memory (no longer the guest's) until the view is replaced:
+/// take a fresh [`Dma::view`] whenever [`Dma::generation`] moves.
+#[derive(Clone, Default)]
+pub struct DmaView {
+    windows: Vec<Arc<Window>>,
+}
+
+impl std::fmt::Debug for DmaView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.windows.iter().map(|w| (w.address, w.size)))
+            .finish()
+    }
+}
+
+impl DmaView {
+    /// The host address of guest address `addr` and how many bytes from
+    /// there (at most `len`) lie in the same window; `None` outside every
+    /// read-write window.
+    pub fn host(&self, addr: u64, len: u64) -> Option<(std::ptr::NonNull<u8>, u64)> {
+        let w = self
+            .windows
+            .iter()
+            .find(|w| addr >= w.address && addr - w.address < w.size)?;
+        let off = addr - w.address;
+        let n = len.min(w.size - off);
+        // In the mapping: off < size; base is non-null for views.
+        std::ptr::NonNull::new(w.base.wrapping_add(off as usize)).map(|p| (p, n))
+    }
+}
 
 impl std::fmt::Debug for Dma {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -97,6 +136,7 @@ impl Dma {
         Dma {
             windows: Vec::new(),
             max,
+            generation: 0,
         }
     }
 
@@ -182,13 +222,14 @@ impl Dma {
                 p.cast()
             }
         };
-        self.windows.push(Window {
+        self.windows.push(Arc::new(Window {
             address,
             size,
             flags,
             base,
             _fd: fd,
-        });
+        }));
+        self.generation += 1;
         Ok(())
     }
 
@@ -200,12 +241,33 @@ impl Dma {
             .position(|w| w.address == address && w.size == size)
             .ok_or(errno::EINVAL)?;
         self.windows.swap_remove(i);
+        self.generation += 1;
         Ok(())
     }
 
     /// Drops every window (the client left, or reset the maps).
     pub fn clear(&mut self) {
         self.windows.clear();
+        self.generation += 1;
+    }
+
+    /// Moves whenever a window is mapped or unmapped.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The windows shared with memory, readable and writable, now.
+    pub fn view(&self) -> DmaView {
+        DmaView {
+            windows: self
+                .windows
+                .iter()
+                .filter(|w| {
+                    !w.base.is_null() && w.flags & (DMA_READ | DMA_WRITE) == DMA_READ | DMA_WRITE
+                })
+                .cloned()
+                .collect(),
+        }
     }
 
     fn find(
@@ -311,8 +373,20 @@ mod tests {
             Err(errno::EINVAL),
             "must match exactly"
         );
+        // A view holds the read-write windows that have memory, and keeps
+        // a window's mapping alive after the client unmaps it.
+        let g = d.generation();
+        let v = d.view();
+        let (p, n) = v.host(0x10010, 0x10000).unwrap();
+        assert_eq!(n, 0x4000 - 0x10);
+        assert!(v.host(0x30000, 1).is_none(), "no memory behind it");
+        assert!(v.host(0x0fff, 1).is_none());
         d.clear();
         assert!(d.is_empty());
+        assert_ne!(d.generation(), g);
+        // SAFETY: the view still holds the window's mapping.
+        assert_eq!(unsafe { std::ptr::read(p.as_ptr()) }, b'h');
+        drop(v);
         // A window longer than its file is refused before it can fault.
         assert_eq!(
             d.map(0x40000, 0x2000, 0, DMA_READ, Some(memfd(0x1000))),

@@ -1,0 +1,236 @@
+//! The RDMA side's formats, as Linux's `drivers/infiniband/hw/ionic/ionic_fw.h`
+//! lays them out (firmware ABI v1): admin WQEs and their commands, CQEs,
+//! EQEs, and the numbering of QP types, states and statuses. Offsets are
+//! bytes from the start of the structure named; multi-byte fields are
+//! little-endian unless the name says `_BE`. `tests/layout.rs` checks every
+//! one against the header.
+
+#![allow(missing_docs)]
+
+/// `enum ionic_v1_admin_op`.
+pub mod admin_op {
+    pub const NOOP: u8 = 0;
+    pub const CREATE_CQ: u8 = 1;
+    pub const CREATE_QP: u8 = 2;
+    pub const CREATE_MR: u8 = 3;
+    pub const STATS_HDRS: u8 = 4;
+    pub const STATS_VALS: u8 = 5;
+    pub const DESTROY_MR: u8 = 6;
+    pub const RESIZE_CQ: u8 = 7;
+    pub const DESTROY_CQ: u8 = 8;
+    pub const MODIFY_QP: u8 = 9;
+    pub const QUERY_QP: u8 = 10;
+    pub const DESTROY_QP: u8 = 11;
+    pub const DEBUG: u8 = 12;
+    pub const CREATE_AH: u8 = 13;
+    pub const QUERY_AH: u8 = 14;
+    pub const MODIFY_DCQCN: u8 = 15;
+    pub const DESTROY_AH: u8 = 16;
+    pub const QP_STATS_HDRS: u8 = 17;
+    pub const QP_STATS_VALS: u8 = 18;
+    /// `IONIC_V1_ADMIN_OPCODES_MAX`: what LIF_IDENTIFY advertises.
+    pub const COUNT: u8 = 19;
+}
+
+/// `enum ionic_v1_admin_status`.
+pub mod admin_status {
+    pub const OK: u32 = 0;
+    pub const BAD_CMD: u32 = 1;
+    pub const BAD_INDEX: u32 = 2;
+    pub const BAD_STATE: u32 = 3;
+    pub const BAD_TYPE: u32 = 4;
+    pub const BAD_ATTR: u32 = 5;
+    pub const MSG_TOO_BIG: u32 = 6;
+}
+
+/// `struct ionic_v1_admin_wqe`: a 4-byte header, then the command, which
+/// continues into the following 64-byte strides when it is longer than 60.
+pub mod admin_wqe {
+    pub const OP: usize = 0;
+    pub const LEN: usize = 2;
+    pub const CMD: usize = 4;
+    /// `ADMIN_WQE_STRIDE`.
+    pub const STRIDE: usize = 64;
+    /// `ADMIN_WQE_HDR_LEN`.
+    pub const HDR_LEN: usize = 4;
+}
+
+/// `struct ionic_admin_create_cq` (34 bytes).
+pub mod create_cq {
+    pub const EQ_ID: usize = 0;
+    pub const DEPTH_LOG2: usize = 4;
+    pub const STRIDE_LOG2: usize = 5;
+    pub const PAGE_SIZE_LOG2: usize = 7;
+    pub const CQ_FLAGS: usize = 8;
+    pub const ID_VER: usize = 12;
+    pub const TBL_INDEX: usize = 16;
+    pub const MAP_COUNT: usize = 20;
+    pub const DMA_ADDR: usize = 24;
+    pub const DBID_FLAGS: usize = 32;
+    pub const LEN: usize = 34;
+}
+
+/// `struct ionic_admin_create_qp` (64 bytes).
+pub mod create_qp {
+    pub const PD_ID: usize = 0;
+    pub const PRIV_FLAGS_BE: usize = 4;
+    pub const SQ_CQ_ID: usize = 8;
+    pub const SQ_DEPTH_LOG2: usize = 12;
+    pub const SQ_STRIDE_LOG2: usize = 13;
+    pub const SQ_PAGE_SIZE_LOG2: usize = 15;
+    pub const SQ_TBL_INDEX_XRCD_ID: usize = 16;
+    pub const SQ_MAP_COUNT: usize = 20;
+    pub const SQ_DMA_ADDR: usize = 24;
+    pub const RQ_CQ_ID: usize = 32;
+    pub const RQ_DEPTH_LOG2: usize = 36;
+    pub const RQ_STRIDE_LOG2: usize = 37;
+    pub const RQ_PAGE_SIZE_LOG2: usize = 39;
+    pub const RQ_TBL_INDEX_SRQ_ID: usize = 40;
+    pub const RQ_MAP_COUNT: usize = 44;
+    pub const RQ_DMA_ADDR: usize = 48;
+    pub const ID_VER: usize = 56;
+    pub const DBID_FLAGS: usize = 60;
+    pub const TYPE_STATE: usize = 62;
+    pub const LEN: usize = 64;
+}
+
+/// `struct ionic_admin_mod_qp` (60 bytes).
+pub mod mod_qp {
+    pub const ATTR_MASK_BE: usize = 0;
+    pub const ACCESS_FLAGS_BE: usize = 6;
+    pub const RQ_PSN: usize = 8;
+    pub const SQ_PSN: usize = 12;
+    pub const QKEY_DEST_QPN: usize = 16;
+    pub const PMTU: usize = 24;
+    pub const AH_ID_LEN: usize = 32;
+    pub const TYPE_STATE: usize = 39;
+    pub const DMA_ADDR: usize = 48;
+    pub const ID_VER: usize = 56;
+    pub const LEN: usize = 60;
+}
+
+/// `struct ionic_admin_query_qp` (34 bytes).
+pub mod query_qp {
+    pub const HDR_DMA_ADDR: usize = 0;
+    pub const SQ_DMA_ADDR: usize = 8;
+    pub const RQ_DMA_ADDR: usize = 16;
+    pub const AH_ID: usize = 24;
+    pub const ID_VER: usize = 28;
+    pub const LEN: usize = 34;
+}
+
+/// `struct ionic_admin_create_mr` (45 bytes).
+pub mod create_mr {
+    pub const VA: usize = 0;
+    pub const LENGTH: usize = 8;
+    pub const PD_ID: usize = 16;
+    pub const ID_VER: usize = 20;
+    pub const TBL_INDEX: usize = 24;
+    pub const MAP_COUNT: usize = 28;
+    pub const DMA_ADDR: usize = 32;
+    pub const DBID_FLAGS: usize = 40;
+    pub const PT_TYPE: usize = 42;
+    pub const DIR_SIZE_LOG2: usize = 43;
+    pub const PAGE_SIZE_LOG2: usize = 44;
+    pub const LEN: usize = 45;
+}
+
+/// `struct ionic_admin_create_ah` (24 bytes).
+pub mod create_ah {
+    pub const DMA_ADDR: usize = 0;
+    pub const LENGTH: usize = 8;
+    pub const PD_ID: usize = 12;
+    pub const ID_VER: usize = 16;
+    pub const LEN: usize = 24;
+}
+
+/// `struct ionic_admin_stats_hdr` (17 bytes).
+pub mod stats_hdr {
+    pub const DMA_ADDR: usize = 0;
+    pub const LENGTH: usize = 8;
+    pub const ID_VER: usize = 12;
+    pub const LEN: usize = 17;
+}
+
+/// `struct ionic_v1_cqe` (32 bytes).
+pub mod cqe {
+    pub const LEN: usize = 32;
+    pub const ADMIN_CMD_IDX_BE: usize = 0;
+    pub const ADMIN_CMD_OP: usize = 2;
+    pub const RECV_WQE_ID: usize = 0;
+    pub const RECV_SRC_QPN_OP_BE: usize = 8;
+    pub const RECV_SRC_MAC: usize = 12;
+    pub const RECV_IMM_DATA_RKEY_BE: usize = 20;
+    pub const SEND_MSG_MSN_BE: usize = 4;
+    pub const SEND_NPG_WQE_ID: usize = 16;
+    pub const STATUS_LENGTH_BE: usize = 24;
+    pub const QID_TYPE_FLAGS_BE: usize = 28;
+    // qid_type_flags bits.
+    pub const COLOR: u32 = 1 << 0;
+    pub const ERROR: u32 = 1 << 1;
+    pub const TYPE_SHIFT: u32 = 5;
+    pub const QID_SHIFT: u32 = 8;
+    pub const TYPE_ADMIN: u32 = 0;
+    pub const TYPE_RECV: u32 = 1;
+    pub const TYPE_SEND_MSN: u32 = 2;
+    pub const TYPE_SEND_NPG: u32 = 3;
+}
+
+/// `struct ionic_v1_eqe`: one big-endian word.
+pub mod eqe {
+    pub const LEN: usize = 4;
+    pub const COLOR: u32 = 1 << 0;
+    pub const TYPE_SHIFT: u32 = 1;
+    pub const CODE_SHIFT: u32 = 4;
+    pub const QID_SHIFT: u32 = 8;
+    pub const TYPE_CQ: u32 = 0;
+    pub const CQ_NOTIFY: u32 = 0;
+}
+
+/// `enum ionic_qp_type` (GSI is folded into UD; its id is 1).
+pub mod qpt {
+    pub const RC: u8 = 0;
+    pub const UC: u8 = 1;
+    pub const UD: u8 = 3;
+}
+
+/// `enum ionic_qp_state`.
+pub mod qps {
+    pub const RESET: u8 = 0;
+    pub const INIT: u8 = 1;
+    pub const RTR: u8 = 2;
+    pub const RTS: u8 = 3;
+    pub const SQD: u8 = 4;
+    pub const SQE: u8 = 5;
+    pub const ERR: u8 = 6;
+}
+
+/// `enum ionic_qp_flags`: remote rights.
+pub mod qpf {
+    pub const REMOTE_WRITE: u16 = 1 << 0;
+    pub const REMOTE_READ: u16 = 1 << 1;
+    pub const REMOTE_ATOMIC: u16 = 1 << 2;
+}
+
+/// `enum ionic_mr_flags`: rights.
+pub mod mrf {
+    pub const LOCAL_WRITE: u16 = 1 << 0;
+    pub const REMOTE_WRITE: u16 = 1 << 1;
+    pub const REMOTE_READ: u16 = 1 << 2;
+    pub const REMOTE_ATOMIC: u16 = 1 << 3;
+}
+
+/// `ib_qp_attr_mask` bits the driver passes in MODIFY_QP.
+pub mod attr {
+    pub const STATE: u32 = 1 << 0;
+    pub const ACCESS_FLAGS: u32 = 1 << 3;
+    pub const QKEY: u32 = 1 << 6;
+    pub const AV: u32 = 1 << 7;
+    pub const PATH_MTU: u32 = 1 << 8;
+    pub const RQ_PSN: u32 = 1 << 12;
+    pub const SQ_PSN: u32 = 1 << 16;
+    pub const DEST_QPN: u32 = 1 << 20;
+}
+
+/// The id the driver gives the GSI QP.
+pub const GSI_QPID: u32 = 1;

@@ -1,0 +1,997 @@
+//! The RDMA half of the ionic function (seed 001, "The Control Path: the
+//! RDMA Admin Queue"): the event queues and admin queues the bootstrap
+//! created, the admin commands run against `ernic-core`, and the
+//! completion and event rings in guest memory.
+//!
+//! Two id spaces meet here: the driver names every object by its own id
+//! (CQ, QP, MR, AH), and those ids are used as the core's ids directly
+//! (the core takes ids chosen by a front end), so no table maps one to the
+//! other. One protection domain holds everything: the ionic driver keeps
+//! its PDs to itself.
+//!
+//! Everything read from the guest is bounded before it is used: ring depths
+//! and strides before any shift, page tables against the size of the ring
+//! or region they describe before they are read, addresses against wrap.
+
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::time::Instant;
+
+use ernic_core::mr::{Run, runs_from_pages};
+use ernic_core::{
+    Access, AhId, CqId, DeviceId, DmaMemory, Engine, EngineConfig, Gid, MemError, MrSpec, PdId,
+    QpAttr, QpCaps, QpInit, QpState, QpType, Qpn,
+};
+use ernic_vfio::dma::{Dma, DmaView};
+
+use crate::fw::{self, admin_op, admin_status as st, admin_wqe, cqe, eqe};
+use crate::rdma::{Bootstrap, RdmaQueue};
+
+/// Guest memory as the core reaches it: the client's read-write DMA
+/// windows at the last time they changed.
+#[derive(Debug, Default)]
+pub struct GuestMemory(DmaView);
+
+// SAFETY: `DmaView::host` answers a pointer inside a mapping the view holds
+// alive (each window is reference-counted), valid for reads and writes of
+// the length it answers until the view is replaced, which takes `&mut`.
+unsafe impl DmaMemory for GuestMemory {
+    fn map(&self, addr: u64, len: u64) -> Result<(NonNull<u8>, usize), MemError> {
+        if addr.checked_add(len).is_none() {
+            return Err(MemError::Wraps { addr, len });
+        }
+        let (p, n) = self.0.host(addr, len).ok_or(MemError::Unmapped { addr })?;
+        Ok((p, n as usize))
+    }
+}
+
+/// The deepest RDMA ring (2^16 entries), as the driver's own queues allow.
+const MAX_DEPTH_LOG2: u8 = 16;
+/// Largest WQE stride (4 KiB, LIF_IDENTIFY's `max_stride`).
+const MAX_STRIDE_LOG2: u8 = 12;
+/// Page sizes a page table may use: 4 KiB to 1 GiB.
+const PAGE_SHIFTS: std::ops::RangeInclusive<u8> = 12..=30;
+/// Addresses a guest is known by, at most (its GID table).
+const MAX_GIDS: usize = 256;
+/// The longest admin command (four strides).
+const MAX_ADMIN_STRIDES: usize = 4;
+
+/// A ring in guest memory: its bytes as DMA runs, read once when the ring
+/// was created.
+#[derive(Debug, Clone)]
+pub struct Ring {
+    runs: Vec<Run>,
+    depth_log2: u8,
+    stride_log2: u8,
+}
+
+impl Ring {
+    fn len_bytes(depth_log2: u8, stride_log2: u8) -> u64 {
+        1u64 << (depth_log2 + stride_log2)
+    }
+
+    /// A ring at one contiguous guest address.
+    pub fn contiguous(addr: u64, depth_log2: u8, stride_log2: u8) -> Option<Ring> {
+        if depth_log2 > MAX_DEPTH_LOG2 || stride_log2 > MAX_STRIDE_LOG2 {
+            return None;
+        }
+        let len = Ring::len_bytes(depth_log2, stride_log2);
+        addr.checked_add(len)?;
+        Some(Ring {
+            runs: vec![Run {
+                off: 0,
+                dma: addr,
+                len,
+            }],
+            depth_log2,
+            stride_log2,
+        })
+    }
+
+    /// A ring the way the driver describes one: `map_count` pages of
+    /// `1 << page_log2` bytes, either directly at `dma_addr` (one page, or
+    /// physically contiguous memory) or listed in a table of 64-bit page
+    /// addresses at `dma_addr`. The table must have exactly the entries
+    /// the ring's size needs.
+    fn described(
+        dma: &Dma,
+        dma_addr: u64,
+        map_count: u32,
+        page_log2: u8,
+        depth_log2: u8,
+        stride_log2: u8,
+    ) -> Result<Ring, u32> {
+        if depth_log2 > MAX_DEPTH_LOG2 || stride_log2 > MAX_STRIDE_LOG2 {
+            return Err(st::BAD_ATTR);
+        }
+        if map_count <= 1 {
+            if map_count == 1
+                && page_log2 != 0
+                && (!PAGE_SHIFTS.contains(&page_log2)
+                    || Ring::len_bytes(depth_log2, stride_log2) > 1u64 << page_log2)
+            {
+                return Err(st::BAD_ATTR);
+            }
+            return Ring::contiguous(dma_addr, depth_log2, stride_log2).ok_or(st::BAD_ATTR);
+        }
+        let len = Ring::len_bytes(depth_log2, stride_log2);
+        let runs = read_page_table(dma, dma_addr, map_count, page_log2, 0, len)?;
+        if stride_log2 > page_log2 {
+            return Err(st::BAD_ATTR);
+        }
+        Ok(Ring {
+            runs,
+            depth_log2,
+            stride_log2,
+        })
+    }
+
+    /// Entries in the ring.
+    pub fn depth(&self) -> u32 {
+        1 << self.depth_log2
+    }
+
+    /// Bytes per entry.
+    pub fn stride(&self) -> usize {
+        1 << self.stride_log2
+    }
+
+    /// The guest address of entry `index` (taken modulo the depth).
+    pub fn slot(&self, index: u32) -> u64 {
+        let off = u64::from(index & (self.depth() - 1)) << self.stride_log2;
+        let r = self
+            .runs
+            .iter()
+            .rev()
+            .find(|r| r.off <= off)
+            .expect("runs start at offset 0");
+        r.dma + (off - r.off)
+    }
+}
+
+/// Reads a page table of `count` entries at `table` describing `len` bytes
+/// that start `first_offset` into the first page; the count is checked
+/// against the geometry before anything is read.
+fn read_page_table(
+    dma: &Dma,
+    table: u64,
+    count: u32,
+    page_log2: u8,
+    first_offset: u64,
+    len: u64,
+) -> Result<Vec<Run>, u32> {
+    if !PAGE_SHIFTS.contains(&page_log2) {
+        return Err(st::BAD_ATTR);
+    }
+    let page = 1u64 << page_log2;
+    let needed = first_offset
+        .checked_add(len)
+        .ok_or(st::BAD_ATTR)?
+        .div_ceil(page);
+    if u64::from(count) != needed {
+        return Err(st::BAD_ATTR);
+    }
+    let mut raw = vec![0u8; count as usize * 8];
+    dma.read(table, &mut raw).map_err(|_| st::BAD_ATTR)?;
+    let pages = raw
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    let mut runs = Vec::new();
+    runs_from_pages(pages, page_log2, first_offset, len, &mut runs).ok_or(st::BAD_ATTR)?;
+    Ok(runs)
+}
+
+/// An event queue.
+#[derive(Debug)]
+struct Eq {
+    ring: Ring,
+    vector: u16,
+    prod: u32,
+}
+
+/// A completion queue: the admin queues' (no core CQ) and the verbs ones.
+#[derive(Debug)]
+struct Cq {
+    ring: Ring,
+    eq: u32,
+    /// Entries written so far (the color is the pass's parity).
+    prod: u32,
+    /// The next entry the driver will read, as its last doorbell said.
+    guest_next: u16,
+    armed: bool,
+}
+
+/// An RDMA admin queue.
+#[derive(Debug)]
+struct Aq {
+    qid: u32,
+    ring: Ring,
+    cq: u32,
+    cons: u32,
+}
+
+/// A QP's rings.
+#[derive(Debug)]
+struct Qp {
+    sq: Option<Ring>,
+    rq: Option<Ring>,
+    sq_cq: u32,
+    rq_cq: u32,
+}
+
+/// The RDMA side's state.
+pub struct RdmaDev {
+    engine: Engine<GuestMemory>,
+    dev: DeviceId,
+    pd: PdId,
+    dma_generation: Option<u64>,
+    epoch: u64,
+    eqs: BTreeMap<u32, Eq>,
+    cqs: BTreeMap<u32, Cq>,
+    aqs: Vec<Aq>,
+    qps: BTreeMap<u32, Qp>,
+    mrs: BTreeMap<u32, ()>,
+    ahs: BTreeMap<u32, Gid>,
+    commands: u64,
+    /// No mesh: every destination is in this guest.
+    standalone: bool,
+}
+
+impl std::fmt::Debug for RdmaDev {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RdmaDev")
+            .field("eqs", &self.eqs.len())
+            .field("cqs", &self.cqs.len())
+            .field("aqs", &self.aqs.len())
+            .field("qps", &self.qps.len())
+            .field("mrs", &self.mrs.len())
+            .field("ahs", &self.ahs.len())
+            .finish()
+    }
+}
+
+/// What the device's limits are (the NIC profile's).
+#[derive(Debug, Clone, Copy)]
+pub struct RdmaLimits {
+    /// QPs (ids run below this).
+    pub qps: u32,
+    /// CQs.
+    pub cqs: u32,
+    /// MRs.
+    pub mrs: u32,
+    /// AHs.
+    pub ahs: u32,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn be32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The (source, destination) addresses in a RoCE header template
+/// (Ethernet, an optional VLAN tag, then IPv4 or IPv6), as GIDs.
+pub fn template_gids(h: &[u8]) -> Option<(Gid, Gid)> {
+    let mut at = 12;
+    let mut ethertype = u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]);
+    if ethertype == 0x8100 {
+        at += 4;
+        ethertype = u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]);
+    }
+    let ip = at + 2;
+    match ethertype {
+        0x0800 => {
+            let v4 = |at: usize| -> Option<Gid> {
+                let a: [u8; 4] = h.get(at..at + 4)?.try_into().ok()?;
+                Some(Gid::from_ipv4(std::net::Ipv4Addr::from(a)))
+            };
+            Some((v4(ip + 12)?, v4(ip + 16)?))
+        }
+        0x86dd => Some((
+            Gid::from_slice(h.get(ip + 8..ip + 24)?)?,
+            Gid::from_slice(h.get(ip + 24..ip + 40)?)?,
+        )),
+        _ => None,
+    }
+}
+
+/// An ionic QP state number as the core's.
+fn qp_state(n: u8) -> Option<QpState> {
+    Some(match n {
+        fw::qps::RESET => QpState::Reset,
+        fw::qps::INIT => QpState::Init,
+        fw::qps::RTR => QpState::Rtr,
+        fw::qps::RTS => QpState::Rts,
+        fw::qps::SQD => QpState::Sqd,
+        fw::qps::SQE => QpState::Sqe,
+        fw::qps::ERR => QpState::Err,
+        _ => return None,
+    })
+}
+
+impl RdmaDev {
+    /// A device with the profile's limits and the guest's GIDs (what the
+    /// mesh knows it by; none for a device on its own).
+    pub fn new(limits: RdmaLimits, gids: Vec<Gid>) -> RdmaDev {
+        let cfg = EngineConfig {
+            max_qp: limits.qps.max(2),
+            max_cq: limits.cqs,
+            max_mr: limits.mrs,
+            max_ah: limits.ahs,
+            max_qp_wr: 1 << MAX_DEPTH_LOG2,
+            // The ionic device runs its queues in any state (seed 001) and
+            // the kernel uses key 0 for its own buffers.
+            enforce_qp_state: false,
+            allow_reserved_lkey: true,
+            ..EngineConfig::default()
+        };
+        let mut engine = Engine::new(cfg, GuestMemory::default());
+        let dev = engine.add_device(gids);
+        let pd = engine
+            .alloc_pd(dev)
+            .expect("a fresh device has room for a PD");
+        RdmaDev {
+            engine,
+            dev,
+            pd,
+            dma_generation: None,
+            epoch: 0,
+            eqs: BTreeMap::new(),
+            cqs: BTreeMap::new(),
+            aqs: Vec::new(),
+            qps: BTreeMap::new(),
+            mrs: BTreeMap::new(),
+            ahs: BTreeMap::new(),
+            commands: 0,
+            standalone: true,
+        }
+    }
+
+    /// Reads a header template of at most 256 bytes and learns its
+    /// addresses: the source is always one of the guest's own GIDs, and
+    /// with no mesh every destination is in this guest too. Answers the
+    /// destination.
+    fn template(&mut self, dma: &Dma, at: u64, len: u32) -> Option<Gid> {
+        let mut h = vec![0u8; (len as usize).min(256)];
+        dma.read(at, &mut h).ok()?;
+        let (src, dst) = template_gids(&h)?;
+        let mut learn = vec![src];
+        if self.standalone {
+            learn.push(dst);
+        }
+        let mut gids = self.engine.gids(self.dev).ok()?.to_vec();
+        let before = gids.len();
+        for g in learn {
+            if !gids.contains(&g) {
+                gids.push(g);
+            }
+        }
+        if gids.len() != before {
+            // A guest has a handful of addresses; the table stays small.
+            gids.truncate(MAX_GIDS);
+            let _ = self.engine.set_gids(self.dev, gids);
+        }
+        Some(dst)
+    }
+
+    /// Admin commands run so far.
+    pub fn commands(&self) -> u64 {
+        self.commands
+    }
+
+    /// The core engine (counters, inspection).
+    pub fn engine(&self) -> &Engine<GuestMemory> {
+        &self.engine
+    }
+
+    /// Forgets every object (RESET_LIF, a device reset).
+    fn forget(&mut self) {
+        let _ = self.engine.reset_device(self.dev);
+        self.pd = self
+            .engine
+            .alloc_pd(self.dev)
+            .expect("a reset device has room for a PD");
+        self.eqs.clear();
+        self.cqs.clear();
+        self.aqs.clear();
+        self.qps.clear();
+        self.mrs.clear();
+        self.ahs.clear();
+    }
+
+    /// Brings the view of guest memory and the bootstrap's queues up to
+    /// date.
+    fn sync(&mut self, boot: &Bootstrap, dma: &Dma) {
+        if self.dma_generation != Some(dma.generation()) {
+            *self.engine.memory_mut() = GuestMemory(dma.view());
+            self.dma_generation = Some(dma.generation());
+        }
+        if boot.epoch != self.epoch {
+            self.forget();
+            self.epoch = boot.epoch;
+        }
+        for q in &boot.eqs {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.eqs.entry(q.qid) {
+                if let Some(ring) = Ring::contiguous(q.dma_addr, q.depth_log2, q.stride_log2) {
+                    e.insert(Eq {
+                        ring,
+                        vector: u16::try_from(q.cid).unwrap_or(u16::MAX),
+                        prod: 0,
+                    });
+                }
+            }
+        }
+        for q in &boot.cqs {
+            if !self.cqs.contains_key(&q.qid) {
+                self.add_admin_cq(q);
+            }
+        }
+        for q in &boot.aqs {
+            if !self.aqs.iter().any(|a| a.qid == q.qid) {
+                if let Some(ring) = Ring::contiguous(q.dma_addr, q.depth_log2, q.stride_log2) {
+                    self.aqs.push(Aq {
+                        qid: q.qid,
+                        ring,
+                        cq: q.cid,
+                        cons: 0,
+                    });
+                }
+            }
+        }
+    }
+
+    fn add_admin_cq(&mut self, q: &RdmaQueue) {
+        if let Some(ring) = Ring::contiguous(q.dma_addr, q.depth_log2, q.stride_log2) {
+            self.cqs.insert(
+                q.qid,
+                Cq {
+                    ring,
+                    eq: q.cid,
+                    prod: 0,
+                    guest_next: 0,
+                    armed: false,
+                },
+            );
+        }
+    }
+
+    /// An admin queue's doorbell: runs its commands up to `p_index`,
+    /// writing a completion for each, then the event and interrupt its CQ
+    /// is armed for. Vectors to signal go to `fire`.
+    pub fn aq_doorbell(
+        &mut self,
+        boot: &Bootstrap,
+        dma: &mut Dma,
+        qid: u32,
+        p_index: u16,
+        fire: &mut Vec<u16>,
+    ) {
+        self.sync(boot, dma);
+        let Some(at) = self.aqs.iter().position(|a| a.qid == qid) else {
+            return;
+        };
+        let depth = self.aqs[at].ring.depth();
+        let target = u32::from(p_index) & (depth - 1);
+        let mut cmd = [0u8; MAX_ADMIN_STRIDES * admin_wqe::STRIDE];
+        // At most one pass round the ring per doorbell.
+        let mut ran = 0;
+        while self.aqs[at].cons & (depth - 1) != target && ran < depth {
+            let aq = &self.aqs[at];
+            let index = aq.cons & (depth - 1);
+            let mut first = [0u8; admin_wqe::STRIDE];
+            if dma.read(aq.ring.slot(index), &mut first).is_err() {
+                // An unreadable ring: stop; the driver times the command out.
+                return;
+            }
+            let op = first[admin_wqe::OP];
+            let len = usize::from(u16_at(&first, admin_wqe::LEN));
+            let strides = (len + admin_wqe::HDR_LEN)
+                .div_ceil(admin_wqe::STRIDE)
+                .max(1);
+            let status = if strides > MAX_ADMIN_STRIDES || strides as u32 > depth - ran {
+                st::MSG_TOO_BIG
+            } else {
+                // The command: the first stride after its header, then
+                // whole strides.
+                cmd.fill(0);
+                cmd[..admin_wqe::STRIDE - admin_wqe::HDR_LEN]
+                    .copy_from_slice(&first[admin_wqe::HDR_LEN..]);
+                let mut ok = true;
+                for s in 1..strides {
+                    let from = admin_wqe::STRIDE - admin_wqe::HDR_LEN + (s - 1) * admin_wqe::STRIDE;
+                    let slot = self.aqs[at].ring.slot(index + s as u32);
+                    ok &= dma
+                        .read(slot, &mut cmd[from..from + admin_wqe::STRIDE])
+                        .is_ok();
+                }
+                if ok {
+                    self.command(op, &cmd[..len.min(cmd.len())], dma)
+                } else {
+                    st::BAD_ATTR
+                }
+            };
+            self.commands += 1;
+            let aq = &self.aqs[at];
+            let (aqid, cqid) = (aq.qid, aq.cq);
+            let mut c = [0u8; cqe::LEN];
+            c[cqe::ADMIN_CMD_IDX_BE..cqe::ADMIN_CMD_IDX_BE + 2]
+                .copy_from_slice(&(index as u16).to_be_bytes());
+            c[cqe::ADMIN_CMD_OP] = op;
+            c[cqe::STATUS_LENGTH_BE..cqe::STATUS_LENGTH_BE + 4]
+                .copy_from_slice(&status.to_be_bytes());
+            let mut qtf = aqid << cqe::QID_SHIFT | cqe::TYPE_ADMIN << cqe::TYPE_SHIFT;
+            if status != st::OK {
+                qtf |= cqe::ERROR;
+            }
+            self.post_cqe(cqid, &mut c, qtf, dma, fire);
+            let strides = strides.min((depth - ran) as usize) as u32;
+            self.aqs[at].cons = self.aqs[at].cons.wrapping_add(strides);
+            ran += strides;
+        }
+    }
+
+    /// Writes a CQE (its last word, with the color, after the rest) to CQ
+    /// `cqid`, then the CQ's event if it is armed.
+    fn post_cqe(
+        &mut self,
+        cqid: u32,
+        c: &mut [u8; cqe::LEN],
+        qtf: u32,
+        dma: &mut Dma,
+        fire: &mut Vec<u16>,
+    ) {
+        let Some(cq) = self.cqs.get_mut(&cqid) else {
+            return;
+        };
+        let depth = cq.ring.depth();
+        let color = (cq.prod / depth) & 1 == 0;
+        let qtf = qtf | if color { cqe::COLOR } else { 0 };
+        c[cqe::QID_TYPE_FLAGS_BE..].copy_from_slice(&qtf.to_be_bytes());
+        let slot = cq.ring.slot(cq.prod);
+        let body = dma.write(slot, &c[..cqe::QID_TYPE_FLAGS_BE]);
+        let last = dma.write(
+            slot + cqe::QID_TYPE_FLAGS_BE as u64,
+            &c[cqe::QID_TYPE_FLAGS_BE..],
+        );
+        if body.is_err() || last.is_err() {
+            return;
+        }
+        cq.prod = cq.prod.wrapping_add(1);
+        if cq.armed {
+            cq.armed = false;
+            let eq = cq.eq;
+            self.post_eqe(eq, cqid, dma, fire);
+        }
+    }
+
+    /// Writes a CQ-notify EQE naming `cqid` to EQ `eqid` and raises its
+    /// vector.
+    fn post_eqe(&mut self, eqid: u32, cqid: u32, dma: &mut Dma, fire: &mut Vec<u16>) {
+        let Some(eq) = self.eqs.get_mut(&eqid) else {
+            return;
+        };
+        let depth = eq.ring.depth();
+        let color = (eq.prod / depth) & 1 == 0;
+        let evt = cqid << eqe::QID_SHIFT
+            | eqe::TYPE_CQ << eqe::TYPE_SHIFT
+            | eqe::CQ_NOTIFY << eqe::CODE_SHIFT
+            | if color { eqe::COLOR } else { 0 };
+        if dma.write(eq.ring.slot(eq.prod), &evt.to_be_bytes()).is_ok() {
+            eq.prod = eq.prod.wrapping_add(1);
+            fire.push(eq.vector);
+        }
+    }
+
+    /// A CQ doorbell: ring 0 reports the driver's next entry; ring 1 or 2
+    /// arms the CQ, which fires at once when entries are already waiting
+    /// (a level, not an edge).
+    pub fn cq_doorbell(
+        &mut self,
+        boot: &Bootstrap,
+        dma: &mut Dma,
+        cqid: u32,
+        ring: u8,
+        index: u16,
+        fire: &mut Vec<u16>,
+    ) {
+        self.sync(boot, dma);
+        let Some(cq) = self.cqs.get_mut(&cqid) else {
+            return;
+        };
+        let mask = cq.ring.depth() - 1;
+        match ring {
+            0 => cq.guest_next = index & mask as u16,
+            1 | 2 => {
+                let waiting = (cq.prod & mask) as u16 != cq.guest_next;
+                if waiting {
+                    cq.armed = false;
+                    let eq = cq.eq;
+                    self.post_eqe(eq, cqid, dma, fire);
+                } else {
+                    cq.armed = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Runs one admin command; answers its status.
+    fn command(&mut self, op: u8, c: &[u8], dma: &mut Dma) -> u32 {
+        let need = match op {
+            admin_op::CREATE_CQ => fw::create_cq::LEN,
+            admin_op::CREATE_QP => fw::create_qp::LEN,
+            admin_op::MODIFY_QP => fw::mod_qp::LEN,
+            admin_op::QUERY_QP => fw::query_qp::LEN,
+            admin_op::CREATE_MR => fw::create_mr::LEN,
+            admin_op::CREATE_AH => fw::create_ah::LEN,
+            admin_op::DESTROY_CQ
+            | admin_op::DESTROY_QP
+            | admin_op::DESTROY_MR
+            | admin_op::DESTROY_AH => 4,
+            _ => 0,
+        };
+        if c.len() < need {
+            return st::BAD_ATTR;
+        }
+        match op {
+            admin_op::NOOP | admin_op::DEBUG | admin_op::MODIFY_DCQCN | admin_op::QUERY_AH => {
+                st::OK
+            }
+            admin_op::CREATE_CQ => self.create_cq(c, dma),
+            admin_op::DESTROY_CQ => self.destroy_cq(u32_at(c, 0)),
+            admin_op::CREATE_QP => self.create_qp(c, dma),
+            admin_op::MODIFY_QP => self.modify_qp(c, dma),
+            admin_op::DESTROY_QP => {
+                let id = u32_at(c, 0);
+                match self.engine.destroy_qp(self.dev, Qpn(id)) {
+                    Ok(()) => {
+                        self.qps.remove(&id);
+                        st::OK
+                    }
+                    Err(_) => st::BAD_INDEX,
+                }
+            }
+            admin_op::CREATE_MR => self.create_mr(c, dma),
+            admin_op::DESTROY_MR => {
+                let id = u32_at(c, 0);
+                match self.engine.dereg_mr(self.dev, id) {
+                    Ok(()) => {
+                        self.mrs.remove(&id);
+                        st::OK
+                    }
+                    Err(_) => st::BAD_INDEX,
+                }
+            }
+            admin_op::CREATE_AH => self.create_ah(c, dma),
+            admin_op::DESTROY_AH => {
+                let id = u32_at(c, 0);
+                match self.engine.destroy_ah(self.dev, AhId(id)) {
+                    Ok(()) => {
+                        self.ahs.remove(&id);
+                        st::OK
+                    }
+                    Err(_) => st::BAD_INDEX,
+                }
+            }
+            _ => st::BAD_CMD,
+        }
+    }
+
+    fn create_cq(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::create_cq as f;
+        let id = u32_at(c, f::ID_VER);
+        let eq = u32_at(c, f::EQ_ID);
+        if self.cqs.contains_key(&id) {
+            return st::BAD_INDEX;
+        }
+        if !self.eqs.contains_key(&eq) {
+            return st::BAD_ATTR;
+        }
+        if c[f::STRIDE_LOG2] as usize != cqe::LEN.trailing_zeros() as usize {
+            return st::BAD_ATTR;
+        }
+        let ring = match Ring::described(
+            dma,
+            u64_at(c, f::DMA_ADDR),
+            u32_at(c, f::MAP_COUNT),
+            c[f::PAGE_SIZE_LOG2],
+            c[f::DEPTH_LOG2],
+            c[f::STRIDE_LOG2],
+        ) {
+            Ok(r) => r,
+            Err(s) => return s,
+        };
+        if self
+            .engine
+            .create_cq(self.dev, Some(CqId(id)), ring.depth())
+            .is_err()
+        {
+            return st::BAD_INDEX;
+        }
+        self.cqs.insert(
+            id,
+            Cq {
+                ring,
+                eq,
+                prod: 0,
+                guest_next: 0,
+                armed: false,
+            },
+        );
+        st::OK
+    }
+
+    fn destroy_cq(&mut self, id: u32) -> u32 {
+        if self.aqs.iter().any(|a| a.cq == id) {
+            return st::BAD_STATE;
+        }
+        match self.engine.destroy_cq(self.dev, CqId(id)) {
+            Ok(()) => {
+                self.cqs.remove(&id);
+                st::OK
+            }
+            Err(_) => st::BAD_INDEX,
+        }
+    }
+
+    fn create_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::create_qp as f;
+        let id = u32_at(c, f::ID_VER);
+        if self.qps.contains_key(&id) {
+            return st::BAD_INDEX;
+        }
+        let qp_type = match (c[f::TYPE_STATE] & 0xf, id) {
+            (fw::qpt::UD, fw::GSI_QPID) => QpType::Gsi,
+            (fw::qpt::UD, _) => QpType::Ud,
+            (fw::qpt::RC, _) => QpType::Rc,
+            (fw::qpt::UC, _) => QpType::Uc,
+            _ => return st::BAD_TYPE,
+        };
+        let ring = |dma: &Dma, at_dma, at_count, at_page, at_depth, at_stride| {
+            if u32_at(c, at_count) == 0 && u64_at(c, at_dma) == 0 {
+                return Ok(None);
+            }
+            Ring::described(
+                dma,
+                u64_at(c, at_dma),
+                u32_at(c, at_count),
+                c[at_page],
+                c[at_depth],
+                c[at_stride],
+            )
+            .map(Some)
+        };
+        let sq = match ring(
+            dma,
+            f::SQ_DMA_ADDR,
+            f::SQ_MAP_COUNT,
+            f::SQ_PAGE_SIZE_LOG2,
+            f::SQ_DEPTH_LOG2,
+            f::SQ_STRIDE_LOG2,
+        ) {
+            Ok(r) => r,
+            Err(s) => return s,
+        };
+        let rq = match ring(
+            dma,
+            f::RQ_DMA_ADDR,
+            f::RQ_MAP_COUNT,
+            f::RQ_PAGE_SIZE_LOG2,
+            f::RQ_DEPTH_LOG2,
+            f::RQ_STRIDE_LOG2,
+        ) {
+            Ok(r) => r,
+            Err(s) => return s,
+        };
+        let (sq_cq, rq_cq) = (u32_at(c, f::SQ_CQ_ID), u32_at(c, f::RQ_CQ_ID));
+        // A missing queue still names a CQ in the core; its own stands in.
+        let send_cq = if sq.is_some() { sq_cq } else { rq_cq };
+        let recv_cq = if rq.is_some() { rq_cq } else { sq_cq };
+        for cq in [send_cq, recv_cq] {
+            if !self.cqs.contains_key(&cq) || self.aqs.iter().any(|a| a.cq == cq) {
+                return st::BAD_ATTR;
+            }
+        }
+        // WQE bodies carry SGEs from byte 32 (16 bytes each), or inline data.
+        let sges = |r: &Option<Ring>| {
+            r.as_ref().map_or(1, |r| {
+                ((r.stride().saturating_sub(32)) / 16).clamp(1, ernic_core::MAX_SGE) as u32
+            })
+        };
+        let caps = QpCaps {
+            max_send_wr: sq.as_ref().map_or(1, Ring::depth),
+            max_recv_wr: rq.as_ref().map_or(1, Ring::depth),
+            max_send_sge: sges(&sq),
+            max_recv_sge: sges(&rq),
+            max_inline_data: sq
+                .as_ref()
+                .map_or(0, |r| r.stride().saturating_sub(32) as u32)
+                .min(self.engine.config().max_inline),
+        };
+        let init = QpInit {
+            qp_type,
+            pd: self.pd,
+            send_cq: CqId(send_cq),
+            recv_cq: CqId(recv_cq),
+            srq: None,
+            caps,
+            sq_sig_all: true,
+            qpn: Some(Qpn(id)),
+        };
+        if self.engine.create_qp(self.dev, &init).is_err() {
+            return st::BAD_ATTR;
+        }
+        self.qps.insert(
+            id,
+            Qp {
+                sq,
+                rq,
+                sq_cq: send_cq,
+                rq_cq: recv_cq,
+            },
+        );
+        st::OK
+    }
+
+    fn modify_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::{attr, mod_qp as f};
+        let id = u32_at(c, f::ID_VER);
+        let Ok(info) = self.engine.query_qp(self.dev, Qpn(id)) else {
+            return st::BAD_INDEX;
+        };
+        let mask = be32_at(c, f::ATTR_MASK_BE);
+        let mut a = QpAttr::default();
+        if mask & attr::STATE != 0 {
+            match qp_state(c[f::TYPE_STATE] & 0xf) {
+                Some(s) => a.state = Some(s),
+                None => return st::BAD_STATE,
+            }
+        }
+        if mask & attr::ACCESS_FLAGS != 0 {
+            let fl = u16::from_be_bytes([c[f::ACCESS_FLAGS_BE], c[f::ACCESS_FLAGS_BE + 1]]);
+            let mut acc = Access::LOCAL_WRITE.0;
+            if fl & fw::qpf::REMOTE_WRITE != 0 {
+                acc |= Access::REMOTE_WRITE.0;
+            }
+            if fl & fw::qpf::REMOTE_READ != 0 {
+                acc |= Access::REMOTE_READ.0;
+            }
+            if fl & fw::qpf::REMOTE_ATOMIC != 0 {
+                acc |= Access::REMOTE_ATOMIC.0;
+            }
+            a.access = Some(Access(acc));
+        }
+        if info.qp_type.is_datagram() && mask & attr::QKEY != 0 {
+            a.qkey = Some(u32_at(c, f::QKEY_DEST_QPN));
+        }
+        if mask & attr::PATH_MTU != 0 {
+            // The driver sends ib_mtu + 7: 8 for 256 bytes ... 12 for 4096.
+            let n = c[f::PMTU].wrapping_sub(7);
+            if !(1..=5).contains(&n) {
+                return st::BAD_ATTR;
+            }
+            a.path_mtu = Some(128 << n);
+        }
+        if mask & attr::RQ_PSN != 0 {
+            a.rq_psn = Some(u32_at(c, f::RQ_PSN));
+        }
+        if mask & attr::SQ_PSN != 0 {
+            a.sq_psn = Some(u32_at(c, f::SQ_PSN));
+        }
+        if info.qp_type.is_connected() && mask & attr::AV != 0 {
+            // The destination is in the packet header template.
+            let Some(gid) = self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::AH_ID_LEN))
+            else {
+                return st::BAD_ATTR;
+            };
+            a.dest = Some((gid, Qpn(u32_at(c, f::QKEY_DEST_QPN) & 0xff_ffff)));
+        }
+        match self.engine.modify_qp(self.dev, Qpn(id), &a, Instant::now()) {
+            Ok(()) => st::OK,
+            Err(_) => st::BAD_ATTR,
+        }
+    }
+
+    fn create_mr(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::create_mr as f;
+        let id = u32_at(c, f::ID_VER);
+        let (va, len) = (u64_at(c, f::VA), u64_at(c, f::LENGTH));
+        let flags = u16_at(c, f::DBID_FLAGS);
+        let count = u32_at(c, f::MAP_COUNT);
+        let page_log2 = c[f::PAGE_SIZE_LOG2];
+        if va.checked_add(len).is_none() || self.mrs.contains_key(&id) {
+            return st::BAD_ATTR;
+        }
+        let mut acc = 0;
+        for (bit, a) in [
+            (fw::mrf::LOCAL_WRITE, Access::LOCAL_WRITE),
+            (fw::mrf::REMOTE_WRITE, Access::REMOTE_WRITE),
+            (fw::mrf::REMOTE_READ, Access::REMOTE_READ),
+            (fw::mrf::REMOTE_ATOMIC, Access::REMOTE_ATOMIC),
+        ] {
+            if flags & bit != 0 {
+                acc |= a.0;
+            }
+        }
+        // A fast-registration MR (IONIC_MRF_UKEY_EN): room for `count`
+        // pages, bound later by REG_MR work requests.
+        const UKEY_EN: u16 = 1 << 13;
+        let r = if flags & UKEY_EN != 0 {
+            let max = u64::from(count) << page_log2.clamp(12, 30);
+            self.engine.alloc_fast_mr(self.dev, self.pd, Some(id), max)
+        } else {
+            let runs = if count <= 1 {
+                vec![Run {
+                    off: 0,
+                    dma: u64_at(c, f::DMA_ADDR),
+                    len,
+                }]
+            } else {
+                let first = va & ((1u64 << page_log2.min(63)) - 1);
+                match read_page_table(dma, u64_at(c, f::DMA_ADDR), count, page_log2, first, len) {
+                    Ok(r) => r,
+                    Err(s) => return s,
+                }
+            };
+            if len == 0 {
+                return st::BAD_ATTR;
+            }
+            self.engine.reg_mr(
+                self.dev,
+                MrSpec {
+                    pd: self.pd,
+                    key: Some(id),
+                    iova: va,
+                    len,
+                    access: Access(acc),
+                    runs,
+                },
+            )
+        };
+        match r {
+            Ok(_) => {
+                self.mrs.insert(id, ());
+                st::OK
+            }
+            Err(_) => st::BAD_ATTR,
+        }
+    }
+
+    fn create_ah(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::create_ah as f;
+        let id = u32_at(c, f::ID_VER);
+        let Some(gid) = self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::LENGTH)) else {
+            return st::BAD_ATTR;
+        };
+        match self
+            .engine
+            .create_ah(self.dev, Some(AhId(id)), self.pd, gid)
+        {
+            Ok(_) => {
+                self.ahs.insert(id, gid);
+                st::OK
+            }
+            Err(_) => st::BAD_INDEX,
+        }
+    }
+
+    /// The QPs the driver created, by id, with their CQs (for inspection).
+    pub fn qps(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        self.qps.iter().map(|(&id, q)| (id, q.sq_cq, q.rq_cq))
+    }
+
+    /// Whether QP `id` has a send and a receive ring.
+    pub fn qp_rings(&self, id: u32) -> Option<(bool, bool)> {
+        self.qps.get(&id).map(|q| (q.sq.is_some(), q.rq.is_some()))
+    }
+}
