@@ -1,6 +1,7 @@
 #!/bin/busybox sh
 # The guest's /init in the VM lane: load the stock ionic driver, bring the
-# netdev up, and print what the lane checks between ERNIC-VM markers.
+# netdev up, load ionic_rdma and run the verbs tools, and print what the
+# lane checks between ERNIC-VM markers.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -27,6 +28,19 @@ for n in /sys/class/net/*; do
     fi
     echo "ERNIC-VM: counters $i rx_packets $(cat $n/statistics/rx_packets) tx_packets $(cat $n/statistics/tx_packets)"
 done
-dmesg | grep -i -E "ionic|1dd8" | sed 's/^/ERNIC-VM: dmesg /'
+# The RDMA half: the verbs modules and ionic_rdma, then the tools.
+ip link set lo up
+for m in $(cat /modules 2>/dev/null); do
+    insmod /lib/modules/$m.ko || echo "ERNIC-VM: insmod $m failed"
+done
+for _ in $(seq 30); do [ -e /sys/class/infiniband/ionic_0 ] && break; sleep 1; done
+echo "ERNIC-VM: ibdev $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+if ibv_devinfo -v > /tmp/devinfo 2>&1; then
+    grep -E "hca_id|fw_ver|state:|max_qp:|max_cq:|max_mr:|max_qp_wr|phys_port_cnt|link_layer|active_mtu|GID\[" /tmp/devinfo \
+        | sed 's/^[[:space:]]*/ERNIC-VM: devinfo /'
+else
+    sed 's/^/ERNIC-VM: devinfo failed: /' /tmp/devinfo
+fi
+dmesg | grep -i -E "ionic|1dd8|rdma|ib_" | sed 's/^/ERNIC-VM: dmesg /'
 echo "ERNIC-VM: done"
 poweroff -f

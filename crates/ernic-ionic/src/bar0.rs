@@ -680,11 +680,11 @@ impl Bar0 {
             put32(d, l::CONFIG_QUEUE_COUNT + 4 * qtype, n);
         }
         // Firmware ABI v1 (ionic_fw.h's v1 WQE opcodes), every admin
-        // command, and the v1 send opcodes up to LOCAL_INV (no memory
-        // windows).
+        // command, and the v1 send opcodes through BIND_MW (rdma-core's
+        // provider wants all eleven; a BIND_MW WQE fails on its own).
         d[l::RDMA_VERSION] = 1;
         d[l::RDMA_ADMIN_OPCODES] = crate::fw::admin_op::COUNT;
-        d[l::RDMA_QP_OPCODES] = 10;
+        d[l::RDMA_QP_OPCODES] = 11;
         put32(d, l::RDMA_NPTS_PER_LIF, id.rdma_ptes);
         put32(d, l::RDMA_NMRS_PER_LIF, id.rdma_mrs);
         put32(d, l::RDMA_NAHS_PER_LIF, id.rdma_ahs);
@@ -816,8 +816,8 @@ mod tests {
         b.read((d + 160) as u64, &mut mac);
         assert_eq!(mac, Identity::default().mac);
         assert_eq!(r32(&mut b, d + 176 + 8), 4, "RX queues");
-        // rdma: version 1, 10 QP opcodes, 19 admin opcodes.
-        assert_eq!(r32(&mut b, d + 392) & 0xff_ffff, 0x13_0a_01, "rdma version");
+        // rdma: version 1, 11 QP opcodes, 19 admin opcodes.
+        assert_eq!(r32(&mut b, d + 392) & 0xff_ffff, 0x13_0b_01, "rdma version");
         assert_eq!(r32(&mut b, d + 396), 1 << 30, "page-table entries");
         for (i, qtype) in (5..=9).enumerate() {
             assert_eq!(r32(&mut b, d + 424 + 12 * i) & 0xff, qtype);
