@@ -150,6 +150,7 @@ fn run(a: &Args) -> Result<()> {
     };
     let shared = id.shared_doorbell_pages;
     let mut function = IonicFunction::new(id)
+        .with_verbose(a.log_level == "debug")
         .with_shared_doorbells(shared)
         .context("sharing the doorbell pages")?;
     if info && shared > 0 {

@@ -695,6 +695,10 @@ impl Bar0 {
         d[l::RDMA_PTE_STRIDE] = 3;
         d[l::RDMA_RRQ_STRIDE] = 6;
         d[l::RDMA_RSQ_STRIDE] = 6;
+        // Queue groups of 8 ids: the driver interleaves its two groups of
+        // QP and CQ ids by group, and with groups of one the first id of
+        // the second would be 1, the GSI QP's.
+        d[l::RDMA_UDMA_SHIFT] = 3;
         let counts = [
             id.rdma_aqs,
             id.rdma_qps,

@@ -127,6 +127,12 @@ impl IonicFunction {
         }
     }
 
+    /// Logs refused RDMA admin commands (and why) to stderr.
+    pub fn with_verbose(mut self, on: bool) -> IonicFunction {
+        self.rdma.set_verbose(on);
+        self
+    }
+
     /// The RDMA side, for inspection.
     pub fn rdma(&self) -> &crate::rdmadev::RdmaDev {
         &self.rdma
@@ -155,6 +161,18 @@ impl IonicFunction {
         Ok(self)
     }
 
+    /// Signals the vectors the RDMA side raised, through the interrupt
+    /// controls (masked ones latch).
+    fn signal_rdma(&mut self, io: &mut Io) {
+        let mut raised = std::mem::take(&mut self.fired);
+        for v in raised.drain(..) {
+            if self.bar0.raise(v) {
+                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+            }
+        }
+        self.fired = raised;
+    }
+
     /// Runs one doorbell, however it came.
     fn ring(&mut self, io: &mut Io, d: Doorbell) {
         self.doorbells += 1;
@@ -180,6 +198,18 @@ impl IonicFunction {
                     .aq_doorbell(boot, io.dma, d.qid, d.index, &mut self.fired);
                 None
             }
+            (qtype::RDMA_SQ, 0) => {
+                let boot = self.bar0.rdma();
+                self.rdma
+                    .sq_doorbell(boot, io.dma, d.qid, d.index, &mut self.fired);
+                None
+            }
+            (qtype::RDMA_RQ, 0) => {
+                let boot = self.bar0.rdma();
+                self.rdma
+                    .rq_doorbell(boot, io.dma, d.qid, d.index, &mut self.fired);
+                None
+            }
             (qtype::RDMA_CQ, ring) => {
                 let boot = self.bar0.rdma();
                 self.rdma
@@ -188,14 +218,7 @@ impl IonicFunction {
             }
             _ => None,
         };
-        // Vectors the RDMA side raised, through the interrupt controls.
-        let mut raised = std::mem::take(&mut self.fired);
-        for v in raised.drain(..) {
-            if self.bar0.raise(v) {
-                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
-            }
-        }
-        self.fired = raised;
+        self.signal_rdma(io);
         if let Some(v) = fire {
             io.irqs.trigger(pci::irq::MSIX, u32::from(v));
         }
@@ -381,22 +404,37 @@ impl Device for IonicFunction {
     }
 
     fn next_tick(&self) -> Option<std::time::Duration> {
-        let f = self.stats_file.as_ref()?;
-        Some(f.next.saturating_duration_since(std::time::Instant::now()))
+        let now = std::time::Instant::now();
+        let stats = self.stats_file.as_ref().map(|f| f.next);
+        let rdma = self.rdma.next_deadline();
+        let due = match (stats, rdma) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        due.map(|t| t.saturating_duration_since(now))
     }
 
-    /// Writes the stats file, when it is due.
-    fn tick(&mut self, _io: &mut Io) {
+    /// The core's timers, and the stats file, when due.
+    fn tick(&mut self, io: &mut Io) {
+        let now = std::time::Instant::now();
+        if self.rdma.next_deadline().is_some_and(|t| t <= now) {
+            let boot = self.bar0.rdma();
+            self.rdma.tick(boot, io.dma, &mut self.fired);
+            self.signal_rdma(io);
+        }
         let json = self.stats_json();
         let Some(f) = self.stats_file.as_mut() else {
             return;
         };
+        if f.next > now {
+            return;
+        }
         let tmp = f.path.with_extension("tmp");
         // A failed write is tried again next time; the device goes on.
         if std::fs::write(&tmp, format!("{json}\n")).is_ok() {
             let _ = std::fs::rename(&tmp, &f.path);
         }
-        f.next = std::time::Instant::now() + f.every;
+        f.next = now + f.every;
     }
 
     /// Frames waiting on the wire go to the guest (a bounded batch per

@@ -234,3 +234,90 @@ pub mod attr {
 
 /// The id the driver gives the GSI QP.
 pub const GSI_QPID: u32 = 1;
+
+/// `struct ionic_v1_wqe`: the base header, then the body by operation.
+pub mod wqe {
+    pub const WQE_ID: usize = 0;
+    pub const OP: usize = 8;
+    pub const NUM_SGE_KEY: usize = 9;
+    pub const FLAGS_BE: usize = 10;
+    pub const IMM_DATA_KEY_BE: usize = 12;
+    // common body (send and RDMA)
+    pub const AH_ID_BE: usize = 16;
+    pub const DEST_QPN_BE: usize = 20;
+    pub const DEST_QKEY_BE: usize = 24;
+    pub const REMOTE_VA_HIGH_BE: usize = 16;
+    pub const REMOTE_VA_LOW_BE: usize = 20;
+    pub const REMOTE_RKEY_BE: usize = 24;
+    pub const LENGTH_BE: usize = 28;
+    /// The payload: SGEs, or inline data (common and receive bodies).
+    pub const PLD: usize = 32;
+    // atomic body
+    pub const SWAP_ADD_HIGH_BE: usize = 28;
+    pub const SWAP_ADD_LOW_BE: usize = 32;
+    pub const COMPARE_HIGH_BE: usize = 36;
+    pub const COMPARE_LOW_BE: usize = 40;
+    pub const ATOMIC_SGE: usize = 48;
+    // reg_mr body
+    pub const REG_VA_BE: usize = 16;
+    pub const REG_LENGTH_BE: usize = 24;
+    pub const REG_OFFSET_BE: usize = 32;
+    pub const REG_DMA_ADDR_BE: usize = 40;
+    pub const REG_MAP_COUNT_BE: usize = 48;
+    pub const REG_FLAGS_BE: usize = 52;
+    pub const REG_PAGE_SIZE_LOG2: usize = 55;
+    /// Bytes of `struct ionic_sge`: va (be64), len (be32), lkey (be32).
+    pub const SGE_LEN: usize = 16;
+    /// The smallest WQE (`sizeof(struct ionic_v1_wqe)`).
+    pub const MIN_LEN: usize = 64;
+    // flags
+    pub const FLAG_FENCE: u16 = 1 << 0;
+    pub const FLAG_SOL: u16 = 1 << 1;
+    pub const FLAG_INL: u16 = 1 << 2;
+    pub const FLAG_SIG: u16 = 1 << 3;
+    pub const FLAG_SPEC32: u16 = 1 << 12;
+    pub const FLAG_SPEC16: u16 = 2 << 12;
+    /// SGEs start here in the SPEC forms (`IONIC_V1_SPEC_FIRST_SGE`).
+    pub const SPEC_FIRST_SGE: usize = 2;
+}
+
+/// `enum ionic_v1_op`.
+pub mod op {
+    pub const SEND: u8 = 0;
+    pub const SEND_INV: u8 = 1;
+    pub const SEND_IMM: u8 = 2;
+    pub const RDMA_READ: u8 = 3;
+    pub const RDMA_WRITE: u8 = 4;
+    pub const RDMA_WRITE_IMM: u8 = 5;
+    pub const ATOMIC_CS: u8 = 6;
+    pub const ATOMIC_FA: u8 = 7;
+    pub const REG_MR: u8 = 8;
+    pub const LOCAL_INV: u8 = 9;
+    pub const BIND_MW: u8 = 10;
+}
+
+/// `enum ionic_status`: a failed work request's status in its CQE.
+pub mod status {
+    pub const OK: u32 = 0;
+    pub const LOCAL_LEN_ERR: u32 = 1;
+    pub const LOCAL_QP_OPER_ERR: u32 = 2;
+    pub const LOCAL_PROT_ERR: u32 = 3;
+    pub const WQE_FLUSHED_ERR: u32 = 4;
+    pub const MEM_MGMT_OPER_ERR: u32 = 5;
+    pub const BAD_RESP_ERR: u32 = 6;
+    pub const LOCAL_ACC_ERR: u32 = 7;
+    pub const REMOTE_INV_REQ_ERR: u32 = 8;
+    pub const REMOTE_ACC_ERR: u32 = 9;
+    pub const REMOTE_OPER_ERR: u32 = 10;
+    pub const RETRY_EXCEEDED: u32 = 11;
+    pub const RNR_RETRY_EXCEEDED: u32 = 12;
+}
+
+/// Receive CQE operation codes (`src_qpn_op` bits 24 and up).
+pub mod recv_op {
+    pub const SEND: u32 = 0;
+    pub const SEND_INV: u32 = 1;
+    pub const SEND_IMM: u32 = 2;
+    pub const RDMA_IMM: u32 = 3;
+    pub const SHIFT: u32 = 24;
+}

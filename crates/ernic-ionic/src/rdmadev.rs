@@ -25,6 +25,8 @@ use ernic_core::{
 use ernic_vfio::dma::{Dma, DmaView};
 
 use crate::fw::{self, admin_op, admin_status as st, admin_wqe, cqe, eqe};
+
+mod datapath;
 use crate::rdma::{Bootstrap, RdmaQueue};
 
 /// Guest memory as the core reaches it: the client's read-write DMA
@@ -210,13 +212,24 @@ struct Aq {
     cons: u32,
 }
 
-/// A QP's rings.
+/// A QP's rings and where the device is in them.
 #[derive(Debug)]
 struct Qp {
+    qp_type: QpType,
     sq: Option<Ring>,
     rq: Option<Ring>,
     sq_cq: u32,
     rq_cq: u32,
+    /// Send WQEs taken from the ring so far.
+    sq_cons: u32,
+    /// Receive WQEs taken from the ring so far.
+    rq_prod: u32,
+    /// Message sequence number of the last remote request completed.
+    msn: u32,
+    /// A flush completion went to each queue since the QP last left
+    /// ERROR (the driver wants one per queue).
+    sq_flushed: bool,
+    rq_flushed: bool,
 }
 
 /// The RDMA side's state.
@@ -235,6 +248,12 @@ pub struct RdmaDev {
     commands: u64,
     /// No mesh: every destination is in this guest.
     standalone: bool,
+    /// Completions taken from the core, reused between doorbells.
+    events: Vec<ernic_core::CqEvent>,
+    /// Why the last command was refused, for the log.
+    why: String,
+    /// Log refused admin commands to stderr.
+    verbose: bool,
 }
 
 impl std::fmt::Debug for RdmaDev {
@@ -354,6 +373,9 @@ impl RdmaDev {
             ahs: BTreeMap::new(),
             commands: 0,
             standalone: true,
+            events: Vec::new(),
+            why: String::new(),
+            verbose: false,
         }
     }
 
@@ -382,6 +404,17 @@ impl RdmaDev {
             let _ = self.engine.set_gids(self.dev, gids);
         }
         Some(dst)
+    }
+
+    /// Whether refused admin commands are logged to stderr, with why.
+    pub fn set_verbose(&mut self, on: bool) {
+        self.verbose = on;
+    }
+
+    /// Records why a command is refused; answers its status.
+    fn refuse(&mut self, status: u32, why: impl std::fmt::Display) -> u32 {
+        self.why = why.to_string();
+        status
     }
 
     /// Admin commands run so far.
@@ -521,6 +554,14 @@ impl RdmaDev {
                 }
             };
             self.commands += 1;
+            if status != st::OK && self.verbose {
+                eprintln!(
+                    "ernic-server: RDMA admin command {op} refused with status {status}{}{}",
+                    if self.why.is_empty() { "" } else { ": " },
+                    self.why
+                );
+            }
+            self.why.clear();
             let aq = &self.aqs[at];
             let (aqid, cqid) = (aq.qid, aq.cq);
             let mut c = [0u8; cqe::LEN];
@@ -644,6 +685,7 @@ impl RdmaDev {
             return st::BAD_ATTR;
         }
         match op {
+            admin_op::QUERY_QP => self.query_qp(c, dma),
             admin_op::NOOP | admin_op::DEBUG | admin_op::MODIFY_DCQCN | admin_op::QUERY_AH => {
                 st::OK
             }
@@ -658,7 +700,7 @@ impl RdmaDev {
                         self.qps.remove(&id);
                         st::OK
                     }
-                    Err(_) => st::BAD_INDEX,
+                    Err(e) => self.refuse(st::BAD_INDEX, e),
                 }
             }
             admin_op::CREATE_MR => self.create_mr(c, dma),
@@ -669,7 +711,7 @@ impl RdmaDev {
                         self.mrs.remove(&id);
                         st::OK
                     }
-                    Err(_) => st::BAD_INDEX,
+                    Err(e) => self.refuse(st::BAD_INDEX, e),
                 }
             }
             admin_op::CREATE_AH => self.create_ah(c, dma),
@@ -680,7 +722,7 @@ impl RdmaDev {
                         self.ahs.remove(&id);
                         st::OK
                     }
-                    Err(_) => st::BAD_INDEX,
+                    Err(e) => self.refuse(st::BAD_INDEX, e),
                 }
             }
             _ => st::BAD_CMD,
@@ -711,12 +753,11 @@ impl RdmaDev {
             Ok(r) => r,
             Err(s) => return s,
         };
-        if self
+        if let Err(e) = self
             .engine
             .create_cq(self.dev, Some(CqId(id)), ring.depth())
-            .is_err()
         {
-            return st::BAD_INDEX;
+            return self.refuse(st::BAD_INDEX, e);
         }
         self.cqs.insert(
             id,
@@ -740,7 +781,7 @@ impl RdmaDev {
                 self.cqs.remove(&id);
                 st::OK
             }
-            Err(_) => st::BAD_INDEX,
+            Err(e) => self.refuse(st::BAD_INDEX, e),
         }
     }
 
@@ -748,7 +789,7 @@ impl RdmaDev {
         use fw::create_qp as f;
         let id = u32_at(c, f::ID_VER);
         if self.qps.contains_key(&id) {
-            return st::BAD_INDEX;
+            return self.refuse(st::BAD_INDEX, format_args!("QP {id} exists"));
         }
         let qp_type = match (c[f::TYPE_STATE] & 0xf, id) {
             (fw::qpt::UD, fw::GSI_QPID) => QpType::Gsi,
@@ -799,7 +840,7 @@ impl RdmaDev {
         let recv_cq = if rq.is_some() { rq_cq } else { sq_cq };
         for cq in [send_cq, recv_cq] {
             if !self.cqs.contains_key(&cq) || self.aqs.iter().any(|a| a.cq == cq) {
-                return st::BAD_ATTR;
+                return self.refuse(st::BAD_ATTR, format_args!("no CQ {cq} for a QP"));
             }
         }
         // WQE bodies carry SGEs from byte 32 (16 bytes each), or inline data.
@@ -828,16 +869,22 @@ impl RdmaDev {
             sq_sig_all: true,
             qpn: Some(Qpn(id)),
         };
-        if self.engine.create_qp(self.dev, &init).is_err() {
-            return st::BAD_ATTR;
+        if let Err(e) = self.engine.create_qp(self.dev, &init) {
+            return self.refuse(st::BAD_ATTR, e);
         }
         self.qps.insert(
             id,
             Qp {
+                qp_type,
                 sq,
                 rq,
                 sq_cq: send_cq,
                 rq_cq: recv_cq,
+                sq_cons: 0,
+                rq_prod: 0,
+                msn: 0,
+                sq_flushed: false,
+                rq_flushed: false,
             },
         );
         st::OK
@@ -897,8 +944,78 @@ impl RdmaDev {
             a.dest = Some((gid, Qpn(u32_at(c, f::QKEY_DEST_QPN) & 0xff_ffff)));
         }
         match self.engine.modify_qp(self.dev, Qpn(id), &a, Instant::now()) {
-            Ok(()) => st::OK,
-            Err(_) => st::BAD_ATTR,
+            Err(e) => self.refuse(st::BAD_ATTR, e),
+            Ok(()) => {
+                if let (Some(q), Some(s)) = (self.qps.get_mut(&id), a.state) {
+                    if s != QpState::Err {
+                        (q.sq_flushed, q.rq_flushed) = (false, false);
+                    }
+                    if s == QpState::Reset {
+                        (q.sq_cons, q.rq_prod, q.msn) = (0, 0, 0);
+                    }
+                }
+                st::OK
+            }
+        }
+    }
+
+    /// QUERY_QP: the QP's state, MTU, PSNs, Q_Key or peer QP and rights
+    /// into the driver's two buffers (`struct ionic_v1_admin_query_qp_sq`
+    /// and `_rq`); one outstanding READ or atomic each way.
+    fn query_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::query_qp as f;
+        let id = u32_at(c, f::ID_VER);
+        let info = match self.engine.query_qp(self.dev, Qpn(id)) {
+            Ok(i) => i,
+            Err(e) => return self.refuse(st::BAD_INDEX, e),
+        };
+        let state = match info.state {
+            QpState::Reset => fw::qps::RESET,
+            QpState::Init => fw::qps::INIT,
+            QpState::Rtr => fw::qps::RTR,
+            QpState::Rts => fw::qps::RTS,
+            QpState::Sqd => fw::qps::SQD,
+            QpState::Sqe => fw::qps::SQE,
+            QpState::Err => fw::qps::ERR,
+        };
+        let ib_mtu = match info.path_mtu {
+            256 => 1,
+            512 => 2,
+            2048 => 4,
+            4096 => 5,
+            _ => 3,
+        };
+        let mut flags = 0u16;
+        for (a, bit) in [
+            (Access::REMOTE_WRITE, fw::qpf::REMOTE_WRITE),
+            (Access::REMOTE_READ, fw::qpf::REMOTE_READ),
+            (Access::REMOTE_ATOMIC, fw::qpf::REMOTE_ATOMIC),
+        ] {
+            if info.access.contains(a) {
+                flags |= bit;
+            }
+        }
+        let qkey_dest = if info.qp_type.is_datagram() {
+            info.qkey.unwrap_or(0)
+        } else {
+            info.dest.map_or(0, |d| d.qpn.0)
+        };
+        let mut sq = [0u8; 20];
+        sq[2..4].copy_from_slice(&flags.to_be_bytes());
+        sq[8..12].copy_from_slice(&qkey_dest.to_be_bytes());
+        sq[16..20].copy_from_slice(&info.rq_psn.to_be_bytes());
+        let mut rq = [0u8; 12];
+        rq[0] = state << 4 | (ib_mtu + 7);
+        rq[2] = 1;
+        rq[3] = 1;
+        rq[4..8].copy_from_slice(&info.sq_psn.to_be_bytes());
+        rq[8..10].copy_from_slice(&flags.to_be_bytes());
+        let ok = dma.write(u64_at(c, f::SQ_DMA_ADDR), &sq).is_ok()
+            && dma.write(u64_at(c, f::RQ_DMA_ADDR), &rq).is_ok();
+        if ok {
+            st::OK
+        } else {
+            self.refuse(st::BAD_ATTR, "the query buffers are not in guest memory")
         }
     }
 
@@ -963,7 +1080,7 @@ impl RdmaDev {
                 self.mrs.insert(id, ());
                 st::OK
             }
-            Err(_) => st::BAD_ATTR,
+            Err(e) => self.refuse(st::BAD_ATTR, e),
         }
     }
 
@@ -981,7 +1098,7 @@ impl RdmaDev {
                 self.ahs.insert(id, gid);
                 st::OK
             }
-            Err(_) => st::BAD_INDEX,
+            Err(e) => self.refuse(st::BAD_INDEX, e),
         }
     }
 

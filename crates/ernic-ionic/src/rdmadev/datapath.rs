@@ -1,0 +1,431 @@
+//! The data path (seed 001, "The Data Path"): send and receive queue
+//! doorbells walk the guest's rings, decode each WQE into the core's work
+//! requests, and every completion the core produces is written back as a
+//! 32-byte CQE in the QP's CQ: by message sequence number for RC and UC
+//! requests that reach the peer, by SQ index (the WQE's id) otherwise.
+//!
+//! A WQE that cannot be decoded (a bad opcode, more SGEs or inline bytes
+//! than its stride holds) still completes, in order, with an error status:
+//! the core takes it with `decode_error` set.
+
+use std::time::Instant;
+
+use ernic_core::{
+    AhId, Completion, Lkey, PageSource, Qpn, RecvWr, RegMr, RemoteAddr, Rkey, SendFlags, SendOp,
+    SendWr, Sge, UdDest, WcOpcode, WcStatus,
+};
+use ernic_vfio::dma::Dma;
+
+use super::{Qp, RdmaDev};
+use crate::fw::{cqe, op, recv_op, status, wqe};
+use crate::rdma::Bootstrap;
+
+/// The largest WQE stride read (LIF_IDENTIFY's `max_stride`, 4 KiB).
+const MAX_WQE: usize = 4096;
+/// SGEs one WQE may carry (what a 4 KiB stride holds).
+const MAX_SGES: usize = (MAX_WQE - wqe::PLD) / wqe::SGE_LEN;
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn be64(b: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The core's status as ionic numbers it in a CQE.
+pub fn ionic_status(s: WcStatus) -> u32 {
+    match s {
+        WcStatus::Success => status::OK,
+        WcStatus::LocLenErr => status::LOCAL_LEN_ERR,
+        WcStatus::LocQpOpErr => status::LOCAL_QP_OPER_ERR,
+        WcStatus::LocProtErr => status::LOCAL_PROT_ERR,
+        WcStatus::WrFlushErr => status::WQE_FLUSHED_ERR,
+        WcStatus::RemInvReqErr => status::REMOTE_INV_REQ_ERR,
+        WcStatus::RemAccessErr => status::REMOTE_ACC_ERR,
+        WcStatus::RemOpErr => status::REMOTE_OPER_ERR,
+        WcStatus::RetryExcErr => status::RETRY_EXCEEDED,
+        WcStatus::RnrRetryExcErr => status::RNR_RETRY_EXCEEDED,
+        WcStatus::GeneralErr => status::BAD_RESP_ERR,
+    }
+}
+
+/// Reads `n` SGEs from `w` at `at` into `out`; `None` if they run past the
+/// WQE.
+fn sges(w: &[u8], at: usize, n: usize, out: &mut [Sge; MAX_SGES]) -> Option<usize> {
+    if n > MAX_SGES || at + n * wqe::SGE_LEN > w.len() {
+        return None;
+    }
+    for (i, s) in out.iter_mut().take(n).enumerate() {
+        let o = at + i * wqe::SGE_LEN;
+        *s = Sge {
+            addr: be64(w, o),
+            len: be32(w, o + 8),
+            lkey: Lkey(be32(w, o + 12)),
+        };
+    }
+    Some(n)
+}
+
+/// Where a WQE's SGEs start: after the SPEC length arrays when a SPEC
+/// form is flagged.
+fn sgl_at(flags: u16) -> usize {
+    if flags & (wqe::FLAG_SPEC32 | wqe::FLAG_SPEC16) != 0 {
+        wqe::PLD + wqe::SPEC_FIRST_SGE * wqe::SGE_LEN
+    } else {
+        wqe::PLD
+    }
+}
+
+/// Decodes a send WQE `w` into a work request whose buffers are in `sgl`;
+/// what cannot be decoded comes back with `decode_error` set.
+pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> {
+    let wr_id = u64::from_le_bytes(w[wqe::WQE_ID..wqe::WQE_ID + 8].try_into().expect("8"));
+    let flags = be16(w, wqe::FLAGS_BE);
+    let imm_key = be32(w, wqe::IMM_DATA_KEY_BE);
+    let remote = RemoteAddr {
+        addr: u64::from(be32(w, wqe::REMOTE_VA_HIGH_BE)) << 32
+            | u64::from(be32(w, wqe::REMOTE_VA_LOW_BE)),
+        rkey: Rkey(be32(w, wqe::REMOTE_RKEY_BE)),
+    };
+    let failed = |s: WcStatus| {
+        let mut wr = SendWr::new(wr_id, SendOp::Send);
+        wr.decode_error = Some(s);
+        wr
+    };
+    let op = match w[wqe::OP] {
+        op::SEND => SendOp::Send,
+        op::SEND_INV => SendOp::SendInv(Rkey(imm_key)),
+        op::SEND_IMM => SendOp::SendImm(imm_key),
+        op::RDMA_READ => SendOp::Read(remote),
+        op::RDMA_WRITE => SendOp::Write(remote),
+        op::RDMA_WRITE_IMM => SendOp::WriteImm(remote, imm_key),
+        op::ATOMIC_CS | op::ATOMIC_FA => {
+            let swap_add = u64::from(be32(w, wqe::SWAP_ADD_HIGH_BE)) << 32
+                | u64::from(be32(w, wqe::SWAP_ADD_LOW_BE));
+            let compare = u64::from(be32(w, wqe::COMPARE_HIGH_BE)) << 32
+                | u64::from(be32(w, wqe::COMPARE_LOW_BE));
+            let op = if w[wqe::OP] == op::ATOMIC_CS {
+                SendOp::AtomicCas {
+                    remote,
+                    compare,
+                    swap: swap_add,
+                }
+            } else {
+                SendOp::AtomicFa {
+                    remote,
+                    add: swap_add,
+                }
+            };
+            let Some(n) = sges(w, wqe::ATOMIC_SGE, 1, sgl) else {
+                return failed(WcStatus::LocLenErr);
+            };
+            let mut wr = SendWr::new(wr_id, op).sgl(&sgl[..n]);
+            wr.flags = send_flags(flags);
+            return wr;
+        }
+        op::REG_MR => {
+            let count = be32(w, wqe::REG_MAP_COUNT_BE);
+            let dma = be64(w, wqe::REG_DMA_ADDR_BE);
+            let pages = if count <= 1 {
+                PageSource::Contiguous { dma }
+            } else {
+                let Ok(first_offset) = u32::try_from(be64(w, wqe::REG_OFFSET_BE)) else {
+                    return failed(WcStatus::LocQpOpErr);
+                };
+                PageSource::Table {
+                    table: dma,
+                    count,
+                    page_shift: w[wqe::REG_PAGE_SIZE_LOG2],
+                    first_offset,
+                }
+            };
+            let mrf = be16(w, wqe::REG_FLAGS_BE);
+            let mut access = 0;
+            for (bit, a) in [
+                (crate::fw::mrf::LOCAL_WRITE, ernic_core::Access::LOCAL_WRITE),
+                (
+                    crate::fw::mrf::REMOTE_WRITE,
+                    ernic_core::Access::REMOTE_WRITE,
+                ),
+                (crate::fw::mrf::REMOTE_READ, ernic_core::Access::REMOTE_READ),
+                (
+                    crate::fw::mrf::REMOTE_ATOMIC,
+                    ernic_core::Access::REMOTE_ATOMIC,
+                ),
+            ] {
+                if mrf & bit != 0 {
+                    access |= a.0;
+                }
+            }
+            SendOp::RegMr(RegMr {
+                key: Lkey(imm_key),
+                iova: be64(w, wqe::REG_VA_BE),
+                len: be64(w, wqe::REG_LENGTH_BE),
+                access: ernic_core::Access(access),
+                pages,
+            })
+        }
+        op::LOCAL_INV => SendOp::LocalInv(Lkey(imm_key)),
+        _ => return failed(WcStatus::LocQpOpErr),
+    };
+    let mut wr = SendWr::new(wr_id, op);
+    wr.flags = send_flags(flags);
+    if matches!(wr.op, SendOp::RegMr(_) | SendOp::LocalInv(_)) {
+        return wr;
+    }
+    if flags & wqe::FLAG_INL != 0 {
+        let len = be32(w, wqe::LENGTH_BE) as usize;
+        if wqe::PLD + len > w.len() {
+            return failed(WcStatus::LocLenErr);
+        }
+        wr.inline_data = &w[wqe::PLD..wqe::PLD + len];
+    } else {
+        let n = usize::from(w[wqe::NUM_SGE_KEY]);
+        let Some(n) = sges(w, sgl_at(flags), n, sgl) else {
+            return failed(WcStatus::LocLenErr);
+        };
+        wr.sgl = &sgl[..n];
+    }
+    wr
+}
+
+fn send_flags(flags: u16) -> SendFlags {
+    SendFlags {
+        signaled: flags & wqe::FLAG_SIG != 0,
+        solicited: flags & wqe::FLAG_SOL != 0,
+        inline: flags & wqe::FLAG_INL != 0,
+        fence: flags & wqe::FLAG_FENCE != 0,
+    }
+}
+
+/// The destination of a UD or GSI send WQE.
+fn ud_dest(w: &[u8]) -> UdDest {
+    UdDest {
+        ah: AhId(be32(w, wqe::AH_ID_BE)),
+        remote_qpn: Qpn(be32(w, wqe::DEST_QPN_BE) & 0xff_ffff),
+        remote_qkey: be32(w, wqe::DEST_QKEY_BE),
+    }
+}
+
+/// Decodes a receive WQE: its id and SGEs (`None` when they do not fit).
+pub fn decode_recv(w: &[u8], sgl: &mut [Sge; MAX_SGES]) -> (u64, Option<usize>) {
+    let wr_id = u64::from_le_bytes(w[wqe::WQE_ID..wqe::WQE_ID + 8].try_into().expect("8"));
+    let flags = be16(w, wqe::FLAGS_BE);
+    let n = usize::from(w[wqe::NUM_SGE_KEY]);
+    (wr_id, sges(w, sgl_at(flags), n, sgl))
+}
+
+impl RdmaDev {
+    /// A send queue doorbell: every WQE from the device's position up to
+    /// `p_index` goes to the core; then the completions are written.
+    pub fn sq_doorbell(
+        &mut self,
+        boot: &Bootstrap,
+        dma: &mut Dma,
+        qid: u32,
+        p_index: u16,
+        fire: &mut Vec<u16>,
+    ) {
+        self.sync(boot, dma);
+        let now = Instant::now();
+        let mut buf = [0u8; MAX_WQE];
+        let mut sgl = [Sge::default(); MAX_SGES];
+        if let Some(qp) = self.qps.get(&qid) {
+            if let Some(ring) = &qp.sq {
+                let mask = ring.depth() - 1;
+                let target = u32::from(p_index) & mask;
+                let (stride, datagram) = (ring.stride().min(MAX_WQE), qp.qp_type.is_datagram());
+                let mut cons = qp.sq_cons;
+                let mut ran = 0;
+                while cons & mask != target && ran < ring.depth() {
+                    let w = &mut buf[..stride.max(wqe::MIN_LEN)];
+                    let read = dma.read(ring.slot(cons), &mut w[..stride]).is_ok();
+                    let wr = if read {
+                        let mut wr = decode_send(w, &mut sgl);
+                        if datagram {
+                            wr.ud = Some(ud_dest(w));
+                        }
+                        wr
+                    } else {
+                        let mut wr = SendWr::new(0, SendOp::Send);
+                        wr.decode_error = Some(WcStatus::LocQpOpErr);
+                        wr
+                    };
+                    match self.engine.post_send(self.dev, Qpn(qid), &wr, now) {
+                        Ok(()) => {}
+                        Err(ernic_core::EngineError::QueueFull { .. }) => break,
+                        Err(_) => {
+                            // Refused as posted (too many SGEs for the
+                            // QP, say): it still completes, with an error.
+                            let mut bad = SendWr::new(wr.wr_id, SendOp::Send);
+                            bad.decode_error = Some(WcStatus::LocQpOpErr);
+                            if self
+                                .engine
+                                .post_send(self.dev, Qpn(qid), &bad, now)
+                                .is_err()
+                            {
+                                break;
+                            }
+                        }
+                    }
+                    cons = cons.wrapping_add(1);
+                    ran += 1;
+                }
+                if let Some(qp) = self.qps.get_mut(&qid) {
+                    qp.sq_cons = cons;
+                }
+            }
+        }
+        self.complete(dma, fire);
+    }
+
+    /// A receive queue doorbell: the new receive WQEs go to the core (a
+    /// SEND waiting for one runs now).
+    pub fn rq_doorbell(
+        &mut self,
+        boot: &Bootstrap,
+        dma: &mut Dma,
+        qid: u32,
+        p_index: u16,
+        fire: &mut Vec<u16>,
+    ) {
+        self.sync(boot, dma);
+        let now = Instant::now();
+        let mut buf = [0u8; MAX_WQE];
+        let mut sgl = [Sge::default(); MAX_SGES];
+        if let Some(Qp {
+            rq: Some(ring),
+            rq_prod,
+            ..
+        }) = self.qps.get(&qid)
+        {
+            let mask = ring.depth() - 1;
+            let target = u32::from(p_index) & mask;
+            let stride = ring.stride().min(MAX_WQE);
+            let mut prod = *rq_prod;
+            let mut ran = 0;
+            while prod & mask != target && ran < ring.depth() {
+                let w = &mut buf[..stride.max(wqe::MIN_LEN)];
+                if dma.read(ring.slot(prod), &mut w[..stride]).is_err() {
+                    break;
+                }
+                let (wr_id, n) = decode_recv(w, &mut sgl);
+                // SGEs past the stride: a receive with none, which a
+                // message will overrun (a length error, as on hardware).
+                let sgl = &sgl[..n.unwrap_or(0)];
+                if self
+                    .engine
+                    .post_recv(self.dev, Qpn(qid), &RecvWr { wr_id, sgl }, now)
+                    .is_err()
+                {
+                    break;
+                }
+                prod = prod.wrapping_add(1);
+                ran += 1;
+            }
+            if let Some(qp) = self.qps.get_mut(&qid) {
+                qp.rq_prod = prod;
+            }
+        }
+        self.complete(dma, fire);
+    }
+
+    /// Timers of the core (RNR waits, remote requests), when due.
+    pub fn tick(&mut self, boot: &Bootstrap, dma: &mut Dma, fire: &mut Vec<u16>) {
+        self.sync(boot, dma);
+        self.engine.poll(Instant::now());
+        self.complete(dma, fire);
+    }
+
+    /// When the core next wants [`tick`](RdmaDev::tick).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.engine.next_deadline()
+    }
+
+    /// Writes every completion the core has produced as a CQE.
+    fn complete(&mut self, dma: &mut Dma, fire: &mut Vec<u16>) {
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        self.engine.drain_completions(|e| events.push(*e));
+        for e in &events {
+            self.write_completion(e.cq.0, &e.completion, dma, fire);
+        }
+        self.events = events;
+    }
+
+    fn write_completion(&mut self, cqid: u32, c: &Completion, dma: &mut Dma, fire: &mut Vec<u16>) {
+        let qid = c.qpn.0;
+        let Some(qp) = self.qps.get_mut(&qid) else {
+            return;
+        };
+        let mut b = [0u8; cqe::LEN];
+        let recv = matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
+        let flushed = c.status == WcStatus::WrFlushErr;
+        let st = ionic_status(c.status);
+        let mut qtf = qid << cqe::QID_SHIFT;
+        if c.status != WcStatus::Success {
+            qtf |= cqe::ERROR;
+        }
+        // One flush completion per queue tells the driver to flush the rest.
+        if flushed {
+            let done = if recv {
+                &mut qp.rq_flushed
+            } else {
+                &mut qp.sq_flushed
+            };
+            if *done {
+                return;
+            }
+            *done = true;
+        }
+        let status_length = if c.status == WcStatus::Success {
+            c.byte_len
+        } else {
+            st
+        };
+        b[cqe::STATUS_LENGTH_BE..cqe::STATUS_LENGTH_BE + 4]
+            .copy_from_slice(&status_length.to_be_bytes());
+        if recv {
+            qtf |= cqe::TYPE_RECV << cqe::TYPE_SHIFT;
+            b[cqe::RECV_WQE_ID..cqe::RECV_WQE_ID + 8].copy_from_slice(&c.wr_id.to_le_bytes());
+            let (rop, word) = match (c.opcode, c.imm, c.invalidated) {
+                (WcOpcode::RecvRdmaWithImm, imm, _) => (recv_op::RDMA_IMM, imm.unwrap_or(0)),
+                (_, Some(imm), _) => (recv_op::SEND_IMM, imm),
+                (_, None, Some(k)) => (recv_op::SEND_INV, k.0),
+                _ => (recv_op::SEND, 0),
+            };
+            let src = c.src_qpn.0 & 0xff_ffff;
+            b[cqe::RECV_SRC_QPN_OP_BE..cqe::RECV_SRC_QPN_OP_BE + 4]
+                .copy_from_slice(&(rop << recv_op::SHIFT | src).to_be_bytes());
+            // A source MAC made from the sending QP (seed 001).
+            b[cqe::RECV_SRC_MAC..cqe::RECV_SRC_MAC + 6].copy_from_slice(&[
+                0x02,
+                0,
+                0,
+                (src >> 16) as u8,
+                (src >> 8) as u8,
+                src as u8,
+            ]);
+            b[cqe::RECV_IMM_DATA_RKEY_BE..cqe::RECV_IMM_DATA_RKEY_BE + 4]
+                .copy_from_slice(&word.to_be_bytes());
+        } else {
+            let local = matches!(c.opcode, WcOpcode::RegMr | WcOpcode::LocalInv);
+            if qp.qp_type.is_connected() && !local && !flushed {
+                qp.msn = qp.msn.wrapping_add(1);
+                qtf |= cqe::TYPE_SEND_MSN << cqe::TYPE_SHIFT;
+                b[cqe::SEND_MSG_MSN_BE..cqe::SEND_MSG_MSN_BE + 4]
+                    .copy_from_slice(&qp.msn.to_be_bytes());
+            } else {
+                qtf |= cqe::TYPE_SEND_NPG << cqe::TYPE_SHIFT;
+                b[cqe::SEND_NPG_WQE_ID..cqe::SEND_NPG_WQE_ID + 8]
+                    .copy_from_slice(&c.wr_id.to_le_bytes());
+            }
+        }
+        self.post_cqe(cqid, &mut b, qtf, dma, fire);
+    }
+}
