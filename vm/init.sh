@@ -41,6 +41,39 @@ if ibv_devinfo -v > /tmp/devinfo 2>&1; then
 else
     sed 's/^/ERNIC-VM: devinfo failed: /' /tmp/devinfo
 fi
+# Stock verbs tools between two processes of this guest: a server, then a
+# client to 127.0.0.1 (perftest and the pingpongs exchange QP details over
+# TCP); GID 1 is the netdev's IPv4 address.
+pair() {
+    name=$1; shift
+    timeout 60 "$@" > /tmp/$name-s 2>&1 &
+    sleep 1
+    if timeout 60 "$@" 127.0.0.1 > /tmp/$name-c 2>&1 && wait $!; then
+        echo "ERNIC-VM: ok $name"
+    else
+        echo "ERNIC-VM: failed $name"
+        wait
+    fi
+    grep -E "iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|rror|ouldn" /tmp/$name-c | sed "s/^/ERNIC-VM: $name: /"
+}
+pair rc_pingpong ibv_rc_pingpong -d ionic_0 -g 1 -n 100
+pair ud_pingpong ibv_ud_pingpong -d ionic_0 -g 1 -n 100
+pair write_bw ib_write_bw -d ionic_0 -x 1 -s 65536 -n 200
+pair read_bw ib_read_bw -d ionic_0 -x 1 -s 65536 -n 200
+pair send_bw ib_send_bw -d ionic_0 -x 1 -s 65536 -n 200
+pair send_lat ib_send_lat -d ionic_0 -x 1 -s 8 -n 200
+pair atomic_bw ib_atomic_bw -d ionic_0 -x 1 -n 200
+# rdma_cm over the GSI QP: rping connects, pings three times, disconnects.
+timeout 60 rping -s -a 192.0.2.2 -C 3 -v > /tmp/rping-s 2>&1 &
+sleep 1
+if timeout 60 rping -c -a 192.0.2.2 -C 3 -v > /tmp/rping-c 2>&1 && wait $!; then
+    echo "ERNIC-VM: ok rping $(grep -c 'ping data' /tmp/rping-c) pings"
+else
+    echo "ERNIC-VM: failed rping"
+    wait
+    tail -5 /tmp/rping-c | sed "s/^/ERNIC-VM: rping client: /"
+    tail -5 /tmp/rping-s | sed "s/^/ERNIC-VM: rping server: /"
+fi
 dmesg | grep -i -E "ionic|1dd8|rdma|ib_" | sed 's/^/ERNIC-VM: dmesg /'
 echo "ERNIC-VM: done"
 poweroff -f

@@ -86,8 +86,13 @@ grep -q 'ERNIC-VM: ibdev ionic_0' "$work/markers.log" \
     || fail "ionic_rdma registered no ionic_0 (see $work/console.log)"
 grep -q 'ERNIC-VM: devinfo .*state:.*PORT_ACTIVE' "$work/markers.log" \
     || fail "ibv_devinfo does not show ionic_0's port ACTIVE"
+for t in rc_pingpong ud_pingpong write_bw read_bw send_bw send_lat atomic_bw; do
+    grep -q "ERNIC-VM: ok $t" "$work/markers.log" || fail "$t did not complete in the guest (see $work/console.log)"
+done
+grep -q 'ERNIC-VM: ok rping 3 pings' "$work/markers.log" || fail "rping (rdma_cm over GSI) did not complete"
 want_qp=${ERNIC_VM_MAX_QP:-1024}
 grep -E -q "ERNIC-VM: devinfo max_qp:[[:space:]]+$want_qp\$" "$work/markers.log" \
     || fail "ibv_devinfo does not show the profile's max_qp $want_qp"
 say "passed: ionic bound, carrier at $want_speed Mb/s, ping over the TAP, counters moved;" \
-    "ionic_rdma registered ionic_0, ibv_devinfo shows its port ACTIVE and max_qp $want_qp"
+    "ionic_rdma registered ionic_0, ibv_devinfo shows its port ACTIVE and max_qp $want_qp;" \
+    "ibv_rc/ud_pingpong, ib_write/read/send_bw, ib_send_lat, ib_atomic_bw and rping completed"

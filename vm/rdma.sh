@@ -83,6 +83,8 @@ for t in ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ib_write_bw ib_read_bw ib_s
          ib_send_lat ib_atomic_bw rping; do
     add_elf "$(chroot "$sid" sh -c "command -v $t")"
 done
+# Loaded at run time too: the provider, and libgcc_s (pthread_exit needs it).
+add_elf /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 for p in "$sid"/usr/lib/x86_64-linux-gnu/libibverbs/libionic-*.so; do
     add_elf "${p#$sid}"
 done

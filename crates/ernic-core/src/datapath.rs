@@ -630,7 +630,7 @@ impl<M: DmaMemory> Engine<M> {
                 self.push_recv_completion(
                     at.dev,
                     at.qpn,
-                    recv_completion(o.wr_id, WcStatus::RemOpErr, at.qpn, 0, &inc.req, None),
+                    recv_completion(o.wr_id, WcStatus::RemOpErr, at.qpn, 0, &inc.req, None, None),
                 );
                 return self.respond_receive(at, inc);
             }
@@ -662,7 +662,7 @@ impl<M: DmaMemory> Engine<M> {
         let (consume, keep_open, out) = match result {
             Delivery::Local(s) => (false, false, Outcome::Done(s, 0)),
             Delivery::Recv { recv, req } => {
-                let c = recv_completion(wr_id, recv, at.qpn, 0, &inc.req, inc.src_qpn);
+                let c = recv_completion(wr_id, recv, at.qpn, 0, &inc.req, inc.src_qpn, inc.grh);
                 self.push_recv_completion(at.dev, at.qpn, c);
                 (true, false, Outcome::Done(req, 0))
             }
@@ -676,6 +676,7 @@ impl<M: DmaMemory> Engine<M> {
                     whole,
                     &inc.req,
                     inc.src_qpn,
+                    inc.grh,
                 );
                 if let SendOp::SendInv(rkey) = inc.req.op {
                     if let Some(mr) = self
@@ -976,11 +977,12 @@ impl<M: DmaMemory> Engine<M> {
                 return Outcome::Done(st, 0);
             }
         }
-        let sgid = self
-            .dev(dev)
-            .ok()
-            .and_then(|d| d.gids.first().copied())
-            .unwrap_or(Gid([0; 16]));
+        let sgid = ah.sgid.unwrap_or_else(|| {
+            self.dev(dev)
+                .ok()
+                .and_then(|d| d.gids.first().copied())
+                .unwrap_or(Gid([0; 16]))
+        });
         let header = grh::Repr {
             sgid,
             dgid: ah.dgid,
@@ -1168,7 +1170,13 @@ pub(crate) fn recv_completion(
     byte_len: u32,
     req: &Req,
     src_qpn: Option<Qpn>,
+    header: Option<&[u8; GRH_LEN]>,
 ) -> Completion {
+    // The RoCE v2 IPv4 form: both GIDs IPv4-mapped (what the GRH holds).
+    let grh_ipv4 = header.is_some_and(|h| {
+        grh::Repr::parse(&grh::Packet::new_unchecked(&h[..]))
+            .is_ok_and(|r| r.sgid.to_ipv4().is_some() && r.dgid.to_ipv4().is_some())
+    });
     let (opcode, imm) = match req.op {
         SendOp::WriteImm(_, imm) => (WcOpcode::RecvRdmaWithImm, Some(imm)),
         SendOp::SendImm(imm) => (WcOpcode::Recv, Some(imm)),
@@ -1184,6 +1192,7 @@ pub(crate) fn recv_completion(
         invalidated: None,
         src_qpn: src_qpn.unwrap_or_default(),
         grh: src_qpn.is_some(),
+        grh_ipv4,
         signaled: true,
         sq_index: 0,
         solicited: req.flags.solicited,

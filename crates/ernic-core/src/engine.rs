@@ -381,6 +381,9 @@ pub(crate) struct Srq {
 pub(crate) struct Ah {
     pub pd: PdId,
     pub dgid: Gid,
+    /// The GID datagrams through the AH come from; `None` for the
+    /// device's first.
+    pub sgid: Option<Gid>,
     /// Where `dgid` lived when the AH was made; `None` when no one owned it
     /// then. Sends through such an AH look the GID up again, and go by QP
     /// number on the sender's device while no one owns it.
@@ -812,10 +815,25 @@ impl<M: DmaMemory> Engine<M> {
         pd: PdId,
         dgid: Gid,
     ) -> Result<AhId, EngineError> {
+        self.create_ah_from(dev, id, pd, None, dgid)
+    }
+
+    /// As [`create_ah`](Engine::create_ah), naming the source GID the
+    /// datagrams' GRH carries (one of the device's; a front end learns it
+    /// from the guest's header template).
+    pub fn create_ah_from(
+        &mut self,
+        dev: DeviceId,
+        id: Option<AhId>,
+        pd: PdId,
+        sgid: Option<Gid>,
+        dgid: Gid,
+    ) -> Result<AhId, EngineError> {
         self.check_pd(dev, pd)?;
         let ah = Ah {
             pd,
             dgid,
+            sgid,
             route: self.route_of(&dgid),
         };
         let d = self.dev_mut(dev)?;
@@ -1409,6 +1427,7 @@ impl<M: DmaMemory> Engine<M> {
                     invalidated: None,
                     src_qpn: Qpn(0),
                     grh: false,
+                    grh_ipv4: false,
                     signaled: slot.flags.signaled || qp.sq_sig_all || !status.is_ok(),
                     sq_index: qp.sq.head,
                     solicited: false,

@@ -409,6 +409,8 @@ pub struct Completion {
     pub src_qpn: Qpn,
     /// For datagram receives: a 40-byte GRH precedes the payload.
     pub grh: bool,
+    /// That GRH is in RoCE v2's IPv4 form (both GIDs IPv4-mapped).
+    pub grh_ipv4: bool,
     /// Whether the application asked to see it (send side); receives always are.
     pub signaled: bool,
     /// The send queue index (send completions) within the QP's ring.
@@ -429,6 +431,7 @@ impl Completion {
         invalidated: None,
         src_qpn: Qpn(0),
         grh: false,
+        grh_ipv4: false,
         signaled: false,
         sq_index: 0,
         solicited: false,

@@ -320,4 +320,6 @@ pub mod recv_op {
     pub const SEND_IMM: u32 = 2;
     pub const RDMA_IMM: u32 = 3;
     pub const SHIFT: u32 = 24;
+    /// `IONIC_V1_CQE_RECV_IS_IPV4`: the GRH holds an IPv4 header.
+    pub const IS_IPV4: u32 = 1 << 31;
 }

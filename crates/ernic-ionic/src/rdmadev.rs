@@ -382,8 +382,8 @@ impl RdmaDev {
     /// Reads a header template of at most 256 bytes and learns its
     /// addresses: the source is always one of the guest's own GIDs, and
     /// with no mesh every destination is in this guest too. Answers the
-    /// destination.
-    fn template(&mut self, dma: &Dma, at: u64, len: u32) -> Option<Gid> {
+    /// (source, destination) pair.
+    fn template(&mut self, dma: &Dma, at: u64, len: u32) -> Option<(Gid, Gid)> {
         let mut h = vec![0u8; (len as usize).min(256)];
         dma.read(at, &mut h).ok()?;
         let (src, dst) = template_gids(&h)?;
@@ -403,7 +403,7 @@ impl RdmaDev {
             gids.truncate(MAX_GIDS);
             let _ = self.engine.set_gids(self.dev, gids);
         }
-        Some(dst)
+        Some((src, dst))
     }
 
     /// Whether refused admin commands are logged to stderr, with why.
@@ -937,7 +937,8 @@ impl RdmaDev {
         }
         if info.qp_type.is_connected() && mask & attr::AV != 0 {
             // The destination is in the packet header template.
-            let Some(gid) = self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::AH_ID_LEN))
+            let Some((_, gid)) =
+                self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::AH_ID_LEN))
             else {
                 return st::BAD_ATTR;
             };
@@ -1087,12 +1088,13 @@ impl RdmaDev {
     fn create_ah(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::create_ah as f;
         let id = u32_at(c, f::ID_VER);
-        let Some(gid) = self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::LENGTH)) else {
+        let Some((src, gid)) = self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::LENGTH))
+        else {
             return st::BAD_ATTR;
         };
         match self
             .engine
-            .create_ah(self.dev, Some(AhId(id)), self.pd, gid)
+            .create_ah_from(self.dev, Some(AhId(id)), self.pd, Some(src), gid)
         {
             Ok(_) => {
                 self.ahs.insert(id, gid);

@@ -400,8 +400,9 @@ impl RdmaDev {
                 _ => (recv_op::SEND, 0),
             };
             let src = c.src_qpn.0 & 0xff_ffff;
+            let v4 = if c.grh_ipv4 { recv_op::IS_IPV4 } else { 0 };
             b[cqe::RECV_SRC_QPN_OP_BE..cqe::RECV_SRC_QPN_OP_BE + 4]
-                .copy_from_slice(&(rop << recv_op::SHIFT | src).to_be_bytes());
+                .copy_from_slice(&(rop << recv_op::SHIFT | src | v4).to_be_bytes());
             // A source MAC made from the sending QP (seed 001).
             b[cqe::RECV_SRC_MAC..cqe::RECV_SRC_MAC + 6].copy_from_slice(&[
                 0x02,
