@@ -2,12 +2,25 @@
 # The guest's /init in the VM lane: load the stock ionic driver, bring the
 # netdev up, load ionic_rdma and run the verbs tools, and print what the
 # lane checks between ERNIC-VM markers.
+#
+# The kernel command line may say ernic.ip=ADDR (default 192.0.2.2) and
+# ernic.role=solo|server|client with ernic.peer=ADDR: solo runs each tool's
+# two sides in this guest; in two guests the server side runs in one and
+# the client side, connecting to the peer, in the other.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /tmp
-echo "ERNIC-VM: booted"
+role=solo; addr=192.0.2.2; peer=127.0.0.1
+for a in $(cat /proc/cmdline); do
+    case "$a" in
+        ernic.role=*) role=${a#*=} ;;
+        ernic.ip=*) addr=${a#*=} ;;
+        ernic.peer=*) peer=${a#*=} ;;
+    esac
+done
+echo "ERNIC-VM: booted as $role, $addr"
 for d in /sys/bus/pci/devices/*; do
     echo "ERNIC-VM: pci $(cat $d/vendor):$(cat $d/device) sub $(cat $d/subsystem_vendor):$(cat $d/subsystem_device) class $(cat $d/class)"
 done
@@ -20,7 +33,7 @@ for n in /sys/class/net/*; do
     ip link set "$i" up
     sleep 2
     echo "ERNIC-VM: carrier $i $(cat $n/carrier) speed $(cat $n/speed)"
-    ip addr add 192.0.2.2/24 dev "$i"
+    ip addr add "$addr/24" dev "$i"
     if ping -c 3 -W 3 192.0.2.1 > /tmp/ping 2>&1; then
         echo "ERNIC-VM: ping ok $(grep -o '[0-9]* packets received' /tmp/ping)"
     else
@@ -41,38 +54,66 @@ if ibv_devinfo -v > /tmp/devinfo 2>&1; then
 else
     sed 's/^/ERNIC-VM: devinfo failed: /' /tmp/devinfo
 fi
-# Stock verbs tools between two processes of this guest: a server, then a
-# client to 127.0.0.1 (perftest and the pingpongs exchange QP details over
-# TCP); GID 1 is the netdev's IPv4 address.
-pair() {
+# Stock verbs tools: solo, a server and a client in this guest (the
+# pingpongs and perftest exchange QP details over TCP to 127.0.0.1); in two
+# guests, the servers here one after another, or the clients there, each
+# retried until its server is up. GID 1 is the netdev's IPv4 address.
+side() {
     name=$1; shift
-    timeout 60 "$@" > /tmp/$name-s 2>&1 &
-    sleep 1
-    if timeout 60 "$@" 127.0.0.1 > /tmp/$name-c 2>&1 && wait $!; then
-        echo "ERNIC-VM: ok $name"
-    else
-        echo "ERNIC-VM: failed $name"
-        wait
-    fi
+    case "$role" in
+        solo)
+            timeout 60 "$@" > /tmp/$name-s 2>&1 &
+            sleep 1
+            timeout 60 "$@" 127.0.0.1 > /tmp/$name-c 2>&1 && wait $!
+            ;;
+        server)
+            timeout 120 "$@" > /tmp/$name-c 2>&1
+            ;;
+        client)
+            for _ in $(seq 40); do
+                timeout 60 "$@" "$peer" > /tmp/$name-c 2>&1 && return 0
+                sleep 1
+            done
+            return 1
+            ;;
+    esac
+}
+run() {
+    name=$1
+    if side "$@"; then echo "ERNIC-VM: ok $name"; else echo "ERNIC-VM: failed $name"; wait; fi
     grep -E "iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|rror|ouldn" /tmp/$name-c | sed "s/^/ERNIC-VM: $name: /"
 }
-pair rc_pingpong ibv_rc_pingpong -d ionic_0 -g 1 -n 100
-pair ud_pingpong ibv_ud_pingpong -d ionic_0 -g 1 -n 100
-pair write_bw ib_write_bw -d ionic_0 -x 1 -s 65536 -n 200
-pair read_bw ib_read_bw -d ionic_0 -x 1 -s 65536 -n 200
-pair send_bw ib_send_bw -d ionic_0 -x 1 -s 65536 -n 200
-pair send_lat ib_send_lat -d ionic_0 -x 1 -s 8 -n 200
-pair atomic_bw ib_atomic_bw -d ionic_0 -x 1 -n 200
+run rc_pingpong ibv_rc_pingpong -d ionic_0 -g 1 -n 100
+run ud_pingpong ibv_ud_pingpong -d ionic_0 -g 1 -n 100
+run write_bw ib_write_bw -d ionic_0 -x 1 -s 65536 -n 200
+run read_bw ib_read_bw -d ionic_0 -x 1 -s 65536 -n 200
+run send_bw ib_send_bw -d ionic_0 -x 1 -s 65536 -n 200
+run send_lat ib_send_lat -d ionic_0 -x 1 -s 8 -n 200
+run atomic_bw ib_atomic_bw -d ionic_0 -x 1 -n 200
 # rdma_cm over the GSI QP: rping connects, pings three times, disconnects.
-timeout 60 rping -s -a 192.0.2.2 -C 3 -v > /tmp/rping-s 2>&1 &
-sleep 1
-if timeout 60 rping -c -a 192.0.2.2 -C 3 -v > /tmp/rping-c 2>&1 && wait $!; then
+rping_side() {
+    case "$role" in
+        solo)
+            timeout 60 rping -s -a "$addr" -C 3 -v > /tmp/rping-s 2>&1 &
+            sleep 1
+            timeout 60 rping -c -a "$addr" -C 3 -v > /tmp/rping-c 2>&1 && wait $!
+            ;;
+        server) timeout 120 rping -s -a "$addr" -C 3 -v > /tmp/rping-c 2>&1 ;;
+        client)
+            for _ in $(seq 40); do
+                timeout 60 rping -c -a "$peer" -C 3 -v > /tmp/rping-c 2>&1 && return 0
+                sleep 1
+            done
+            return 1
+            ;;
+    esac
+}
+if rping_side; then
     echo "ERNIC-VM: ok rping $(grep -c 'ping data' /tmp/rping-c) pings"
 else
     echo "ERNIC-VM: failed rping"
     wait
-    tail -5 /tmp/rping-c | sed "s/^/ERNIC-VM: rping client: /"
-    tail -5 /tmp/rping-s | sed "s/^/ERNIC-VM: rping server: /"
+    tail -5 /tmp/rping-c | sed "s/^/ERNIC-VM: rping: /"
 fi
 dmesg | grep -i -E "ionic|1dd8|rdma|ib_" | sed 's/^/ERNIC-VM: dmesg /'
 echo "ERNIC-VM: done"

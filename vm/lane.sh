@@ -20,23 +20,7 @@ mirror=${ERNIC_VM_MIRROR:-http://deb.debian.org/debian}
 say() { echo "vm-lane: $*"; }
 fail() { echo "vm-lane: FAILED: $*"; exit 1; }
 
-source "$here/chroot.sh"
-version=${kernel##*/vmlinuz-}
-ionic=$(find "$sid/lib/modules/$version" -name 'ionic.ko*' | head -1)
-[ -n "$ionic" ] || fail "the guest kernel $version has no ionic module"
-
-say "guest kernel $version, initramfs with the stock ionic module"
-initrd=$work/initrd
-rm -rf "$initrd" && mkdir -p "$initrd/bin" "$initrd/proc" "$initrd/sys" "$initrd/dev"
-cp "$sid/bin/busybox" "$initrd/bin/busybox"
-case "$ionic" in
-    *.xz) xz -dc "$ionic" > "$initrd/ionic.ko" ;;
-    *) cp "$ionic" "$initrd/ionic.ko" ;;
-esac
-cp "$here/init.sh" "$initrd/init" && chmod +x "$initrd/init"
-source "$here/rdma.sh"
-(cd "$initrd" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$sid/tmp/initramfs.cpio.gz"
-cp "$kernel" "$sid/tmp/vmlinuz"
+source "$here/guest.sh"
 
 # The host end of the guest's Ethernet: a TAP made by ernic-server in a
 # network namespace of its own, addressed 192.0.2.1/24.

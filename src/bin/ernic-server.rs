@@ -2,10 +2,11 @@
 //! vfio-user client) on a UNIX socket.
 //!
 //! The server presents the PCI function (identity, config space, BAR 0
-//! registers and device commands, the Ethernet queues and a TAP, BAR 2
-//! doorbells trapped or in shared pages, MSI-X) to one client at a time.
-//! With `--backend tcp` it joins the TCP mesh before serving; the RDMA
-//! half that will use the mesh is issue 7's.
+//! registers and device commands, the Ethernet queues and a TAP, the RDMA
+//! admin queues and data path, BAR 2 doorbells trapped or in shared pages,
+//! MSI-X) to one client at a time. With `--backend tcp` it joins the TCP
+//! mesh before serving, and QPs in its guest reach those of other servers'
+//! guests through it.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
@@ -93,8 +94,9 @@ fn guest_gids() -> Result<Vec<Gid>> {
         .collect()
 }
 
-/// Joins the mesh `--backend tcp` asks for; `None` for the other backends.
-fn join_mesh(a: &Args, info: bool) -> Result<Option<Mesh>> {
+/// Joins the mesh `--backend tcp` asks for, with the guest's GIDs; `None`
+/// for the other backends.
+fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
     match (a.backend.as_str(), &a.mesh) {
         ("nvmeof" | "s3", _) => bail!(
             "--backend {}: the in-process targets are not built yet; use loopback, tcp or none",
@@ -106,7 +108,8 @@ fn join_mesh(a: &Args, info: bool) -> Result<Option<Mesh>> {
         ("tcp", Some(spec)) => {
             let mut cfg = MeshConfig::new(spec.clone());
             cfg.gids = guest_gids()?;
-            let gids = cfg.gids.len();
+            let guest = cfg.gids.clone();
+            let gids = guest.len();
             let mesh = Mesh::start(cfg).with_context(|| format!("--mesh {spec}"))?;
             let id = mesh
                 .wait_registered(std::time::Duration::from_secs(a.mesh_wait))
@@ -124,7 +127,7 @@ fn join_mesh(a: &Args, info: bool) -> Result<Option<Mesh>> {
                     mesh.listen_addr()
                 );
             }
-            Ok(Some(mesh))
+            Ok(Some((mesh, guest)))
         }
         (other, Some(_)) => bail!("--mesh goes with --backend tcp, not --backend {other}"),
         (_, None) => Ok(None),
@@ -134,7 +137,7 @@ fn join_mesh(a: &Args, info: bool) -> Result<Option<Mesh>> {
 fn run(a: &Args) -> Result<()> {
     let id = profile::load(&a.nic_profile).context("--nic-profile")?;
     let info = a.log_level != "error" && a.log_level != "warn";
-    let _mesh = join_mesh(a, info)?;
+    let mesh = join_mesh(a, info)?;
     let listener = bind(&a.socket)?;
     if info {
         eprintln!(
@@ -164,6 +167,9 @@ fn run(a: &Args) -> Result<()> {
             eprintln!("ernic-server: frames on TAP {}", tap.name());
         }
         function = function.with_wire(ernic_ionic::tap::Wire::Tap(tap));
+    }
+    if let Some((m, gids)) = mesh {
+        function = function.with_mesh(std::sync::Arc::new(m), gids);
     }
     if let Some(p) = &a.stats_file {
         function = function.with_stats_file(p.clone(), std::time::Duration::from_secs(1));

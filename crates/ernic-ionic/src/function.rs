@@ -127,6 +127,17 @@ impl IonicFunction {
         }
     }
 
+    /// Puts the RDMA side on the TCP mesh (`--backend tcp`), known by the
+    /// guest's GIDs (`ERNIC_TCP_GUEST_GIDS`).
+    pub fn with_mesh(
+        mut self,
+        mesh: std::sync::Arc<ernic_mesh::Mesh>,
+        gids: Vec<ernic_core::Gid>,
+    ) -> IonicFunction {
+        self.rdma.attach_mesh(mesh, gids);
+        self
+    }
+
     /// Logs refused RDMA admin commands (and why) to stderr.
     pub fn with_verbose(mut self, on: bool) -> IonicFunction {
         self.rdma.set_verbose(on);
@@ -368,15 +379,20 @@ impl Device for IonicFunction {
     }
 
     fn polled(&self) -> bool {
-        self.shared.is_some()
+        self.shared.is_some() || self.rdma.on_mesh()
     }
 
-    /// Rings every doorbell whose word changed in the shared pages.
+    /// Rings every doorbell whose word changed in the shared pages, and
+    /// applies what mesh peers sent.
     fn poll(&mut self, io: &mut Io) -> bool {
+        let boot = self.bar0.rdma();
+        let mut work = self.rdma.mesh_pass(boot, io.dma, &mut self.fired);
+        if work {
+            self.signal_rdma(io);
+        }
         let Some(mut s) = self.shared.take() else {
-            return false;
+            return work;
         };
-        let mut work = false;
         for (i, last) in s.last.iter_mut().enumerate() {
             let (page, t) = (i as u64 / POLLED_TYPES, i as u64 % POLLED_TYPES);
             let at = page * PAGE + t * 8;

@@ -348,7 +348,7 @@ impl RdmaDev {
     }
 
     /// Writes every completion the core has produced as a CQE.
-    fn complete(&mut self, dma: &mut Dma, fire: &mut Vec<u16>) {
+    pub(super) fn complete(&mut self, dma: &mut Dma, fire: &mut Vec<u16>) {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.engine.drain_completions(|e| events.push(*e));
