@@ -560,6 +560,29 @@ fn template(v4: Option<[u8; 4]>, v6: Option<[u8; 16]>) -> Vec<u8> {
     h
 }
 
+/// The RDMA bootstrap through the Ethernet admin queue: RESET_LIF, four
+/// EQs on vectors 1-4 (4-byte EQEs, 512 deep), the admin CQ on EQ 0, the
+/// admin queue on that CQ.
+fn rdma_bootstrap(g: &mut Guest) {
+    let queue = |op: u8, qid: u32, cid: u32, depth: u8, stride: u8, at: u64| {
+        let mut c = [0u8; 64];
+        c[0] = op;
+        put(&mut c, 4, &qid.to_le_bytes());
+        put(&mut c, 8, &cid.to_le_bytes());
+        c[14] = depth;
+        c[15] = stride;
+        put(&mut c, 16, &(G + at).to_le_bytes());
+        c
+    };
+    assert_eq!(g.admin(&queue(50, 0, 0, 0, 0, 0))[0], status::SUCCESS);
+    for eq in 0..4u32 {
+        let c = queue(51, eq, eq + 1, 9, 2, EQS + 0x1000 * u64::from(eq));
+        assert_eq!(g.admin(&c)[0], status::SUCCESS, "EQ {eq}");
+    }
+    assert_eq!(g.admin(&queue(52, 0, 0, 6, 5, ACQ))[0], status::SUCCESS);
+    assert_eq!(g.admin(&queue(53, 0, 0, 6, 6, RAQ))[0], status::SUCCESS);
+}
+
 /// The RDMA bootstrap through the Ethernet admin queue (four EQs, the
 /// admin CQ, the admin queue), then the RDMA admin queue as
 /// `ionic_rdma.ko` drives it: every object created, modified and
@@ -576,25 +599,7 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
         server,
     } = attach("rdma-admin", Identity::default());
     bring_up(&mut g, &mut ev0, 100_000);
-    let queue = |op: u8, qid: u32, cid: u32, depth: u8, stride: u8, at: u64| {
-        let mut c = [0u8; 64];
-        c[0] = op;
-        put(&mut c, 4, &qid.to_le_bytes());
-        put(&mut c, 8, &cid.to_le_bytes());
-        c[14] = depth;
-        c[15] = stride;
-        put(&mut c, 16, &(G + at).to_le_bytes());
-        c
-    };
-    // RESET_LIF, four EQs on vectors 1-4 (4-byte EQEs, 512 deep), the
-    // admin CQ on EQ 0, the admin queue on that CQ.
-    assert_eq!(g.admin(&queue(50, 0, 0, 0, 0, 0))[0], status::SUCCESS);
-    for eq in 0..4u32 {
-        let c = queue(51, eq, eq + 1, 9, 2, EQS + 0x1000 * u64::from(eq));
-        assert_eq!(g.admin(&c)[0], status::SUCCESS, "EQ {eq}");
-    }
-    assert_eq!(g.admin(&queue(52, 0, 0, 6, 5, ACQ))[0], status::SUCCESS);
-    assert_eq!(g.admin(&queue(53, 0, 0, 6, 6, RAQ))[0], status::SUCCESS);
+    rdma_bootstrap(&mut g);
     let _ = fired(&mut ev0, Duration::from_millis(50));
     let mut a = RdmaAdmin {
         prod: 0,
@@ -749,4 +754,246 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
         server,
     }
     .finish();
+}
+
+/// The data path through the real socket, as rdma-core's provider drives
+/// it: two RC QPs of one guest (5 and 6) on CQ 1, an MR over a buffer;
+/// WRITE, SEND into a posted receive, READ and a fetch-and-add, each
+/// completed by a CQE (MSN for the sender, the WQE id for the receiver);
+/// CQ 1 armed, its event on EQ 1; a bad opcode and an SGE outside its MR
+/// completing with errors; a doorbell for a QP that does not exist
+/// ignored; QP 6 moved to ERROR flushing its receive queue with one CQE.
+#[test]
+fn rdma_data_path_between_two_qps_of_one_guest() {
+    const BUF: u64 = 0xa0000; // the MR: 64 KiB at iova 0x1000_0000
+    const IOVA: u64 = 0x1000_0000;
+    const KEY: u32 = 0x105;
+    const SQ6: u64 = 0x88000;
+    const RQ6: u64 = 0x89000;
+    let mut rig = attach("rdma-data", Identity::default());
+    let g = &mut rig.g;
+    bring_up(g, &mut rig.ev0, 100_000);
+    rdma_bootstrap(g);
+    let _ = fired(&mut rig.ev0, Duration::from_millis(50));
+    let mut a = RdmaAdmin {
+        prod: 0,
+        cqes: 0,
+        eqes: 0,
+    };
+    let ok = (0, false);
+    let ev1 = &mut rig.ev1;
+    // CQ 1 (16 deep) on EQ 1.
+    let mut cq = [0u8; 34];
+    put(&mut cq, 0, &1u32.to_le_bytes());
+    cq[4] = 4;
+    cq[5] = 5;
+    put(&mut cq, 12, &1u32.to_le_bytes());
+    put(&mut cq, 20, &1u32.to_le_bytes());
+    put(&mut cq, 24, &(G + CQ1).to_le_bytes());
+    assert_eq!(a.run(g, ev1, 1, &cq), ok);
+    // QPs 5 and 6: 16-deep rings of 64-byte WQEs.
+    for (id, sq, rq) in [(5u32, SQ5, RQ5), (6, SQ6, RQ6)] {
+        let mut qp = [0u8; 64];
+        put(&mut qp, 8, &1u32.to_le_bytes());
+        qp[12] = 4;
+        qp[13] = 6;
+        put(&mut qp, 20, &1u32.to_le_bytes());
+        put(&mut qp, 24, &(G + sq).to_le_bytes());
+        put(&mut qp, 32, &1u32.to_le_bytes());
+        qp[36] = 4;
+        qp[37] = 6;
+        put(&mut qp, 44, &1u32.to_le_bytes());
+        put(&mut qp, 48, &(G + rq).to_le_bytes());
+        put(&mut qp, 56, &id.to_le_bytes());
+        assert_eq!(a.run(g, ev1, 2, &qp), ok, "QP {id}");
+    }
+    // INIT with remote rights, RTR to the other (same guest GID), RTS.
+    let hdr = template(Some([10, 0, 0, 1]), None);
+    g.mem_write(HDRS, &hdr);
+    for (id, peer) in [(5u32, 6u32), (6, 5)] {
+        for (mask, state) in [
+            (1u32 | 1 << 3, 1u8),
+            (1 | 1 << 7 | 1 << 8 | 1 << 20, 2),
+            (1, 3),
+        ] {
+            let mut m = [0u8; 60];
+            put(&mut m, 0, &mask.to_be_bytes());
+            put(&mut m, 6, &0x7u16.to_be_bytes());
+            put(&mut m, 16, &peer.to_le_bytes());
+            m[24] = 10;
+            put(&mut m, 32, &(hdr.len() as u32).to_le_bytes());
+            m[39] = state;
+            put(&mut m, 48, &(G + HDRS).to_le_bytes());
+            put(&mut m, 56, &id.to_le_bytes());
+            assert_eq!(a.run(g, ev1, 9, &m), ok, "QP {id} to state {state}");
+        }
+    }
+    // The MR: 64 KiB, contiguous, every right.
+    let mut mr = [0u8; 45];
+    put(&mut mr, 0, &IOVA.to_le_bytes());
+    put(&mut mr, 8, &0x10000u64.to_le_bytes());
+    put(&mut mr, 20, &KEY.to_le_bytes());
+    put(&mut mr, 28, &1u32.to_le_bytes());
+    put(&mut mr, 32, &(G + BUF).to_le_bytes());
+    put(&mut mr, 40, &0xfu16.to_le_bytes());
+    mr[44] = 12;
+    assert_eq!(a.run(g, ev1, 3, &mr), ok);
+
+    // WQE builders (ionic_v1_wqe, big-endian fields) and the CQE reader.
+    let wqe = |id: u64, op: u8, remote: (u64, u32), sges: &[(u64, u32, u32)]| {
+        let mut w = [0u8; 64];
+        w[..8].copy_from_slice(&id.to_le_bytes());
+        w[8] = op;
+        w[9] = sges.len() as u8;
+        w[10..12].copy_from_slice(&8u16.to_be_bytes()); // signaled
+        w[16..20].copy_from_slice(&((remote.0 >> 32) as u32).to_be_bytes());
+        w[20..24].copy_from_slice(&(remote.0 as u32).to_be_bytes());
+        w[24..28].copy_from_slice(&remote.1.to_be_bytes());
+        let total: u32 = sges.iter().map(|s| s.1).sum();
+        w[28..32].copy_from_slice(&total.to_be_bytes());
+        for (i, &(va, len, key)) in sges.iter().enumerate() {
+            let o = 32 + 16 * i;
+            w[o..o + 8].copy_from_slice(&va.to_be_bytes());
+            w[o + 8..o + 12].copy_from_slice(&len.to_be_bytes());
+            w[o + 12..o + 16].copy_from_slice(&key.to_be_bytes());
+        }
+        w
+    };
+    let mut next_cqe = 0u64;
+    let mut cqe = |g: &mut Guest| -> (u32, Vec<u8>) {
+        let c = g.mem_read(CQ1 + 32 * (next_cqe % 16), 32);
+        let qtf = u32::from_be_bytes(c[28..32].try_into().unwrap());
+        assert_eq!(
+            qtf & 1,
+            u32::from(next_cqe / 16 % 2 == 0),
+            "CQE {next_cqe} color"
+        );
+        next_cqe += 1;
+        (qtf, c)
+    };
+    let be32_at = |c: &[u8], at: usize| u32::from_be_bytes(c[at..at + 4].try_into().unwrap());
+    let src = IOVA;
+    let dst = IOVA + 0x1000;
+    g.mem_write(BUF, b"written by RDMA WRITE from QP 5");
+
+    // Arm CQ 1: the first completion raises an event on EQ 1.
+    g.doorbell(8, 1, 1, 0);
+    // WRITE 31 bytes from QP 5 into the buffer's second page.
+    g.mem_write(SQ5, &wqe(0, 4, (dst, KEY), &[(src, 31, KEY)]));
+    g.doorbell(6, 5, 0, 1);
+    let (qtf, c) = cqe(g);
+    assert_eq!(
+        (qtf >> 8, (qtf >> 5) & 7, qtf & 2),
+        (5, 2, 0),
+        "QP 5, SEND_MSN, no error"
+    );
+    assert_eq!(be32_at(&c, 4), 1, "msn 1");
+    assert_eq!(
+        g.mem_read(BUF + 0x1000, 31),
+        b"written by RDMA WRITE from QP 5"
+    );
+    let e = u32::from_be_bytes(g.mem_read(EQS + 0x1000, 4).try_into().unwrap());
+    assert_eq!(e, 1 << 8 | 1, "EQ 1: CQ 1 notify, color 1");
+
+    // SEND 16 bytes from QP 5 into a receive posted on QP 6.
+    let mut recv = [0u8; 64];
+    recv[..8].copy_from_slice(&0u64.to_le_bytes());
+    recv[9] = 1;
+    recv[32..40].copy_from_slice(&(IOVA + 0x2000).to_be_bytes());
+    recv[40..44].copy_from_slice(&64u32.to_be_bytes());
+    recv[44..48].copy_from_slice(&KEY.to_be_bytes());
+    g.mem_write(RQ6, &recv);
+    g.doorbell(7, 6, 0, 1);
+    g.mem_write(SQ5 + 64, &wqe(1, 0, (0, 0), &[(src, 16, KEY)]));
+    g.doorbell(6, 5, 0, 2);
+    let mut seen = [cqe(g), cqe(g)];
+    seen.sort_by_key(|(qtf, _)| qtf >> 8);
+    let (sq, sc) = &seen[0];
+    assert_eq!(
+        (sq >> 8, (sq >> 5) & 7, be32_at(sc, 4)),
+        (5, 2, 2),
+        "send: msn 2"
+    );
+    let (rq, rc) = &seen[1];
+    assert_eq!((rq >> 8, (rq >> 5) & 7), (6, 1), "QP 6's receive");
+    assert_eq!(be32_at(rc, 24), 16, "16 bytes");
+    assert_eq!(be32_at(rc, 8) >> 24, 0, "a plain SEND");
+    assert_eq!(g.mem_read(BUF + 0x2000, 16), b"written by RDMA ");
+
+    // READ 8 bytes from the WRITE's target into the third page.
+    g.mem_write(
+        SQ5 + 128,
+        &wqe(2, 3, (dst + 11, KEY), &[(IOVA + 0x3000, 8, KEY)]),
+    );
+    g.doorbell(6, 5, 0, 3);
+    let (qtf, c) = cqe(g);
+    assert_eq!((qtf & 2, be32_at(&c, 4)), (0, 3));
+    assert_eq!(g.mem_read(BUF + 0x3000, 8), b"RDMA WRI");
+
+    // Fetch-and-add 5 on a counter of 37: the old value comes back.
+    g.mem_write(BUF + 0x4000, &37u64.to_le_bytes());
+    let mut fa = wqe(3, 7, (IOVA + 0x4000, KEY), &[]);
+    fa[32..36].copy_from_slice(&5u32.to_be_bytes()); // swap_add_low
+    fa[48..56].copy_from_slice(&(IOVA + 0x4008).to_be_bytes());
+    fa[56..60].copy_from_slice(&8u32.to_be_bytes());
+    fa[60..64].copy_from_slice(&KEY.to_be_bytes());
+    g.mem_write(SQ5 + 192, &fa);
+    g.doorbell(6, 5, 0, 4);
+    let (qtf, _) = cqe(g);
+    assert_eq!(qtf & 2, 0, "atomic succeeded");
+    assert_eq!(g.u64_at(BUF + 0x4000), 42);
+    assert_eq!(g.u64_at(BUF + 0x4008), 37);
+
+    // An SGE past the MR: LOCAL_PROT_ERR, and the QP is in error, so the
+    // WQE after it is flushed (one flush CQE). A bad opcode on QP 6:
+    // LOCAL_QP_OPER_ERR.
+    g.mem_write(
+        SQ5 + 256,
+        &wqe(4, 4, (dst, KEY), &[(IOVA + 0xff00, 0x200, KEY)]),
+    );
+    g.mem_write(SQ5 + 320, &wqe(5, 4, (dst, KEY), &[(src, 8, KEY)]));
+    g.doorbell(6, 5, 0, 6);
+    let (qtf, c) = cqe(g);
+    assert_eq!(
+        (qtf >> 8, qtf & 2, be32_at(&c, 24)),
+        (5, 2, 3),
+        "LOCAL_PROT_ERR"
+    );
+    let (qtf, c) = cqe(g);
+    assert_eq!(
+        (qtf >> 8, (qtf >> 5) & 7, qtf & 2),
+        (5, 3, 2),
+        "a flush CQE by WQE id"
+    );
+    assert_eq!(be32_at(&c, 24), 4, "WQE_FLUSHED_ERR");
+    g.mem_write(SQ6, &wqe(0, 33, (0, 0), &[]));
+    g.doorbell(6, 6, 0, 1);
+    let (qtf, c) = cqe(g);
+    assert_eq!(
+        (qtf >> 8, qtf & 2, be32_at(&c, 24)),
+        (6, 2, 2),
+        "LOCAL_QP_OPER_ERR"
+    );
+
+    // A doorbell for a QP that does not exist changes nothing.
+    g.doorbell(6, 99, 0, 3);
+    g.doorbell(7, 99, 0, 3);
+    // QP 6 to ERROR with a receive posted: one flush CQE for its queue.
+    g.mem_write(RQ6 + 64, &recv);
+    g.doorbell(7, 6, 0, 2);
+    let mut m = [0u8; 60];
+    put(&mut m, 0, &1u32.to_be_bytes());
+    m[39] = 6;
+    put(&mut m, 56, &6u32.to_le_bytes());
+    assert_eq!(a.run(g, ev1, 9, &m), ok, "QP 6 to ERROR");
+    let (qtf, c) = cqe(g);
+    assert_eq!(
+        (qtf >> 8, (qtf >> 5) & 7, qtf & 2),
+        (6, 1, 2),
+        "QP 6's receive flushed"
+    );
+    assert_eq!(be32_at(&c, 24), 4, "WQE_FLUSHED_ERR");
+    let c = g.mem_read(CQ1 + 32 * (next_cqe % 16), 32);
+    assert_eq!(c[31] & 1, 0, "and nothing more");
+    rig.finish();
 }

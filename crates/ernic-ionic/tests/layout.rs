@@ -637,6 +637,98 @@ fn fw_pairs() -> Vec<(String, usize)> {
     ] {
         off("ionic_v1_cqe", f, o);
     }
+    for (f, o) in [
+        ("base.wqe_id", wqe::WQE_ID),
+        ("base.op", wqe::OP),
+        ("base.num_sge_key", wqe::NUM_SGE_KEY),
+        ("base.flags", wqe::FLAGS_BE),
+        ("base.imm_data_key", wqe::IMM_DATA_KEY_BE),
+        ("common.send.ah_id", wqe::AH_ID_BE),
+        ("common.send.dest_qpn", wqe::DEST_QPN_BE),
+        ("common.send.dest_qkey", wqe::DEST_QKEY_BE),
+        ("common.rdma.remote_va_high", wqe::REMOTE_VA_HIGH_BE),
+        ("common.rdma.remote_va_low", wqe::REMOTE_VA_LOW_BE),
+        ("common.rdma.remote_rkey", wqe::REMOTE_RKEY_BE),
+        ("common.length", wqe::LENGTH_BE),
+        ("common.pld", wqe::PLD),
+        ("recv.pld", wqe::PLD),
+        ("atomic.swap_add_high", wqe::SWAP_ADD_HIGH_BE),
+        ("atomic.swap_add_low", wqe::SWAP_ADD_LOW_BE),
+        ("atomic.compare_high", wqe::COMPARE_HIGH_BE),
+        ("atomic.compare_low", wqe::COMPARE_LOW_BE),
+        ("atomic.sge", wqe::ATOMIC_SGE),
+        ("reg_mr.va", wqe::REG_VA_BE),
+        ("reg_mr.length", wqe::REG_LENGTH_BE),
+        ("reg_mr.offset", wqe::REG_OFFSET_BE),
+        ("reg_mr.dma_addr", wqe::REG_DMA_ADDR_BE),
+        ("reg_mr.map_count", wqe::REG_MAP_COUNT_BE),
+        ("reg_mr.flags", wqe::REG_FLAGS_BE),
+        ("reg_mr.page_size_log2", wqe::REG_PAGE_SIZE_LOG2),
+    ] {
+        off("ionic_v1_wqe", f, o);
+    }
+    for (e, ours) in [
+        ("sizeof(struct ionic_sge)", wqe::SGE_LEN),
+        ("sizeof(struct ionic_v1_wqe)", wqe::MIN_LEN),
+        ("IONIC_V1_FLAG_FENCE", wqe::FLAG_FENCE.into()),
+        ("IONIC_V1_FLAG_SOL", wqe::FLAG_SOL.into()),
+        ("IONIC_V1_FLAG_INL", wqe::FLAG_INL.into()),
+        ("IONIC_V1_FLAG_SIG", wqe::FLAG_SIG.into()),
+        ("IONIC_V1_FLAG_SPEC32", wqe::FLAG_SPEC32.into()),
+        ("IONIC_V1_FLAG_SPEC16", wqe::FLAG_SPEC16.into()),
+        ("IONIC_V1_SPEC_FIRST_SGE", wqe::SPEC_FIRST_SGE),
+        ("IONIC_V1_OP_SEND", op::SEND.into()),
+        ("IONIC_V1_OP_SEND_INV", op::SEND_INV.into()),
+        ("IONIC_V1_OP_SEND_IMM", op::SEND_IMM.into()),
+        ("IONIC_V1_OP_RDMA_READ", op::RDMA_READ.into()),
+        ("IONIC_V1_OP_RDMA_WRITE", op::RDMA_WRITE.into()),
+        ("IONIC_V1_OP_RDMA_WRITE_IMM", op::RDMA_WRITE_IMM.into()),
+        ("IONIC_V1_OP_ATOMIC_CS", op::ATOMIC_CS.into()),
+        ("IONIC_V1_OP_ATOMIC_FA", op::ATOMIC_FA.into()),
+        ("IONIC_V1_OP_REG_MR", op::REG_MR.into()),
+        ("IONIC_V1_OP_LOCAL_INV", op::LOCAL_INV.into()),
+        ("IONIC_V1_OP_BIND_MW", op::BIND_MW.into()),
+        ("IONIC_STS_OK", status::OK as usize),
+        ("IONIC_STS_LOCAL_LEN_ERR", status::LOCAL_LEN_ERR as usize),
+        (
+            "IONIC_STS_LOCAL_QP_OPER_ERR",
+            status::LOCAL_QP_OPER_ERR as usize,
+        ),
+        ("IONIC_STS_LOCAL_PROT_ERR", status::LOCAL_PROT_ERR as usize),
+        (
+            "IONIC_STS_WQE_FLUSHED_ERR",
+            status::WQE_FLUSHED_ERR as usize,
+        ),
+        (
+            "IONIC_STS_MEM_MGMT_OPER_ERR",
+            status::MEM_MGMT_OPER_ERR as usize,
+        ),
+        ("IONIC_STS_BAD_RESP_ERR", status::BAD_RESP_ERR as usize),
+        ("IONIC_STS_LOCAL_ACC_ERR", status::LOCAL_ACC_ERR as usize),
+        (
+            "IONIC_STS_REMOTE_INV_REQ_ERR",
+            status::REMOTE_INV_REQ_ERR as usize,
+        ),
+        ("IONIC_STS_REMOTE_ACC_ERR", status::REMOTE_ACC_ERR as usize),
+        (
+            "IONIC_STS_REMOTE_OPER_ERR",
+            status::REMOTE_OPER_ERR as usize,
+        ),
+        ("IONIC_STS_RETRY_EXCEEDED", status::RETRY_EXCEEDED as usize),
+        (
+            "IONIC_STS_RNR_RETRY_EXCEEDED",
+            status::RNR_RETRY_EXCEEDED as usize,
+        ),
+        ("IONIC_V1_CQE_RECV_OP_SEND", recv_op::SEND as usize),
+        ("IONIC_V1_CQE_RECV_OP_SEND_INV", recv_op::SEND_INV as usize),
+        ("IONIC_V1_CQE_RECV_OP_SEND_IMM", recv_op::SEND_IMM as usize),
+        ("IONIC_V1_CQE_RECV_OP_RDMA_IMM", recv_op::RDMA_IMM as usize),
+        ("IONIC_V1_CQE_RECV_OP_SHIFT", recv_op::SHIFT as usize),
+        ("IONIC_V1_CQE_RECV_IS_IPV4", recv_op::IS_IPV4 as usize),
+        ("IONIC_V1_CQE_RECV_QPN_MASK", 0xff_ffff),
+    ] {
+        v.push((e.to_string(), ours));
+    }
     for (e, ours) in [
         ("sizeof(struct ionic_admin_create_cq)", create_cq::LEN),
         ("sizeof(struct ionic_admin_create_qp)", create_qp::LEN),

@@ -430,3 +430,86 @@ impl RdmaDev {
         self.post_cqe(cqid, &mut b, qtf, dma, fire);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Any bytes as a send or receive WQE of any stride decode without
+        // panicking; what does not fit the WQE is refused, never read past.
+        #[test]
+        fn any_wqe_decodes_or_is_refused(w in proptest::collection::vec(any::<u8>(), 64..=4096)) {
+            let mut sgl = [Sge::default(); MAX_SGES];
+            let wr = decode_send(&w, &mut sgl);
+            prop_assert!(wr.sgl.len() <= MAX_SGES);
+            prop_assert!(wr.inline_data.len() <= w.len());
+            let n = usize::from(w[wqe::NUM_SGE_KEY]);
+            let inline = be16(&w, wqe::FLAGS_BE) & wqe::FLAG_INL != 0;
+            if wr.decode_error.is_none() && !inline && !matches!(wr.op, SendOp::RegMr(_) | SendOp::LocalInv(_)) {
+                let atomic = matches!(wr.op, SendOp::AtomicCas { .. } | SendOp::AtomicFa { .. });
+                prop_assert_eq!(wr.sgl.len(), if atomic { 1 } else { n });
+            }
+            let (_, got) = decode_recv(&w, &mut sgl);
+            if let Some(k) = got {
+                prop_assert!(sgl_at(be16(&w, wqe::FLAGS_BE)) + k * wqe::SGE_LEN <= w.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_wqe_decodes_as_the_driver_wrote_it() {
+        let mut w = [0u8; 128];
+        w[..8].copy_from_slice(&7u64.to_le_bytes());
+        w[wqe::OP] = op::RDMA_WRITE_IMM;
+        w[wqe::NUM_SGE_KEY] = 3;
+        w[wqe::FLAGS_BE..wqe::FLAGS_BE + 2]
+            .copy_from_slice(&(wqe::FLAG_SIG | wqe::FLAG_SPEC32).to_be_bytes());
+        w[wqe::IMM_DATA_KEY_BE..wqe::IMM_DATA_KEY_BE + 4].copy_from_slice(&0xabcdu32.to_be_bytes());
+        w[16..20].copy_from_slice(&1u32.to_be_bytes());
+        w[20..24].copy_from_slice(&0x2000u32.to_be_bytes());
+        w[24..28].copy_from_slice(&0x305u32.to_be_bytes());
+        // SPEC32: lengths first, SGEs from the third slot (byte 64) on; a
+        // 128-byte stride has room for four: five are refused.
+        let mut sgl = [Sge::default(); MAX_SGES];
+        w[wqe::NUM_SGE_KEY] = 5;
+        assert_eq!(
+            decode_send(&w, &mut sgl).decode_error,
+            Some(WcStatus::LocLenErr)
+        );
+        w[wqe::NUM_SGE_KEY] = 3;
+        let mut big = [0u8; 256];
+        big[..128].copy_from_slice(&w);
+        for i in 0..3u64 {
+            let o = 64 + 16 * i as usize;
+            big[o..o + 8].copy_from_slice(&(0x1000 * (i + 1)).to_be_bytes());
+            big[o + 8..o + 12].copy_from_slice(&100u32.to_be_bytes());
+            big[o + 12..o + 16].copy_from_slice(&0x105u32.to_be_bytes());
+        }
+        let wr = decode_send(&big, &mut sgl);
+        assert_eq!(wr.wr_id, 7);
+        assert!(wr.flags.signaled && wr.decode_error.is_none());
+        assert_eq!(
+            wr.op,
+            SendOp::WriteImm(
+                RemoteAddr {
+                    addr: 0x1_0000_2000,
+                    rkey: Rkey(0x305)
+                },
+                0xabcd
+            )
+        );
+        assert_eq!(wr.sgl.len(), 3);
+        assert_eq!(
+            (wr.sgl[2].addr, wr.sgl[2].len, wr.sgl[2].lkey),
+            (0x3000, 100, Lkey(0x105))
+        );
+        // A bad opcode still completes, with an error.
+        big[wqe::OP] = 40;
+        assert_eq!(
+            decode_send(&big, &mut sgl).decode_error,
+            Some(WcStatus::LocQpOpErr)
+        );
+    }
+}
