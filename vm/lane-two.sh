@@ -19,6 +19,11 @@ mirror=${ERNIC_VM_MIRROR:-http://deb.debian.org/debian}
 say() { echo "vm-lane-two: $*"; }
 fail() { echo "vm-lane-two: FAILED: $*"; exit 1; }
 
+# One lane at a time per work directory: they share the chroot, the guest
+# image and its socket paths.
+mkdir -p "$work"
+exec 9> "$work/.lane.lock"
+flock 9
 source "$here/guest.sh"
 
 ns=ernic-vm2-$$

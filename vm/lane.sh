@@ -20,6 +20,11 @@ mirror=${ERNIC_VM_MIRROR:-http://deb.debian.org/debian}
 say() { echo "vm-lane: $*"; }
 fail() { echo "vm-lane: FAILED: $*"; exit 1; }
 
+# One lane at a time per work directory: they share the chroot, the guest
+# image and its socket paths.
+mkdir -p "$work"
+exec 9> "$work/.lane.lock"
+flock 9
 source "$here/guest.sh"
 
 # The host end of the guest's Ethernet: a TAP made by ernic-server in a
@@ -74,6 +79,8 @@ for t in rc_pingpong ud_pingpong write_bw read_bw send_bw send_lat atomic_bw; do
     grep -q "ERNIC-VM: ok $t" "$work/markers.log" || fail "$t did not complete in the guest (see $work/console.log)"
 done
 grep -q 'ERNIC-VM: ok rping 3 pings' "$work/markers.log" || fail "rping (rdma_cm over GSI) did not complete"
+grep -E -q 'ERNIC-VM: hw_counter rdma_writes [1-9]' "$work/markers.log" \
+    || fail "the device's hw_counters do not count the writes (see $work/markers.log)"
 want_qp=${ERNIC_VM_MAX_QP:-1024}
 grep -E -q "ERNIC-VM: devinfo max_qp:[[:space:]]+$want_qp\$" "$work/markers.log" \
     || fail "ibv_devinfo does not show the profile's max_qp $want_qp"

@@ -699,6 +699,9 @@ impl Bar0 {
         // QP and CQ ids by group, and with groups of one the first id of
         // the second would be 1, the GSI QP's.
         d[l::RDMA_UDMA_SHIFT] = 3;
+        // Device and per-QP counters (IONIC_LIF_RDMA_STAT_GLOBAL | _QP),
+        // served by the STATS commands from the core's counters.
+        d[l::RDMA_STATS_TYPE..l::RDMA_STATS_TYPE + 2].copy_from_slice(&3u16.to_le_bytes());
         let counts = [
             id.rdma_aqs,
             id.rdma_qps,

@@ -152,6 +152,16 @@ pub mod stats_hdr {
     pub const LEN: usize = 17;
 }
 
+/// `struct ionic_v1_stat`: a big-endian type and offset word, then a name.
+pub mod stat {
+    pub const TYPE_SHIFT: u32 = 28;
+    pub const TYPE_NONE: u32 = 0;
+    pub const TYPE_LE64: u32 = 4;
+    pub const NAME: usize = 4;
+    pub const NAME_LEN: usize = 28;
+    pub const LEN: usize = 32;
+}
+
 /// `struct ionic_v1_cqe` (32 bytes).
 pub mod cqe {
     pub const LEN: usize = 32;

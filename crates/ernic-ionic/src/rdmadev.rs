@@ -733,6 +733,10 @@ impl RdmaDev {
             admin_op::QUERY_QP => fw::query_qp::LEN,
             admin_op::CREATE_MR => fw::create_mr::LEN,
             admin_op::CREATE_AH => fw::create_ah::LEN,
+            admin_op::STATS_HDRS
+            | admin_op::STATS_VALS
+            | admin_op::QP_STATS_HDRS
+            | admin_op::QP_STATS_VALS => fw::stats_hdr::LEN,
             admin_op::DESTROY_CQ
             | admin_op::DESTROY_QP
             | admin_op::DESTROY_MR
@@ -744,6 +748,8 @@ impl RdmaDev {
         }
         match op {
             admin_op::QUERY_QP => self.query_qp(c, dma),
+            admin_op::STATS_HDRS | admin_op::QP_STATS_HDRS => self.stats(c, dma, false, op),
+            admin_op::STATS_VALS | admin_op::QP_STATS_VALS => self.stats(c, dma, true, op),
             admin_op::NOOP | admin_op::DEBUG | admin_op::MODIFY_DCQCN | admin_op::QUERY_AH => {
                 st::OK
             }
@@ -1018,6 +1024,53 @@ impl RdmaDev {
         }
     }
 
+    /// STATS_HDRS / QP_STATS_HDRS: the counters' names as `struct
+    /// ionic_v1_stat` entries (type LE64, the value's offset; a NONE entry
+    /// ends the list); STATS_VALS / QP_STATS_VALS: the values, 8 bytes
+    /// each at those offsets. The device's counters, or QP `id_ver`'s
+    /// (QP_STATS_VALS); at most `length` bytes are written.
+    fn stats(&mut self, c: &[u8], dma: &mut Dma, vals: bool, op: u8) -> u32 {
+        use ernic_core::Counter;
+        use fw::stats_hdr as f;
+        // The names are the same for every QP: only the values name one.
+        let qp = op == admin_op::QP_STATS_VALS;
+        let counters = if qp {
+            let id = u32_at(c, f::ID_VER);
+            match self.engine.qp_counters(self.dev, Qpn(id)) {
+                Ok(k) => k.clone(),
+                Err(e) => return self.refuse(st::BAD_INDEX, e),
+            }
+        } else {
+            match self.engine.device_counters(self.dev) {
+                Ok(k) => k.clone(),
+                Err(e) => return self.refuse(st::BAD_INDEX, e),
+            }
+        };
+        let len = (u32_at(c, f::LENGTH) as usize).min(64 << 10);
+        let mut out = Vec::with_capacity(len);
+        if vals {
+            for k in Counter::ALL {
+                out.extend_from_slice(&counters.get(k).to_le_bytes());
+            }
+        } else {
+            for (i, k) in Counter::ALL.iter().enumerate() {
+                let type_off = fw::stat::TYPE_LE64 << fw::stat::TYPE_SHIFT | (8 * i) as u32;
+                out.extend_from_slice(&type_off.to_be_bytes());
+                let mut name = [0u8; fw::stat::NAME_LEN];
+                let n = k.name().len().min(fw::stat::NAME_LEN - 1);
+                name[..n].copy_from_slice(&k.name().as_bytes()[..n]);
+                out.extend_from_slice(&name);
+            }
+            // The end: an entry of type NONE.
+            out.extend_from_slice(&[0u8; 4 + fw::stat::NAME_LEN]);
+        }
+        out.truncate(len);
+        if dma.write(u64_at(c, f::DMA_ADDR), &out).is_err() {
+            return self.refuse(st::BAD_ATTR, "the stats buffer is not in guest memory");
+        }
+        st::OK
+    }
+
     /// QUERY_QP: the QP's state, MTU, PSNs, Q_Key or peer QP and rights
     /// into the driver's two buffers (`struct ionic_v1_admin_query_qp_sq`
     /// and `_rq`); one outstanding READ or atomic each way.
@@ -1170,5 +1223,169 @@ impl RdmaDev {
     /// Whether QP `id` has a send and a receive ring.
     pub fn qp_rings(&self, id: u32) -> Option<(bool, bool)> {
         self.qps.get(&id).map(|q| (q.sq.is_some(), q.rq.is_some()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdma::Limits;
+    use ernic_vfio::proto::{DMA_READ, DMA_WRITE};
+    use proptest::prelude::*;
+
+    const G: u64 = 0x10_0000;
+    const RAM: u64 = 1 << 18;
+    const EQ: u64 = 0x1000;
+    const ACQ: u64 = 0x2000;
+    const AQ: u64 = 0x3000;
+    const CQ: u64 = 0x5000;
+    const SQ: u64 = 0x6000;
+    const RQ: u64 = 0x7000;
+
+    fn dma() -> Dma {
+        let mut d = Dma::new(4);
+        let fd = ernic_vfio::client::shared_memory(c"ernic-rdma-test", RAM).unwrap();
+        d.map(G, RAM, 0, DMA_READ | DMA_WRITE, Some(fd)).unwrap();
+        d
+    }
+
+    fn boot() -> Bootstrap {
+        let mut b = Bootstrap::default();
+        let l = Limits {
+            vectors: 32,
+            eqs: 4,
+            cqs: 64,
+            aqs: 1,
+        };
+        let q = |op: u8, qid: u32, cid: u32, depth: u8, stride: u8, at: u64| {
+            let mut c = [0u8; 64];
+            c[0] = op;
+            c[4..8].copy_from_slice(&qid.to_le_bytes());
+            c[8..12].copy_from_slice(&cid.to_le_bytes());
+            c[14] = depth;
+            c[15] = stride;
+            c[16..24].copy_from_slice(&(G + at).to_le_bytes());
+            c
+        };
+        assert_eq!(b.run(&q(51, 0, 1, 8, 2, EQ), l), 0);
+        assert_eq!(b.run(&q(52, 0, 0, 5, 5, ACQ), l), 0);
+        assert_eq!(b.run(&q(53, 0, 0, 5, 6, AQ), l), 0);
+        b
+    }
+
+    fn admin(d: &mut RdmaDev, b: &Bootstrap, m: &mut Dma, prod: &mut u16, op: u8, cmd: &[u8]) {
+        let mut w = vec![0u8; 4 + cmd.len()];
+        w[0] = op;
+        w[2..4].copy_from_slice(&(cmd.len() as u16).to_le_bytes());
+        w[4..].copy_from_slice(cmd);
+        for chunk in w.chunks(64) {
+            m.write(G + AQ + 64 * u64::from(*prod % 32), chunk).unwrap();
+            *prod += 1;
+        }
+        d.aq_doorbell(b, m, 0, *prod % 32, &mut Vec::new());
+    }
+
+    /// A CQ (1, on EQ 0) and an RC QP (5) on it, 16-deep rings of 64 bytes.
+    fn objects(d: &mut RdmaDev, b: &Bootstrap, m: &mut Dma, prod: &mut u16) {
+        let mut cq = [0u8; 34];
+        cq[4] = 4;
+        cq[5] = 5;
+        cq[12..16].copy_from_slice(&1u32.to_le_bytes());
+        cq[20..24].copy_from_slice(&1u32.to_le_bytes());
+        cq[24..32].copy_from_slice(&(G + CQ).to_le_bytes());
+        admin(d, b, m, prod, admin_op::CREATE_CQ, &cq);
+        let mut qp = [0u8; 64];
+        qp[8..12].copy_from_slice(&1u32.to_le_bytes());
+        qp[12] = 4;
+        qp[13] = 6;
+        qp[20..24].copy_from_slice(&1u32.to_le_bytes());
+        qp[24..32].copy_from_slice(&(G + SQ).to_le_bytes());
+        qp[32..36].copy_from_slice(&1u32.to_le_bytes());
+        qp[36] = 4;
+        qp[37] = 6;
+        qp[44..48].copy_from_slice(&1u32.to_le_bytes());
+        qp[48..56].copy_from_slice(&(G + RQ).to_le_bytes());
+        qp[56..60].copy_from_slice(&5u32.to_le_bytes());
+        admin(d, b, m, prod, admin_op::CREATE_QP, &qp);
+        assert!(d.qp_rings(5).is_some());
+    }
+
+    /// What a hostile guest does once the RDMA side is up.
+    #[derive(Debug, Clone)]
+    enum Act {
+        Admin(u8, Vec<u8>),
+        Mem(u16, Vec<u8>),
+        Sq(Vec<u8>, u16),
+        Rq(Vec<u8>, u16),
+        Cq(u32, u8, u16),
+        Bell(u8, u32, u16),
+    }
+
+    fn act() -> impl Strategy<Value = Act> {
+        let bytes = |n| proptest::collection::vec(any::<u8>(), 0..n);
+        prop_oneof![
+            (0u8..24, bytes(200)).prop_map(|(o, b)| Act::Admin(o, b)),
+            (any::<u16>(), bytes(64)).prop_map(|(o, b)| Act::Mem(o, b)),
+            (proptest::collection::vec(any::<u8>(), 64), any::<u16>())
+                .prop_map(|(w, p)| Act::Sq(w, p)),
+            (proptest::collection::vec(any::<u8>(), 64), any::<u16>())
+                .prop_map(|(w, p)| Act::Rq(w, p)),
+            (0u32..8, 0u8..4, any::<u16>()).prop_map(|(q, r, i)| Act::Cq(q, r, i)),
+            (5u8..10, any::<u32>(), any::<u16>()).prop_map(|(t, q, i)| Act::Bell(
+                t,
+                q & 0xff_ffff,
+                i
+            )),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        // Whatever the guest writes — admin commands of any opcode and
+        // bytes, WQEs, ring and table memory, doorbells for any queue —
+        // the device answers without panicking, and every admin command
+        // gets its completion.
+        #[test]
+        fn hostile_guests_do_not_crash_the_rdma_side(acts in proptest::collection::vec(act(), 1..40)) {
+            let mut m = dma();
+            let b = boot();
+            let mut d = RdmaDev::new(RdmaLimits { qps: 64, cqs: 64, mrs: 256, ahs: 64 }, Vec::new());
+            let mut prod = 0u16;
+            objects(&mut d, &b, &mut m, &mut prod);
+            let mut fire = Vec::new();
+            let (mut sq, mut rq) = (0u16, 0u16);
+            for a in acts {
+                match a {
+                    Act::Admin(op, cmd) => {
+                        let before = d.commands();
+                        admin(&mut d, &b, &mut m, &mut prod, op, &cmd);
+                        prop_assert_eq!(d.commands(), before + 1);
+                    }
+                    Act::Mem(o, bytes) => {
+                        // Anywhere but the admin queue and its CQ.
+                        let at = 0x4000 + u64::from(o) % (RAM - 0x4000 - 64);
+                        m.write(G + at, &bytes).unwrap();
+                    }
+                    Act::Sq(w, p) => {
+                        m.write(G + SQ + 64 * u64::from(sq % 16), &w).unwrap();
+                        sq = sq.wrapping_add(1);
+                        d.sq_doorbell(&b, &mut m, 5, if p % 2 == 0 { sq } else { p }, &mut fire);
+                    }
+                    Act::Rq(w, p) => {
+                        m.write(G + RQ + 64 * u64::from(rq % 16), &w).unwrap();
+                        rq = rq.wrapping_add(1);
+                        d.rq_doorbell(&b, &mut m, 5, if p % 2 == 0 { rq } else { p }, &mut fire);
+                    }
+                    Act::Cq(q, r, i) => d.cq_doorbell(&b, &mut m, q, r, i, &mut fire),
+                    Act::Bell(t, q, i) => match t {
+                        5 => d.aq_doorbell(&b, &mut m, q, i, &mut fire),
+                        6 => d.sq_doorbell(&b, &mut m, q, i, &mut fire),
+                        7 => d.rq_doorbell(&b, &mut m, q, i, &mut fire),
+                        8 => d.cq_doorbell(&b, &mut m, q, 1, i, &mut fire),
+                        _ => d.tick(&b, &mut m, &mut fire),
+                    },
+                }
+            }
+        }
     }
 }

@@ -995,5 +995,39 @@ fn rdma_data_path_between_two_qps_of_one_guest() {
     assert_eq!(be32_at(&c, 24), 4, "WQE_FLUSHED_ERR");
     let c = g.mem_read(CQ1 + 32 * (next_cqe % 16), 32);
     assert_eq!(c[31] & 1, 0, "and nothing more");
+
+    // The counters, as the driver reads them for hw_counters: names, then
+    // values at the offsets the names give.
+    const STATS: u64 = 0xb0000;
+    let mut sc = [0u8; 17];
+    put(&mut sc, 0, &(G + STATS).to_le_bytes());
+    put(&mut sc, 8, &4096u32.to_le_bytes());
+    assert_eq!(a.run(g, ev1, 4, &sc), ok, "STATS_HDRS");
+    let hdrs = g.mem_read(STATS, 4096);
+    let mut names = Vec::new();
+    for e in hdrs.chunks(32) {
+        let type_off = u32::from_be_bytes(e[..4].try_into().unwrap());
+        if type_off >> 28 == 0 {
+            break;
+        }
+        assert_eq!(type_off >> 28, 4, "LE64");
+        let name = String::from_utf8_lossy(&e[4..])
+            .trim_end_matches('\0')
+            .to_string();
+        names.push((name, (type_off & 0x0fff_ffff) as u64));
+    }
+    assert_eq!(a.run(g, ev1, 5, &sc), ok, "STATS_VALS");
+    let val = |n: &str| {
+        let off = names.iter().find(|(k, _)| k == n).expect(n).1;
+        g.u64_at(STATS + off)
+    };
+    assert_eq!(val("rdma_writes"), 1, "the WRITE that ran");
+    assert_eq!(val("local_protection_errors"), 1, "the one past its MR");
+    assert_eq!(val("rdma_reads"), 1);
+    assert_eq!(val("rdma_atomics"), 1);
+    put(&mut sc, 12, &5u32.to_le_bytes());
+    assert_eq!(a.run(g, ev1, 18, &sc), ok, "QP_STATS_VALS of QP 5");
+    put(&mut sc, 12, &99u32.to_le_bytes());
+    assert_eq!(a.run(g, ev1, 18, &sc), (2, true), "no QP 99");
     rig.finish();
 }

@@ -669,6 +669,12 @@ fn fw_pairs() -> Vec<(String, usize)> {
     }
     for (e, ours) in [
         ("sizeof(struct ionic_sge)", wqe::SGE_LEN),
+        ("sizeof(struct ionic_v1_stat)", stat::LEN),
+        ("offsetof(struct ionic_v1_stat, name)", stat::NAME),
+        ("sizeof(((struct ionic_v1_stat *)0)->name)", stat::NAME_LEN),
+        ("IONIC_V1_STAT_TYPE_SHIFT", stat::TYPE_SHIFT as usize),
+        ("IONIC_V1_STAT_TYPE_NONE", stat::TYPE_NONE as usize),
+        ("IONIC_V1_STAT_TYPE_LE64", stat::TYPE_LE64 as usize),
         ("sizeof(struct ionic_v1_wqe)", wqe::MIN_LEN),
         ("IONIC_V1_FLAG_FENCE", wqe::FLAG_FENCE.into()),
         ("IONIC_V1_FLAG_SOL", wqe::FLAG_SOL.into()),
