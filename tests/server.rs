@@ -195,3 +195,53 @@ fn two_servers_join_one_mesh() {
     assert!(err.contains("\"nonsense\" is not an IPv6 or IPv4"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `ernic perf --device vfio-user:SOCKET` runs send_lat and write_bw
+/// through an ernic-server's ionic NIC (its shared doorbell pages), and
+/// says clearly what it does not run yet.
+#[test]
+fn perf_runs_through_the_ionic_nic_of_a_server() {
+    let dir = std::env::temp_dir().join(format!("ernic-perf-ionic-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("ernic.sock");
+    let _server = Kill(
+        Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+            .args(["--socket", sock.to_str().unwrap()])
+            .args(["--nic-profile", "shared-doorbells"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() {
+        assert!(Instant::now() < end, "no socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let device = format!("vfio-user:{}", sock.display());
+    for (test, field) in [("send_lat", "lat_us_typical"), ("write_bw", "bw_gbps")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
+            .args(["perf", test, "--device", &device, "-n", "200", "--json"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{test}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert!(v[field].as_f64().unwrap() > 0.0, "{test}: {v}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["perf", "read_bw", "--device", &device])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("send_lat and write_bw so far"));
+    let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["perf", "send_lat", "--device", "rdma0"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("vfio-user:SOCKET"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -6,6 +6,7 @@
 //! are two threads on the loopback fabric ([`loopback`]).
 
 mod baseline;
+mod ionic;
 mod loopback;
 mod remote;
 mod report;
@@ -90,7 +91,8 @@ Examples:
   ernic perf send_lat -s 8 -n 100000
   ernic perf read_bw -a --json
   ernic perf write_bw --server              (on one side)
-  ernic perf write_bw 10.0.0.1 -s 1M --baseline   (on the other)")]
+  ernic perf write_bw 10.0.0.1 -s 1M --baseline   (on the other)
+  ernic perf send_lat --device vfio-user:/tmp/ernic.sock   (through ernic-server's ionic NIC)")]
 pub struct PerfArgs {
     /// The test to run.
     pub test: Test,
@@ -119,6 +121,11 @@ pub struct PerfArgs {
     /// Print one JSON object per size instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Run through an emulated ionic NIC instead of the native verbs:
+    /// `vfio-user:SOCKET` attaches ernic's userspace ionic driver to the
+    /// ernic-server at SOCKET (send_lat and write_bw so far).
+    #[arg(long, value_name = "vfio-user:SOCKET", conflicts_with_all = ["host", "server"])]
+    pub device: Option<String>,
     /// Send requests kept in flight by bandwidth tests.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub tx_depth: u32,
@@ -204,15 +211,30 @@ pub fn run(a: &PerfArgs) -> Result<()> {
         return remote::server(a.test, a.port, a.json);
     }
     let plan = Plan::from_args(a)?;
-    let transport = match &a.host {
-        Some(h) => format!("ernic TCP mesh to {h} (two processes)"),
-        None => "loopback fabric (both sides in this process)".to_string(),
+    let socket = match a.device.as_deref() {
+        None => None,
+        Some(d) => match d.strip_prefix("vfio-user:") {
+            Some(p) if !p.is_empty() => Some(std::path::PathBuf::from(p)),
+            _ => bail!("--device {d}: write vfio-user:SOCKET (an ernic-server's socket)"),
+        },
+    };
+    let transport = match (&a.host, &socket) {
+        (_, Some(p)) => format!(
+            "ionic over vfio-user at {} (both QPs in this process)",
+            p.display()
+        ),
+        (Some(h), None) => format!("ernic TCP mesh to {h} (two processes)"),
+        (None, None) => "loopback fabric (both sides in this process)".to_string(),
     };
     let mut out = report::Reporter::new(plan.test, a.json, a.baseline, transport, a.host.is_some());
+    if socket.is_some() {
+        out = out.kind("ionic");
+    }
     out.header(&plan);
-    match &a.host {
-        Some(h) => remote::client(&plan, h, a.port, a.baseline, &mut |row| out.row(&row))?,
-        None => loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?,
+    match (&a.host, &socket) {
+        (_, Some(p)) => ionic::run(&plan, p, a.baseline, &mut |row| out.row(&row))?,
+        (Some(h), None) => remote::client(&plan, h, a.port, a.baseline, &mut |row| out.row(&row))?,
+        (None, None) => loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?,
     }
     out.footer();
     Ok(())

@@ -76,9 +76,17 @@ pub struct Reporter {
     transport: String,
     /// Two processes: the baselines are TCP, not memcpy and threads.
     remote: bool,
+    /// The JSON `transport`: loopback, mesh or ionic.
+    kind: &'static str,
 }
 
 impl Reporter {
+    /// The same reporter, naming its transport `kind` in JSON.
+    pub fn kind(mut self, kind: &'static str) -> Reporter {
+        self.kind = kind;
+        self
+    }
+
     pub fn new(
         test: Test,
         json: bool,
@@ -92,6 +100,7 @@ impl Reporter {
             baseline,
             transport,
             remote,
+            kind: if remote { "mesh" } else { "loopback" },
         }
     }
 
@@ -150,7 +159,7 @@ impl Reporter {
                         "bw_peak_gbps": peak * 8.0 / 1e9,
                         "bw_MBps": avg / MB,
                         "msg_rate_mpps": msg_rate / 1e6,
-                        "transport": if self.remote { "mesh" } else { "loopback" },
+                        "transport": self.kind,
                     });
                     if let (Some(b), Some(r)) = (row.baseline, ratio) {
                         o["baseline_gbps"] = json!(b * 8.0 / 1e9);
@@ -189,7 +198,7 @@ impl Reporter {
                         "lat_us_stdev": st.stdev,
                         "lat_us_p99": st.p99,
                         "lat_us_p999": st.p999,
-                        "transport": if self.remote { "mesh" } else { "loopback" },
+                        "transport": self.kind,
                     });
                     if let (Some(b), Some(r)) = (row.baseline, ratio) {
                         o["baseline_us"] = json!(b);

@@ -368,6 +368,8 @@ impl Bar0 {
             opcode::Q_IDENTIFY => self.q_identify(&c, &mut comp),
             opcode::Q_INIT => self.q_init(&c, &mut comp),
             opcode::Q_CONTROL => self.q_control(&c),
+            // The RDMA bootstrap runs from BAR 0 as from the admin queue.
+            50..=53 => self.rdma_bootstrap(&c),
             opcode::PORT_RESET => {
                 self.port_info = None;
                 status::SUCCESS
@@ -403,6 +405,17 @@ impl Bar0 {
         };
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
         put32(&mut self.bytes, cmd::DONE, 1);
+    }
+
+    /// An RDMA bootstrap command (50-53) against the profile's limits.
+    fn rdma_bootstrap(&mut self, c: &[u8; 64]) -> u8 {
+        let limits = crate::rdma::Limits {
+            vectors: u32::from(self.id.vectors),
+            eqs: self.id.rdma_eqs,
+            cqs: self.id.rdma_cqs,
+            aqs: self.id.rdma_aqs,
+        };
+        self.rdma.run(c, limits)
     }
 
     /// LIF_SETATTR / LIF_GETATTR: the MAC is kept; other attributes
@@ -600,15 +613,7 @@ impl Bar0 {
                 comp[4..8].copy_from_slice(&self.filters.to_le_bytes());
                 status::SUCCESS
             }
-            50..=53 => {
-                let limits = crate::rdma::Limits {
-                    vectors: u32::from(self.id.vectors),
-                    eqs: self.id.rdma_eqs,
-                    cqs: self.id.rdma_cqs,
-                    aqs: self.id.rdma_aqs,
-                };
-                self.rdma.run(c, limits)
-            }
+            50..=53 => self.rdma_bootstrap(c),
             _ => status::SUCCESS,
         }
     }

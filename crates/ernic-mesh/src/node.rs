@@ -826,6 +826,16 @@ impl Shared {
                                 st.recompute_owners(Some(id));
                             }
                             self.install(c);
+                            // GIDs set between taking our id and installing
+                            // the connection found no connection to go on:
+                            // send them now (set_gids sends later changes).
+                            let st = self.lock();
+                            if st.my_gids != gids {
+                                if let Some(c) = st.conns.get(&0) {
+                                    c.control(gids_frame(id, id, true, &st.my_gids));
+                                }
+                            }
+                            drop(st);
                             return Ok(NodeId(id));
                         }
                         Kind::Refuse => {

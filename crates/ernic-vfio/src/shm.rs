@@ -63,6 +63,41 @@ impl Mapping {
         self.len == 0
     }
 
+    /// Copies `data` in at `offset`; `false` (and nothing written) when it
+    /// does not fit.
+    pub fn write(&self, offset: usize, data: &[u8]) -> bool {
+        if offset.checked_add(data.len()).is_none_or(|e| e > self.len) {
+            return false;
+        }
+        // SAFETY: the range is inside the mapping (checked above); the copy
+        // goes through raw pointers, never a reference into shared memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.base.cast::<u8>().add(offset),
+                data.len(),
+            )
+        };
+        true
+    }
+
+    /// Copies out `buf.len()` bytes at `offset`; `false` when they are not
+    /// all inside the mapping.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) -> bool {
+        if offset.checked_add(buf.len()).is_none_or(|e| e > self.len) {
+            return false;
+        }
+        // SAFETY: as in `write`, the other way.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.cast::<u8>().add(offset),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        true
+    }
+
     fn word(&self, offset: usize) -> Option<*mut u64> {
         if offset % 8 != 0 || offset.checked_add(8)? > self.len {
             return None;
@@ -147,5 +182,11 @@ mod tests {
         assert_eq!(f.map().load(2 * 4096), None, "past the end");
         assert!(!f.map().store(2 * 4096 - 4, 1));
         assert!(Mapping::new(f.fd(), 100, 4096).is_err());
+        assert!(other.write(4096 - 2, b"ab"));
+        let mut got = [0u8; 2];
+        assert!(f.map().read(4096 - 2, &mut got));
+        assert_eq!(&got, b"ab");
+        assert!(!other.write(2 * 4096 - 1, b"ab"), "past the end");
+        assert!(!f.map().read(usize::MAX, &mut got));
     }
 }

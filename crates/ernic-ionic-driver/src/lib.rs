@@ -1,0 +1,731 @@
+//! # ernic-ionic-driver: a userspace ionic driver
+//!
+//! Attaches to an `ernic-server` socket as a vfio-user client (the part
+//! QEMU plays), brings the device up as Linux's `ionic` and `ionic_rdma`
+//! drivers do (IDENTIFY, LIF_IDENTIFY, the RDMA bootstrap of an event
+//! queue, an admin CQ and an admin queue), creates objects through the
+//! RDMA admin queue, and drives the rings as rdma-core's ionic provider
+//! does: v1 WQEs written into the send and receive rings, doorbells, CQEs
+//! read by their color. Work requests and completions are `ernic-core`'s
+//! types, as `ernic-verbs` uses them.
+//!
+//! The driver's "guest memory" is a memfd it shares with the server
+//! (DMA_MAP); rings and buffers are carved from it. Doorbells go into a
+//! shared doorbell page when the server offers them (profile
+//! `shared-doorbells`), one page per QP and CQ, else through BAR 2 as
+//! messages.
+//!
+//! ```no_run
+//! use ernic_ionic_driver::Driver;
+//! let mut d = Driver::attach(std::path::Path::new("/tmp/ernic.sock"), 16 << 20)?;
+//! let cq = d.create_cq(8)?;
+//! # Ok::<(), ernic_ionic_driver::Error>(())
+//! ```
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ernic_core::{Completion, Gid, Qpn, SendOp, SendWr, Sge, WcOpcode, WcStatus};
+use ernic_ionic::fw::{self, admin_op, cqe, wqe};
+use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
+use ernic_vfio::client::{Client, ClientError, shared_memory};
+use ernic_vfio::pci::region;
+use ernic_vfio::proto::{Capabilities, DMA_READ, DMA_WRITE};
+use ernic_vfio::shm::Mapping;
+
+/// Where the driver's memory sits in the device's DMA address space.
+const BASE: u64 = 0x1_0000_0000;
+/// Bytes of a doorbell page.
+const PAGE: u64 = 4096;
+/// How long an admin command may take.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The vfio-user conversation failed.
+    #[error("vfio-user: {0}")]
+    Client(#[from] ClientError),
+    /// A local resource (memory, a mapping) could not be had.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A device command failed.
+    #[error("device command {op} failed with status {status}")]
+    DevCmd {
+        /// The opcode.
+        op: u8,
+        /// `ionic_status_code`.
+        status: u8,
+    },
+    /// An RDMA admin command failed.
+    #[error("admin command {op} failed with status {status}")]
+    Admin {
+        /// The opcode.
+        op: u8,
+        /// `ionic_v1_admin_status`.
+        status: u32,
+    },
+    /// The device did not answer in time.
+    #[error("{0} timed out")]
+    Timeout(&'static str),
+    /// The driver's memory is used up.
+    #[error("out of driver memory ({0} bytes wanted)")]
+    NoMemory(u64),
+    /// A request the driver cannot express.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// The queue has no room.
+    #[error("queue full")]
+    Full,
+}
+
+/// A ring in the driver's memory.
+#[derive(Debug, Clone, Copy)]
+struct Ring {
+    off: u64,
+    depth_log2: u8,
+    stride_log2: u8,
+}
+
+impl Ring {
+    fn depth(&self) -> u32 {
+        1 << self.depth_log2
+    }
+
+    fn slot(&self, i: u32) -> usize {
+        (self.off + (u64::from(i & (self.depth() - 1)) << self.stride_log2)) as usize
+    }
+
+    fn gpa(&self) -> u64 {
+        BASE + self.off
+    }
+}
+
+/// A buffer in the driver's memory: its device address doubles as the
+/// address MRs over it use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buf {
+    off: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+impl Buf {
+    /// The buffer's address as the device sees it (and as SGEs name it).
+    pub fn addr(&self) -> u64 {
+        BASE + self.off
+    }
+}
+
+/// A completion queue.
+#[derive(Debug)]
+pub struct Cq {
+    id: u32,
+    ring: Ring,
+    cons: u32,
+}
+
+impl Cq {
+    /// The device's id for it.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
+/// A queue pair (RC).
+#[derive(Debug)]
+pub struct Qp {
+    id: u32,
+    sq: Ring,
+    rq: Ring,
+    sq_prod: u32,
+    rq_prod: u32,
+    /// Doorbell page offset in the shared area, when there is one.
+    db: Option<usize>,
+    /// wr_ids of posted requests that complete by message sequence number.
+    remote: VecDeque<u64>,
+    msn: u32,
+    /// wr_ids of posted receives, by ring slot.
+    recv_ids: Vec<u64>,
+}
+
+impl Qp {
+    /// The QP number.
+    pub fn qpn(&self) -> Qpn {
+        Qpn(self.id)
+    }
+}
+
+/// A memory region over a driver buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Mr {
+    /// Its key (lkey and rkey alike).
+    pub key: u32,
+    /// The buffer.
+    pub buf: Buf,
+}
+
+/// The driver, attached to one device.
+pub struct Driver {
+    c: Client,
+    mem: Mapping,
+    _mem_fd: std::os::fd::OwnedFd,
+    size: u64,
+    next: u64,
+    aq: Ring,
+    aq_prod: u32,
+    acq: Ring,
+    acq_cons: u32,
+    shared: Option<(Mapping, usize)>,
+    next_cq: u32,
+    next_qp: u32,
+    next_mr: u32,
+    gid: Gid,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("memory", &self.size)
+            .field("shared_doorbells", &self.shared.is_some())
+            .finish()
+    }
+}
+
+fn put(b: &mut [u8], at: usize, v: &[u8]) {
+    b[at..at + v.len()].copy_from_slice(v);
+}
+
+impl Driver {
+    /// Attaches to the server at `socket` with `memory` bytes of driver
+    /// memory, and brings the device up.
+    pub fn attach(socket: &Path, memory: u64) -> Result<Driver, Error> {
+        let mut c = Client::connect(socket, Duration::from_secs(10))?;
+        c.version(&Capabilities::default())?;
+        let size = memory.max(1 << 20).next_multiple_of(PAGE);
+        let fd = shared_memory(c"ernic-driver", size)?;
+        c.dma_map(BASE, size, 0, DMA_READ | DMA_WRITE, &fd)?;
+        let mem = Mapping::new(&fd, 0, size as usize)?;
+        // Shared doorbell pages, if the server offers them.
+        let shared = match c.region_info(region::BAR2)? {
+            (info, Some(dfd)) if !info.sparse.is_empty() => {
+                let (area, len) = info.sparse[0];
+                Some((
+                    Mapping::new(&dfd, info.offset + area, len as usize)?,
+                    len as usize,
+                ))
+            }
+            _ => None,
+        };
+        let mut d = Driver {
+            c,
+            mem,
+            _mem_fd: fd,
+            size,
+            next: 0,
+            aq: Ring {
+                off: 0,
+                depth_log2: 0,
+                stride_log2: 0,
+            },
+            aq_prod: 0,
+            acq: Ring {
+                off: 0,
+                depth_log2: 0,
+                stride_log2: 0,
+            },
+            acq_cons: 0,
+            shared,
+            next_cq: 1,
+            next_qp: 2,
+            next_mr: 1,
+            gid: "::ffff:10.0.0.1".parse().expect("a literal GID"),
+        };
+        d.bring_up()?;
+        Ok(d)
+    }
+
+    /// Whether doorbells go through shared pages (no message each).
+    pub fn shared_doorbells(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Carves `len` bytes (page-aligned) from the driver's memory.
+    pub fn alloc(&mut self, len: u64) -> Result<Buf, Error> {
+        let len = len.max(1).next_multiple_of(PAGE);
+        if self.next + len > self.size {
+            return Err(Error::NoMemory(len));
+        }
+        let b = Buf {
+            off: self.next,
+            len,
+        };
+        self.next += len;
+        Ok(b)
+    }
+
+    /// Copies `data` into `buf` at `at`.
+    pub fn write(&self, buf: &Buf, at: u64, data: &[u8]) -> bool {
+        at + data.len() as u64 <= buf.len && self.mem.write((buf.off + at) as usize, data)
+    }
+
+    /// Copies bytes of `buf` at `at` out.
+    pub fn read(&self, buf: &Buf, at: u64, out: &mut [u8]) -> bool {
+        at + out.len() as u64 <= buf.len && self.mem.read((buf.off + at) as usize, out)
+    }
+
+    fn ring(&mut self, depth_log2: u8, stride_log2: u8) -> Result<Ring, Error> {
+        let b = self.alloc(1 << (depth_log2 + stride_log2))?;
+        Ok(Ring {
+            off: b.off,
+            depth_log2,
+            stride_log2,
+        })
+    }
+
+    /// A device command through BAR 0.
+    fn devcmd(&mut self, c: &[u8; 64]) -> Result<[u8; 16], Error> {
+        self.c
+            .region_write(region::BAR0, cmd::DONE as u64, &[0; 4])?;
+        self.c.region_write(region::BAR0, cmd::CMD as u64, c)?;
+        self.c
+            .region_write(region::BAR0, cmd::DOORBELL as u64, &[1, 0, 0, 0])?;
+        let comp: [u8; 16] = self
+            .c
+            .region_read(region::BAR0, cmd::COMP as u64, 16)?
+            .try_into()
+            .expect("16 bytes");
+        if comp[0] != 0 {
+            return Err(Error::DevCmd {
+                op: c[0],
+                status: comp[0],
+            });
+        }
+        Ok(comp)
+    }
+
+    fn bring_up(&mut self) -> Result<(), Error> {
+        let mut c = [0u8; 64];
+        c[..2].copy_from_slice(&[opcode::IDENTIFY, 2]);
+        self.devcmd(&c)?;
+        c[..3].copy_from_slice(&[opcode::LIF_IDENTIFY, 0, 1]);
+        self.devcmd(&c)?;
+        let data = self
+            .c
+            .region_read(region::BAR0, (cmd::DATA + li::RDMA_VERSION) as u64, 4)?;
+        if data[0] != 1 {
+            return Err(Error::Unsupported("the device does not speak RDMA ABI v1"));
+        }
+        // The bootstrap: reset, one EQ (vector 0), the admin CQ on it, the
+        // admin queue on that CQ.
+        let eq = self.ring(9, 2)?;
+        let acq = self.ring(6, 5)?;
+        let aq = self.ring(6, 6)?;
+        let queue = |op: u8, cid: u32, r: &Ring| {
+            let mut c = [0u8; 64];
+            c[0] = op;
+            put(&mut c, 8, &cid.to_le_bytes());
+            c[14] = r.depth_log2;
+            c[15] = r.stride_log2;
+            put(&mut c, 16, &r.gpa().to_le_bytes());
+            c
+        };
+        let mut reset = [0u8; 64];
+        reset[0] = ernic_ionic::rdma::opcode::RESET_LIF;
+        self.devcmd(&reset)?;
+        self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_EQ, 0, &eq))?;
+        self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_CQ, 0, &acq))?;
+        self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_ADMINQ, 0, &aq))?;
+        self.aq = aq;
+        self.acq = acq;
+        Ok(())
+    }
+
+    /// A doorbell: into the shared page `page` (an offset in the shared
+    /// area) when there is one, else as a BAR 2 write to page 0.
+    fn ring_doorbell(
+        &mut self,
+        page: Option<usize>,
+        t: u8,
+        qid: u32,
+        ring: u8,
+        index: u32,
+    ) -> Result<(), Error> {
+        let v = u64::from(qid) << 24 | u64::from(ring) << 16 | u64::from(index & 0xffff);
+        if let (Some(p), Some((m, _))) = (page, &self.shared) {
+            m.store(p + 8 * usize::from(t), v);
+            return Ok(());
+        }
+        self.c
+            .region_write(region::BAR2, 8 * u64::from(t), &v.to_le_bytes())?;
+        Ok(())
+    }
+
+    /// Runs an RDMA admin command: answers its status (0 for success).
+    fn admin(&mut self, op: u8, body: &[u8]) -> Result<(), Error> {
+        let mut w = vec![0u8; 4 + body.len()];
+        w[0] = op;
+        put(&mut w, 2, &(body.len() as u16).to_le_bytes());
+        put(&mut w, 4, body);
+        let index = self.aq_prod;
+        for chunk in w.chunks(64) {
+            let mut stride = [0u8; 64];
+            stride[..chunk.len()].copy_from_slice(chunk);
+            self.mem.write(self.aq.slot(self.aq_prod), &stride);
+            self.aq_prod = self.aq_prod.wrapping_add(1);
+        }
+        self.ring_doorbell(
+            None,
+            qtype::RDMA_AQ,
+            0,
+            0,
+            self.aq_prod & (self.aq.depth() - 1),
+        )?;
+        let slot = self.acq.slot(self.acq_cons);
+        let color = (self.acq_cons >> self.acq.depth_log2) & 1 == 0;
+        let end = Instant::now() + ADMIN_TIMEOUT;
+        let mut c = [0u8; cqe::LEN];
+        loop {
+            self.mem.read(slot, &mut c);
+            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
+            if (qtf & cqe::COLOR != 0) == color {
+                self.acq_cons = self.acq_cons.wrapping_add(1);
+                let idx = u16::from_be_bytes([c[0], c[1]]);
+                debug_assert_eq!(u32::from(idx), index & (self.aq.depth() - 1));
+                let status = u32::from_be_bytes(c[24..28].try_into().expect("4"));
+                if qtf & cqe::ERROR != 0 {
+                    return Err(Error::Admin { op, status });
+                }
+                return Ok(());
+            }
+            if Instant::now() > end {
+                return Err(Error::Timeout("an admin command"));
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Creates a CQ of `2^depth_log2` entries.
+    pub fn create_cq(&mut self, depth_log2: u8) -> Result<Cq, Error> {
+        let ring = self.ring(depth_log2, 5)?;
+        let id = self.next_cq;
+        let mut b = [0u8; fw::create_cq::LEN];
+        b[fw::create_cq::DEPTH_LOG2] = depth_log2;
+        b[fw::create_cq::STRIDE_LOG2] = 5;
+        put(&mut b, fw::create_cq::ID_VER, &id.to_le_bytes());
+        put(&mut b, fw::create_cq::MAP_COUNT, &1u32.to_le_bytes());
+        put(&mut b, fw::create_cq::DMA_ADDR, &ring.gpa().to_le_bytes());
+        self.admin(admin_op::CREATE_CQ, &b)?;
+        self.next_cq += 1;
+        Ok(Cq { id, ring, cons: 0 })
+    }
+
+    /// Creates an RC QP on `cq` (sends and receives) with 64-byte WQEs.
+    pub fn create_qp(&mut self, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
+        let sq = self.ring(depth_log2, 6)?;
+        let rq = self.ring(depth_log2, 6)?;
+        let id = self.next_qp;
+        use fw::create_qp as f;
+        let mut b = [0u8; f::LEN];
+        for (cq_at, d, s, n, a, r) in [
+            (
+                f::SQ_CQ_ID,
+                f::SQ_DEPTH_LOG2,
+                f::SQ_STRIDE_LOG2,
+                f::SQ_MAP_COUNT,
+                f::SQ_DMA_ADDR,
+                &sq,
+            ),
+            (
+                f::RQ_CQ_ID,
+                f::RQ_DEPTH_LOG2,
+                f::RQ_STRIDE_LOG2,
+                f::RQ_MAP_COUNT,
+                f::RQ_DMA_ADDR,
+                &rq,
+            ),
+        ] {
+            put(&mut b, cq_at, &cq.id.to_le_bytes());
+            b[d] = r.depth_log2;
+            b[s] = r.stride_log2;
+            put(&mut b, n, &1u32.to_le_bytes());
+            put(&mut b, a, &r.gpa().to_le_bytes());
+        }
+        put(&mut b, f::ID_VER, &id.to_le_bytes());
+        b[f::TYPE_STATE] = fw::qpt::RC;
+        self.admin(admin_op::CREATE_QP, &b)?;
+        self.next_qp += 1;
+        // A doorbell page of its own in the shared area (one per QP, so no
+        // two queues of a type share a word).
+        let db = self
+            .shared
+            .as_ref()
+            .map(|(_, len)| ((id as usize) * PAGE as usize) % len);
+        Ok(Qp {
+            id,
+            sq,
+            rq,
+            sq_prod: 0,
+            rq_prod: 0,
+            db,
+            remote: VecDeque::new(),
+            msn: 0,
+            recv_ids: vec![0; 1 << depth_log2],
+        })
+    }
+
+    /// Moves `qp` through INIT, RTR (to `peer` at this driver's GID) and
+    /// RTS, granting the peer every remote right.
+    pub fn connect(&mut self, qp: &Qp, peer: Qpn) -> Result<(), Error> {
+        // A RoCE v2 IPv4 header template naming this driver's GID both ways.
+        let hdr = self.alloc(PAGE)?;
+        let mut h = vec![0u8; 14 + 20 + 8];
+        put(&mut h, 12, &[0x08, 0x00]);
+        h[14] = 0x45;
+        let v4 = self.gid.to_ipv4().map_or([10, 0, 0, 1], |a| a.octets());
+        put(&mut h, 14 + 12, &v4);
+        put(&mut h, 14 + 16, &v4);
+        self.write(&hdr, 0, &h);
+        use fw::{attr, mod_qp as f};
+        for (mask, state) in [
+            (attr::STATE | attr::ACCESS_FLAGS, fw::qps::INIT),
+            (
+                attr::STATE | attr::AV | attr::PATH_MTU | attr::DEST_QPN,
+                fw::qps::RTR,
+            ),
+            (attr::STATE, fw::qps::RTS),
+        ] {
+            let mut b = [0u8; f::LEN];
+            put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
+            let rights = fw::qpf::REMOTE_WRITE | fw::qpf::REMOTE_READ | fw::qpf::REMOTE_ATOMIC;
+            put(&mut b, f::ACCESS_FLAGS_BE, &rights.to_be_bytes());
+            put(&mut b, f::QKEY_DEST_QPN, &peer.0.to_le_bytes());
+            b[f::PMTU] = 5 + 7; // 4096
+            put(&mut b, f::AH_ID_LEN, &(h.len() as u32).to_le_bytes());
+            b[f::TYPE_STATE] = state;
+            put(&mut b, f::DMA_ADDR, &hdr.addr().to_le_bytes());
+            put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+            self.admin(admin_op::MODIFY_QP, &b)?;
+        }
+        Ok(())
+    }
+
+    /// Registers `buf` with every right; its key names it in SGEs and as an
+    /// rkey.
+    pub fn reg_mr(&mut self, buf: Buf) -> Result<Mr, Error> {
+        let key = self.next_mr << 8;
+        use fw::create_mr as f;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::VA, &buf.addr().to_le_bytes());
+        put(&mut b, f::LENGTH, &buf.len.to_le_bytes());
+        put(&mut b, f::ID_VER, &key.to_le_bytes());
+        put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
+        put(&mut b, f::DMA_ADDR, &buf.addr().to_le_bytes());
+        let rights = fw::mrf::LOCAL_WRITE
+            | fw::mrf::REMOTE_WRITE
+            | fw::mrf::REMOTE_READ
+            | fw::mrf::REMOTE_ATOMIC;
+        put(&mut b, f::DBID_FLAGS, &rights.to_le_bytes());
+        b[f::PAGE_SIZE_LOG2] = 12;
+        self.admin(admin_op::CREATE_MR, &b)?;
+        self.next_mr += 1;
+        Ok(Mr { key, buf })
+    }
+
+    /// Posts a send request: its WQE into the send ring, then the doorbell.
+    pub fn post_send(&mut self, qp: &mut Qp, wr: &SendWr<'_>) -> Result<(), Error> {
+        if qp.remote.len() as u32 >= qp.sq.depth() - 1 {
+            return Err(Error::Full);
+        }
+        let mut w = [0u8; 64];
+        let (op, remote, imm) = match wr.op {
+            SendOp::Send => (fw::op::SEND, None, 0),
+            SendOp::SendImm(i) => (fw::op::SEND_IMM, None, i),
+            SendOp::Write(r) => (fw::op::RDMA_WRITE, Some(r), 0),
+            SendOp::WriteImm(r, i) => (fw::op::RDMA_WRITE_IMM, Some(r), i),
+            SendOp::Read(r) => (fw::op::RDMA_READ, Some(r), 0),
+            SendOp::AtomicFa { remote, add } => {
+                put(
+                    &mut w,
+                    wqe::SWAP_ADD_HIGH_BE,
+                    &((add >> 32) as u32).to_be_bytes(),
+                );
+                put(&mut w, wqe::SWAP_ADD_LOW_BE, &(add as u32).to_be_bytes());
+                (fw::op::ATOMIC_FA, Some(remote), 0)
+            }
+            SendOp::AtomicCas {
+                remote,
+                compare,
+                swap,
+            } => {
+                put(
+                    &mut w,
+                    wqe::SWAP_ADD_HIGH_BE,
+                    &((swap >> 32) as u32).to_be_bytes(),
+                );
+                put(&mut w, wqe::SWAP_ADD_LOW_BE, &(swap as u32).to_be_bytes());
+                put(
+                    &mut w,
+                    wqe::COMPARE_HIGH_BE,
+                    &((compare >> 32) as u32).to_be_bytes(),
+                );
+                put(&mut w, wqe::COMPARE_LOW_BE, &(compare as u32).to_be_bytes());
+                (fw::op::ATOMIC_CS, Some(remote), 0)
+            }
+            _ => {
+                return Err(Error::Unsupported(
+                    "this driver posts SEND, WRITE, READ and atomics",
+                ));
+            }
+        };
+        let atomic = matches!(op, fw::op::ATOMIC_FA | fw::op::ATOMIC_CS);
+        if wr.sgl.len() > if atomic { 1 } else { 2 } || wr.flags.inline {
+            return Err(Error::Unsupported(
+                "at most two SGEs (one for atomics), no inline data",
+            ));
+        }
+        put(&mut w, wqe::WQE_ID, &wr.wr_id.to_le_bytes());
+        w[wqe::OP] = op;
+        w[wqe::NUM_SGE_KEY] = wr.sgl.len() as u8;
+        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
+        put(&mut w, wqe::IMM_DATA_KEY_BE, &imm.to_be_bytes());
+        if let Some(r) = remote {
+            put(
+                &mut w,
+                wqe::REMOTE_VA_HIGH_BE,
+                &((r.addr >> 32) as u32).to_be_bytes(),
+            );
+            put(
+                &mut w,
+                wqe::REMOTE_VA_LOW_BE,
+                &(r.addr as u32).to_be_bytes(),
+            );
+            put(&mut w, wqe::REMOTE_RKEY_BE, &r.rkey.0.to_be_bytes());
+        }
+        let at = if atomic { wqe::ATOMIC_SGE } else { wqe::PLD };
+        let total: u32 = wr.sgl.iter().map(|s| s.len).sum();
+        if !atomic {
+            put(&mut w, wqe::LENGTH_BE, &total.to_be_bytes());
+        }
+        for (i, s) in wr.sgl.iter().enumerate() {
+            let o = at + i * wqe::SGE_LEN;
+            put(&mut w, o, &s.addr.to_be_bytes());
+            put(&mut w, o + 8, &s.len.to_be_bytes());
+            put(&mut w, o + 12, &s.lkey.0.to_be_bytes());
+        }
+        self.mem.write(qp.sq.slot(qp.sq_prod), &w);
+        qp.sq_prod = qp.sq_prod.wrapping_add(1);
+        qp.remote.push_back(wr.wr_id);
+        let index = qp.sq_prod & (qp.sq.depth() - 1);
+        self.ring_doorbell(qp.db, qtype::RDMA_SQ, qp.id, 0, index)
+    }
+
+    /// Posts a receive into `sge`.
+    pub fn post_recv(&mut self, qp: &mut Qp, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        let mut w = [0u8; 64];
+        let slot = qp.rq_prod & (qp.rq.depth() - 1);
+        put(&mut w, wqe::WQE_ID, &u64::from(slot).to_le_bytes());
+        w[wqe::NUM_SGE_KEY] = 1;
+        put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
+        put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
+        put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
+        qp.recv_ids[slot as usize] = wr_id;
+        self.mem.write(qp.rq.slot(qp.rq_prod), &w);
+        qp.rq_prod = qp.rq_prod.wrapping_add(1);
+        let index = qp.rq_prod & (qp.rq.depth() - 1);
+        self.ring_doorbell(qp.db, qtype::RDMA_RQ, qp.id, 0, index)
+    }
+
+    /// Reads up to `out.len()` completions from `cq` for the QPs in `qps`.
+    pub fn poll_cq(&mut self, cq: &mut Cq, qps: &mut [&mut Qp], out: &mut [Completion]) -> usize {
+        let mut n = 0;
+        let mut c = [0u8; cqe::LEN];
+        while n < out.len() {
+            let color = (cq.cons >> cq.ring.depth_log2) & 1 == 0;
+            self.mem.read(cq.ring.slot(cq.cons), &mut c);
+            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
+            if (qtf & cqe::COLOR != 0) != color {
+                break;
+            }
+            cq.cons = cq.cons.wrapping_add(1);
+            let qid = qtf >> cqe::QID_SHIFT;
+            let Some(qp) = qps.iter_mut().find(|q| q.id == qid) else {
+                continue;
+            };
+            let st = u32::from_be_bytes(c[24..28].try_into().expect("4"));
+            let status = if qtf & cqe::ERROR == 0 {
+                WcStatus::Success
+            } else {
+                from_ionic(st)
+            };
+            let mut wc = Completion::EMPTY;
+            wc.qpn = Qpn(qid);
+            wc.status = status;
+            match (qtf >> cqe::TYPE_SHIFT) & 7 {
+                cqe::TYPE_RECV => {
+                    let slot = u64::from_le_bytes(c[..8].try_into().expect("8")) as usize;
+                    wc.wr_id = qp.recv_ids.get(slot).copied().unwrap_or(0);
+                    wc.opcode = WcOpcode::Recv;
+                    if status == WcStatus::Success {
+                        wc.byte_len = st;
+                        let op = u32::from_be_bytes(c[8..12].try_into().expect("4")) >> 24;
+                        if op == fw::recv_op::RDMA_IMM || op == fw::recv_op::SEND_IMM {
+                            wc.imm = Some(u32::from_be_bytes(c[20..24].try_into().expect("4")));
+                        }
+                        if op == fw::recv_op::RDMA_IMM {
+                            wc.opcode = WcOpcode::RecvRdmaWithImm;
+                        }
+                    }
+                    out[n] = wc;
+                    n += 1;
+                }
+                cqe::TYPE_SEND_MSN => {
+                    // Every request up to this sequence number is done.
+                    let msn = u32::from_be_bytes(c[4..8].try_into().expect("4"));
+                    while qp.msn != msn && n < out.len() {
+                        let Some(id) = qp.remote.pop_front() else {
+                            break;
+                        };
+                        qp.msn = qp.msn.wrapping_add(1);
+                        wc.wr_id = id;
+                        wc.status = if qp.msn == msn {
+                            status
+                        } else {
+                            WcStatus::Success
+                        };
+                        out[n] = wc;
+                        n += 1;
+                    }
+                }
+                _ => {
+                    // By WQE id (a flush, or a local operation).
+                    wc.wr_id = u64::from_le_bytes(c[16..24].try_into().expect("8"));
+                    qp.remote.retain(|&w| w != wc.wr_id);
+                    out[n] = wc;
+                    n += 1;
+                }
+            }
+        }
+        // The device learns how far the CQ has been read only when it needs
+        // to (arming, which this driver does not offer yet): a doorbell per
+        // poll would cost a message each where pages are not shared.
+        n
+    }
+}
+
+fn from_ionic(s: u32) -> WcStatus {
+    use fw::status as st;
+    match s {
+        st::LOCAL_LEN_ERR => WcStatus::LocLenErr,
+        st::LOCAL_QP_OPER_ERR => WcStatus::LocQpOpErr,
+        st::LOCAL_PROT_ERR => WcStatus::LocProtErr,
+        st::WQE_FLUSHED_ERR => WcStatus::WrFlushErr,
+        st::REMOTE_INV_REQ_ERR => WcStatus::RemInvReqErr,
+        st::REMOTE_ACC_ERR => WcStatus::RemAccessErr,
+        st::REMOTE_OPER_ERR => WcStatus::RemOpErr,
+        st::RETRY_EXCEEDED => WcStatus::RetryExcErr,
+        st::RNR_RETRY_EXCEEDED => WcStatus::RnrRetryExcErr,
+        _ => WcStatus::GeneralErr,
+    }
+}

@@ -1,0 +1,140 @@
+//! The userspace driver against a server over a real socket: bring-up,
+//! objects through the admin queue, and RDMA between two QPs of one
+//! "guest" — SEND into a posted receive, WRITE, READ, fetch-and-add —
+//! with doorbells trapped, and with the shared doorbell pages.
+
+use std::os::unix::net::UnixListener;
+use std::time::{Duration, Instant};
+
+use ernic_core::{Completion, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus};
+use ernic_ionic::function::IonicFunction;
+use ernic_ionic::profile;
+use ernic_ionic_driver::{Cq, Driver, Qp};
+use ernic_vfio::proto::Capabilities;
+use ernic_vfio::server::Server;
+
+fn serve(name: &str, profile_spec: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ernic-drv-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    let id = profile::load(profile_spec).unwrap();
+    std::thread::spawn(move || {
+        let shared = id.shared_doorbell_pages;
+        let f = IonicFunction::new(id)
+            .with_shared_doorbells(shared)
+            .unwrap();
+        let mut s = Server::new(f, Capabilities::default());
+        if let Ok((c, _)) = listener.accept() {
+            let _ = s.serve(&c);
+        }
+    });
+    path
+}
+
+/// Polls until `n` completions came (bounded).
+fn wait(d: &mut Driver, cq: &mut Cq, qps: &mut [&mut Qp], n: usize) -> Vec<Completion> {
+    let mut got = Vec::new();
+    let mut buf = [Completion::EMPTY; 8];
+    let end = Instant::now() + Duration::from_secs(5);
+    while got.len() < n {
+        let k = d.poll_cq(cq, qps, &mut buf);
+        got.extend_from_slice(&buf[..k]);
+        assert!(Instant::now() < end, "{} of {n} completions", got.len());
+    }
+    got
+}
+
+fn rdma_between_two_qps(profile_spec: &str) {
+    let path = serve(profile_spec, profile_spec);
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    assert_eq!(d.shared_doorbells(), profile_spec.contains("shared"));
+    let mut cq = d.create_cq(6).unwrap();
+    let mut a = d.create_qp(&cq, 5).unwrap();
+    let mut b = d.create_qp(&cq, 5).unwrap();
+    d.connect(&a, b.qpn()).unwrap();
+    d.connect(&b, a.qpn()).unwrap();
+    let buf = d.alloc(64 << 10).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = |off: u64, len: u32| Sge {
+        addr: buf.addr() + off,
+        len,
+        lkey: Lkey(mr.key),
+    };
+    let remote = |off: u64| RemoteAddr {
+        addr: buf.addr() + off,
+        rkey: Rkey(mr.key),
+    };
+    assert!(d.write(&buf, 0, b"hello through the ionic rings"));
+
+    // SEND from a into a receive posted on b.
+    d.post_recv(&mut b, 77, sge(0x1000, 256)).unwrap();
+    d.post_send(&mut a, &SendWr::new(1, SendOp::Send).sgl(&[sge(0, 29)]))
+        .unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 2);
+    let recv = wcs.iter().find(|w| w.opcode == WcOpcode::Recv).unwrap();
+    assert_eq!(
+        (recv.wr_id, recv.byte_len, recv.status),
+        (77, 29, WcStatus::Success)
+    );
+    let send = wcs.iter().find(|w| w.wr_id == 1).unwrap();
+    assert_eq!(send.status, WcStatus::Success);
+    let mut got = [0u8; 29];
+    d.read(&buf, 0x1000, &mut got);
+    assert_eq!(&got, b"hello through the ionic rings");
+
+    // WRITE, READ, fetch-and-add, in order on one QP.
+    d.post_send(
+        &mut a,
+        &SendWr::new(2, SendOp::Write(remote(0x2000))).sgl(&[sge(0, 5)]),
+    )
+    .unwrap();
+    d.post_send(
+        &mut a,
+        &SendWr::new(3, SendOp::Read(remote(0x2000))).sgl(&[sge(0x3000, 5)]),
+    )
+    .unwrap();
+    d.write(&buf, 0x4000, &40u64.to_le_bytes());
+    let fa = SendOp::AtomicFa {
+        remote: remote(0x4000),
+        add: 2,
+    };
+    d.post_send(&mut a, &SendWr::new(4, fa).sgl(&[sge(0x4008, 8)]))
+        .unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 3);
+    let ids: Vec<u64> = wcs.iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, [2, 3, 4], "in order, by sequence number");
+    assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+    let mut five = [0u8; 5];
+    d.read(&buf, 0x3000, &mut five);
+    assert_eq!(&five, b"hello");
+    let mut v = [0u8; 8];
+    d.read(&buf, 0x4000, &mut v);
+    assert_eq!(u64::from_le_bytes(v), 42);
+    d.read(&buf, 0x4008, &mut v);
+    assert_eq!(u64::from_le_bytes(v), 40);
+
+    // A WRITE to a key that does not exist: a remote access error.
+    let bad = RemoteAddr {
+        addr: buf.addr(),
+        rkey: Rkey(0x7700),
+    };
+    d.post_send(
+        &mut a,
+        &SendWr::new(5, SendOp::Write(bad)).sgl(&[sge(0, 5)]),
+    )
+    .unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (5, WcStatus::RemAccessErr));
+}
+
+#[test]
+fn rdma_between_two_qps_with_trapped_doorbells() {
+    rdma_between_two_qps("compat");
+}
+
+#[test]
+fn rdma_between_two_qps_with_shared_doorbell_pages() {
+    rdma_between_two_qps("compat,shared-doorbells");
+}
