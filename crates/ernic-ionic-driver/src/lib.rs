@@ -148,6 +148,24 @@ pub struct Qp {
     msn: u32,
     /// wr_ids of posted receives, by ring slot.
     recv_ids: Vec<u64>,
+    /// Receives come from an SRQ (their completions carry the wr_id).
+    srq: bool,
+}
+
+/// A shared receive queue.
+#[derive(Debug)]
+pub struct Srq {
+    id: u32,
+    ring: Ring,
+    prod: u32,
+    db: Option<usize>,
+}
+
+impl Srq {
+    /// The id the device gave it.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
 }
 
 impl Qp {
@@ -362,8 +380,9 @@ impl Driver {
         Ok(())
     }
 
-    /// Runs an RDMA admin command: answers its status (0 for success).
-    fn admin(&mut self, op: u8, body: &[u8]) -> Result<(), Error> {
+    /// Runs an RDMA admin command; answers the two result words its CQE
+    /// carries (ernic's SRQ commands use them).
+    fn admin(&mut self, op: u8, body: &[u8]) -> Result<[u32; 2], Error> {
         let mut w = vec![0u8; 4 + body.len()];
         w[0] = op;
         put(&mut w, 2, &(body.len() as u16).to_le_bytes());
@@ -397,7 +416,9 @@ impl Driver {
                 if qtf & cqe::ERROR != 0 {
                     return Err(Error::Admin { op, status });
                 }
-                return Ok(());
+                let at = fw::srq::CQE_RESULT;
+                let word = |o: usize| u32::from_le_bytes(c[o..o + 4].try_into().expect("4"));
+                return Ok([word(at), word(at + 4)]);
             }
             if Instant::now() > end {
                 return Err(Error::Timeout("an admin command"));
@@ -423,6 +444,15 @@ impl Driver {
 
     /// Creates an RC QP on `cq` (sends and receives) with 64-byte WQEs.
     pub fn create_qp(&mut self, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
+        self.create_qp_on(cq, depth_log2, None)
+    }
+
+    /// As [`create_qp`](Driver::create_qp), its receives drawn from `srq`.
+    pub fn create_qp_with_srq(&mut self, cq: &Cq, depth_log2: u8, srq: &Srq) -> Result<Qp, Error> {
+        self.create_qp_on(cq, depth_log2, Some(srq))
+    }
+
+    fn create_qp_on(&mut self, cq: &Cq, depth_log2: u8, srq: Option<&Srq>) -> Result<Qp, Error> {
         let sq = self.ring(depth_log2, 6)?;
         let rq = self.ring(depth_log2, 6)?;
         let id = self.next_qp;
@@ -447,11 +477,16 @@ impl Driver {
             ),
         ] {
             put(&mut b, cq_at, &cq.id.to_le_bytes());
+            if srq.is_some() && cq_at == f::RQ_CQ_ID {
+                continue; // no RQ ring of its own
+            }
             b[d] = r.depth_log2;
             b[s] = r.stride_log2;
             put(&mut b, n, &1u32.to_le_bytes());
             put(&mut b, a, &r.gpa().to_le_bytes());
         }
+        let srq_id = srq.map_or(u32::MAX, |s| s.id);
+        put(&mut b, f::RQ_TBL_INDEX_SRQ_ID, &srq_id.to_le_bytes());
         put(&mut b, f::ID_VER, &id.to_le_bytes());
         b[f::TYPE_STATE] = fw::qpt::RC;
         self.admin(admin_op::CREATE_QP, &b)?;
@@ -472,7 +507,67 @@ impl Driver {
             remote: VecDeque::new(),
             msn: 0,
             recv_ids: vec![0; 1 << depth_log2],
+            srq: srq.is_some(),
         })
+    }
+
+    /// Creates a shared receive queue of `2^depth_log2` 64-byte WQEs with
+    /// low watermark `limit`.
+    pub fn create_srq(&mut self, depth_log2: u8, limit: u32) -> Result<Srq, Error> {
+        let ring = self.ring(depth_log2, 6)?;
+        use fw::srq as f;
+        let mut b = [0u8; f::CREATE_LEN];
+        b[f::DEPTH_LOG2] = depth_log2;
+        b[f::STRIDE_LOG2] = 6;
+        put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
+        put(&mut b, f::DMA_ADDR, &ring.gpa().to_le_bytes());
+        put(&mut b, f::LIMIT, &limit.to_le_bytes());
+        let [id, _] = self.admin(fw::srq_op::CREATE_SRQ, &b)?;
+        let db = self
+            .shared
+            .as_ref()
+            .map(|(_, len)| ((id as usize) * PAGE as usize) % len);
+        Ok(Srq {
+            id,
+            ring,
+            prod: 0,
+            db,
+        })
+    }
+
+    /// Sets an SRQ's low watermark.
+    pub fn modify_srq(&mut self, srq: &Srq, limit: u32) -> Result<(), Error> {
+        let mut b = [0u8; fw::srq::MODIFY_LEN];
+        put(&mut b, fw::srq::ID, &srq.id.to_le_bytes());
+        put(&mut b, fw::srq::MODIFY_LIMIT, &limit.to_le_bytes());
+        self.admin(fw::srq_op::MODIFY_SRQ, &b).map(|_| ())
+    }
+
+    /// An SRQ's (limit, receives outstanding).
+    pub fn query_srq(&mut self, srq: &Srq) -> Result<(u32, u32), Error> {
+        let [limit, n] = self.admin(fw::srq_op::QUERY_SRQ, &srq.id.to_le_bytes())?;
+        Ok((limit, n))
+    }
+
+    /// Destroys an SRQ no QP uses.
+    pub fn destroy_srq(&mut self, srq: Srq) -> Result<(), Error> {
+        self.admin(fw::srq_op::DESTROY_SRQ, &srq.id.to_le_bytes())
+            .map(|_| ())
+    }
+
+    /// Posts a receive on an SRQ; its completion names the QP that took it
+    /// and carries `wr_id`.
+    pub fn post_srq_recv(&mut self, srq: &mut Srq, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        let mut w = [0u8; 64];
+        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
+        w[wqe::NUM_SGE_KEY] = 1;
+        put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
+        put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
+        put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
+        self.mem.write(srq.ring.slot(srq.prod), &w);
+        srq.prod = srq.prod.wrapping_add(1);
+        let index = srq.prod & (srq.ring.depth() - 1);
+        self.ring_doorbell(srq.db, qtype::RDMA_RQ, srq.id, 0, index)
     }
 
     /// Moves `qp` through INIT, RTR (to `peer` at this driver's GID) and
@@ -664,8 +759,12 @@ impl Driver {
             wc.status = status;
             match (qtf >> cqe::TYPE_SHIFT) & 7 {
                 cqe::TYPE_RECV => {
-                    let slot = u64::from_le_bytes(c[..8].try_into().expect("8")) as usize;
-                    wc.wr_id = qp.recv_ids.get(slot).copied().unwrap_or(0);
+                    let id = u64::from_le_bytes(c[..8].try_into().expect("8"));
+                    wc.wr_id = if qp.srq {
+                        id
+                    } else {
+                        qp.recv_ids.get(id as usize).copied().unwrap_or(0)
+                    };
                     wc.opcode = WcOpcode::Recv;
                     if status == WcStatus::Success {
                         wc.byte_len = st;

@@ -138,3 +138,66 @@ fn rdma_between_two_qps_with_trapped_doorbells() {
 fn rdma_between_two_qps_with_shared_doorbell_pages() {
     rdma_between_two_qps("compat,shared-doorbells");
 }
+
+/// A shared receive queue (ernic's admin commands; the stock driver has
+/// none): two QPs draw their receives from it, the SENDs to each land in
+/// its buffers in posting order with the posted wr_ids, the limit is set
+/// and read back with the receives outstanding, and an SRQ in use cannot
+/// be destroyed.
+#[test]
+fn two_qps_share_a_receive_queue() {
+    let path = serve("srq", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(6).unwrap();
+    let mut srq = d.create_srq(5, 2).unwrap();
+    assert!(srq.id() >= 1024, "SRQ ids lie above the QP ids");
+    let mut a = d.create_qp(&cq, 5).unwrap();
+    let mut b = d.create_qp_with_srq(&cq, 5, &srq).unwrap();
+    let mut c = d.create_qp_with_srq(&cq, 5, &srq).unwrap();
+    d.connect(&a, b.qpn()).unwrap();
+    d.connect(&b, a.qpn()).unwrap();
+    let mut a2 = d.create_qp(&cq, 5).unwrap();
+    d.connect(&a2, c.qpn()).unwrap();
+    d.connect(&c, a2.qpn()).unwrap();
+    let buf = d.alloc(64 << 10).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = |off: u64, len: u32| Sge {
+        addr: buf.addr() + off,
+        len,
+        lkey: Lkey(mr.key),
+    };
+    for i in 0..4u64 {
+        d.post_srq_recv(&mut srq, 100 + i, sge(0x1000 * (i + 1), 64))
+            .unwrap();
+    }
+    assert_eq!(d.query_srq(&srq).unwrap(), (2, 4));
+    d.write(&buf, 0, b"to b via the srq");
+    d.write(&buf, 0x100, b"to c via the srq");
+    d.post_send(&mut a, &SendWr::new(1, SendOp::Send).sgl(&[sge(0, 16)]))
+        .unwrap();
+    d.post_send(
+        &mut a2,
+        &SendWr::new(2, SendOp::Send).sgl(&[sge(0x100, 16)]),
+    )
+    .unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut a2, &mut b, &mut c], 4);
+    let recvs: Vec<(u32, u64)> = wcs
+        .iter()
+        .filter(|w| w.opcode == WcOpcode::Recv)
+        .map(|w| (w.qpn.0, w.wr_id))
+        .collect();
+    assert_eq!(recvs, [(b.qpn().0, 100), (c.qpn().0, 101)]);
+    let mut got = [0u8; 16];
+    d.read(&buf, 0x1000, &mut got);
+    assert_eq!(&got, b"to b via the srq");
+    d.read(&buf, 0x2000, &mut got);
+    assert_eq!(&got, b"to c via the srq");
+    d.modify_srq(&srq, 1).unwrap();
+    assert_eq!(d.query_srq(&srq).unwrap(), (1, 2));
+    // QPs still draw from it: it cannot go.
+    let err = d.destroy_srq(srq).unwrap_err();
+    assert!(
+        matches!(err, ernic_ionic_driver::Error::Admin { status: 3, .. }),
+        "{err}"
+    );
+}

@@ -32,6 +32,40 @@ pub mod admin_op {
     pub const COUNT: u8 = 19;
 }
 
+/// ernic's own admin commands for shared receive queues, which Linux's
+/// `ionic_fw.h` does not have (its driver offers no SRQ verbs); numbered
+/// well past `IONIC_V1_ADMIN_OPCODES_MAX`. Results come back in the admin
+/// CQE's reserved bytes at [`srq::CQE_RESULT`].
+pub mod srq_op {
+    pub const CREATE_SRQ: u8 = 40;
+    pub const MODIFY_SRQ: u8 = 41;
+    pub const QUERY_SRQ: u8 = 42;
+    pub const DESTROY_SRQ: u8 = 43;
+}
+
+/// The SRQ commands' layouts (ernic's). CREATE_SRQ: its ring (depth,
+/// stride, page size, a direct or tabled page list) and low watermark;
+/// the CQE answers the id the device gave it (above the QP id range, so
+/// the RQ doorbell type reaches it). MODIFY_SRQ: id and limit. QUERY_SRQ:
+/// id; the CQE answers the limit and the receives outstanding.
+/// DESTROY_SRQ: id. A QP draws from an SRQ when CREATE_QP gives no RQ
+/// ring and names the SRQ in `rq_tbl_index_srq_id`.
+pub mod srq {
+    pub const DEPTH_LOG2: usize = 0;
+    pub const STRIDE_LOG2: usize = 1;
+    pub const PAGE_SIZE_LOG2: usize = 2;
+    pub const MAP_COUNT: usize = 4;
+    pub const DMA_ADDR: usize = 8;
+    pub const LIMIT: usize = 16;
+    pub const CREATE_LEN: usize = 20;
+    pub const ID: usize = 0;
+    pub const MODIFY_LIMIT: usize = 4;
+    pub const MODIFY_LEN: usize = 8;
+    /// Where an SRQ command's results go in its admin CQE (after `cmd_op`,
+    /// in `admin.rsvd`): two little-endian words.
+    pub const CQE_RESULT: usize = 4;
+}
+
 /// `enum ionic_v1_admin_status`.
 pub mod admin_status {
     pub const OK: u32 = 0;

@@ -256,6 +256,19 @@ pub struct RdmaDev {
     verbose: bool,
     /// The TCP mesh to other servers (`--backend tcp`).
     mesh: Option<std::sync::Arc<ernic_mesh::Mesh>>,
+    /// Shared receive queues, by the id the device gave them.
+    srqs: BTreeMap<u32, Srq>,
+    /// QP ids run below this; SRQ ids from it up.
+    qp_count: u32,
+    /// Results of the command being run, for its admin CQE.
+    result: [u32; 2],
+}
+
+/// A shared receive queue's ring and the device's place in it.
+#[derive(Debug)]
+struct Srq {
+    ring: Ring,
+    prod: u32,
 }
 
 impl std::fmt::Debug for RdmaDev {
@@ -379,6 +392,9 @@ impl RdmaDev {
             why: String::new(),
             verbose: false,
             mesh: None,
+            srqs: BTreeMap::new(),
+            qp_count: limits.qps.max(2),
+            result: [0; 2],
         }
     }
 
@@ -498,6 +514,7 @@ impl RdmaDev {
         self.qps.clear();
         self.mrs.clear();
         self.ahs.clear();
+        self.srqs.clear();
     }
 
     /// Brings the view of guest memory and the bootstrap's queues up to
@@ -626,6 +643,10 @@ impl RdmaDev {
             c[cqe::ADMIN_CMD_IDX_BE..cqe::ADMIN_CMD_IDX_BE + 2]
                 .copy_from_slice(&(index as u16).to_be_bytes());
             c[cqe::ADMIN_CMD_OP] = op;
+            let r = fw::srq::CQE_RESULT;
+            c[r..r + 4].copy_from_slice(&self.result[0].to_le_bytes());
+            c[r + 4..r + 8].copy_from_slice(&self.result[1].to_le_bytes());
+            self.result = [0; 2];
             c[cqe::STATUS_LENGTH_BE..cqe::STATUS_LENGTH_BE + 4]
                 .copy_from_slice(&status.to_be_bytes());
             let mut qtf = aqid << cqe::QID_SHIFT | cqe::TYPE_ADMIN << cqe::TYPE_SHIFT;
@@ -733,6 +754,9 @@ impl RdmaDev {
             admin_op::QUERY_QP => fw::query_qp::LEN,
             admin_op::CREATE_MR => fw::create_mr::LEN,
             admin_op::CREATE_AH => fw::create_ah::LEN,
+            fw::srq_op::CREATE_SRQ => fw::srq::CREATE_LEN,
+            fw::srq_op::MODIFY_SRQ => fw::srq::MODIFY_LEN,
+            fw::srq_op::QUERY_SRQ | fw::srq_op::DESTROY_SRQ => 4,
             admin_op::STATS_HDRS
             | admin_op::STATS_VALS
             | admin_op::QP_STATS_HDRS
@@ -748,6 +772,10 @@ impl RdmaDev {
         }
         match op {
             admin_op::QUERY_QP => self.query_qp(c, dma),
+            fw::srq_op::CREATE_SRQ => self.create_srq(c, dma),
+            fw::srq_op::MODIFY_SRQ | fw::srq_op::QUERY_SRQ | fw::srq_op::DESTROY_SRQ => {
+                self.srq_command(op, c)
+            }
             admin_op::STATS_HDRS | admin_op::QP_STATS_HDRS => self.stats(c, dma, false, op),
             admin_op::STATS_VALS | admin_op::QP_STATS_VALS => self.stats(c, dma, true, op),
             admin_op::NOOP | admin_op::DEBUG | admin_op::MODIFY_DCQCN | admin_op::QUERY_AH => {
@@ -899,9 +927,17 @@ impl RdmaDev {
             Err(s) => return s,
         };
         let (sq_cq, rq_cq) = (u32_at(c, f::SQ_CQ_ID), u32_at(c, f::RQ_CQ_ID));
+        // No RQ ring and an SRQ named: receives come from it.
+        let srq_id = u32_at(c, f::RQ_TBL_INDEX_SRQ_ID);
+        let srq = (rq.is_none() && self.srqs.contains_key(&srq_id))
+            .then(|| ernic_core::SrqId(srq_id - self.qp_count));
         // A missing queue still names a CQ in the core; its own stands in.
         let send_cq = if sq.is_some() { sq_cq } else { rq_cq };
-        let recv_cq = if rq.is_some() { rq_cq } else { sq_cq };
+        let recv_cq = if rq.is_some() || srq.is_some() {
+            rq_cq
+        } else {
+            sq_cq
+        };
         for cq in [send_cq, recv_cq] {
             if !self.cqs.contains_key(&cq) || self.aqs.iter().any(|a| a.cq == cq) {
                 return self.refuse(st::BAD_ATTR, format_args!("no CQ {cq} for a QP"));
@@ -928,7 +964,7 @@ impl RdmaDev {
             pd: self.pd,
             send_cq: CqId(send_cq),
             recv_cq: CqId(recv_cq),
-            srq: None,
+            srq,
             caps,
             sq_sig_all: true,
             qpn: Some(Qpn(id)),
@@ -1021,6 +1057,69 @@ impl RdmaDev {
                 }
                 st::OK
             }
+        }
+    }
+
+    /// CREATE_SRQ: a ring (bounded, page table read once) and an id above
+    /// the QP id range, answered in the CQE.
+    fn create_srq(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+        use fw::srq as f;
+        let ring = match Ring::described(
+            dma,
+            u64_at(c, f::DMA_ADDR),
+            u32_at(c, f::MAP_COUNT),
+            c[f::PAGE_SIZE_LOG2],
+            c[f::DEPTH_LOG2],
+            c[f::STRIDE_LOG2],
+        ) {
+            Ok(r) => r,
+            Err(s) => return self.refuse(s, "the SRQ's ring"),
+        };
+        let id =
+            (self.qp_count..self.qp_count.saturating_mul(2)).find(|i| !self.srqs.contains_key(i));
+        let Some(id) = id else {
+            return self.refuse(st::BAD_INDEX, "no SRQ id left");
+        };
+        let sges = ((ring.stride().saturating_sub(32)) / 16).clamp(1, ernic_core::MAX_SGE) as u32;
+        let srq = ernic_core::SrqId(id - self.qp_count);
+        if let Err(e) = self
+            .engine
+            .create_srq(self.dev, Some(srq), self.pd, ring.depth(), sges)
+        {
+            return self.refuse(st::BAD_ATTR, e);
+        }
+        if let Err(e) = self.engine.modify_srq(self.dev, srq, u32_at(c, f::LIMIT)) {
+            let _ = self.engine.destroy_srq(self.dev, srq);
+            return self.refuse(st::BAD_ATTR, e);
+        }
+        self.srqs.insert(id, Srq { ring, prod: 0 });
+        self.result = [id, 0];
+        st::OK
+    }
+
+    /// MODIFY_SRQ (the limit), QUERY_SRQ (limit and receives outstanding,
+    /// in the CQE), DESTROY_SRQ.
+    fn srq_command(&mut self, op: u8, c: &[u8]) -> u32 {
+        let id = u32_at(c, fw::srq::ID);
+        if !self.srqs.contains_key(&id) {
+            return self.refuse(st::BAD_INDEX, format_args!("no SRQ {id}"));
+        }
+        let srq = ernic_core::SrqId(id - self.qp_count);
+        let r = match op {
+            fw::srq_op::MODIFY_SRQ => {
+                self.engine
+                    .modify_srq(self.dev, srq, u32_at(c, fw::srq::MODIFY_LIMIT))
+            }
+            fw::srq_op::QUERY_SRQ => self.engine.query_srq(self.dev, srq).map(|(limit, n)| {
+                self.result = [limit, n];
+            }),
+            _ => self.engine.destroy_srq(self.dev, srq).map(|()| {
+                self.srqs.remove(&id);
+            }),
+        };
+        match r {
+            Ok(()) => st::OK,
+            Err(e) => self.refuse(st::BAD_STATE, e),
         }
     }
 

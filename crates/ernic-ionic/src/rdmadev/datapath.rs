@@ -298,7 +298,35 @@ impl RdmaDev {
         let now = Instant::now();
         let mut buf = [0u8; MAX_WQE];
         let mut sgl = [Sge::default(); MAX_SGES];
-        if let Some(Qp {
+        if let Some(srq) = self.srqs.get(&qid) {
+            // A shared receive queue (ids above the QP range).
+            let (ring, mut prod) = (srq.ring.clone(), srq.prod);
+            let mask = ring.depth() - 1;
+            let target = u32::from(p_index) & mask;
+            let stride = ring.stride().min(MAX_WQE);
+            let core = ernic_core::SrqId(qid - self.qp_count);
+            let mut ran = 0;
+            while prod & mask != target && ran < ring.depth() {
+                let w = &mut buf[..stride.max(wqe::MIN_LEN)];
+                if dma.read(ring.slot(prod), &mut w[..stride]).is_err() {
+                    break;
+                }
+                let (wr_id, n) = decode_recv(w, &mut sgl);
+                let sgl = &sgl[..n.unwrap_or(0)];
+                if self
+                    .engine
+                    .post_srq_recv(self.dev, core, &RecvWr { wr_id, sgl }, now)
+                    .is_err()
+                {
+                    break;
+                }
+                prod = prod.wrapping_add(1);
+                ran += 1;
+            }
+            if let Some(s) = self.srqs.get_mut(&qid) {
+                s.prod = prod;
+            }
+        } else if let Some(Qp {
             rq: Some(ring),
             rq_prod,
             ..
