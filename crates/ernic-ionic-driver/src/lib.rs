@@ -511,6 +511,24 @@ impl Driver {
         })
     }
 
+    /// Destroys a QP.
+    pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), Error> {
+        self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())
+            .map(|_| ())
+    }
+
+    /// Destroys a CQ no QP uses.
+    pub fn destroy_cq(&mut self, cq: Cq) -> Result<(), Error> {
+        self.admin(admin_op::DESTROY_CQ, &cq.id.to_le_bytes())
+            .map(|_| ())
+    }
+
+    /// Deregisters an MR.
+    pub fn dereg_mr(&mut self, mr: Mr) -> Result<(), Error> {
+        self.admin(admin_op::DESTROY_MR, &mr.key.to_le_bytes())
+            .map(|_| ())
+    }
+
     /// Creates a shared receive queue of `2^depth_log2` 64-byte WQEs with
     /// low watermark `limit`.
     pub fn create_srq(&mut self, depth_log2: u8, limit: u32) -> Result<Srq, Error> {
@@ -570,17 +588,37 @@ impl Driver {
         self.ring_doorbell(srq.db, qtype::RDMA_RQ, srq.id, 0, index)
     }
 
+    /// The GID this driver's QPs are known by (an IPv4-mapped one;
+    /// `::ffff:10.0.0.1` unless set). With the server on a mesh it must be
+    /// one of the guest GIDs the server was given.
+    pub fn set_gid(&mut self, gid: Gid) -> Result<(), Error> {
+        if gid.to_ipv4().is_none() {
+            return Err(Error::Unsupported("the driver's GID must be IPv4-mapped"));
+        }
+        self.gid = gid;
+        Ok(())
+    }
+
     /// Moves `qp` through INIT, RTR (to `peer` at this driver's GID) and
     /// RTS, granting the peer every remote right.
     pub fn connect(&mut self, qp: &Qp, peer: Qpn) -> Result<(), Error> {
-        // A RoCE v2 IPv4 header template naming this driver's GID both ways.
+        let gid = self.gid;
+        self.connect_to(qp, gid, peer)
+    }
+
+    /// As [`connect`](Driver::connect), to QP `peer` at `peer_gid` (a QP of
+    /// another server's guest, over the mesh).
+    pub fn connect_to(&mut self, qp: &Qp, peer_gid: Gid, peer: Qpn) -> Result<(), Error> {
+        // A RoCE v2 IPv4 header template: this driver's GID to the peer's.
+        let (Some(src), Some(dst)) = (self.gid.to_ipv4(), peer_gid.to_ipv4()) else {
+            return Err(Error::Unsupported("IPv4-mapped GIDs only"));
+        };
         let hdr = self.alloc(PAGE)?;
         let mut h = vec![0u8; 14 + 20 + 8];
         put(&mut h, 12, &[0x08, 0x00]);
         h[14] = 0x45;
-        let v4 = self.gid.to_ipv4().map_or([10, 0, 0, 1], |a| a.octets());
-        put(&mut h, 14 + 12, &v4);
-        put(&mut h, 14 + 16, &v4);
+        put(&mut h, 14 + 12, &src.octets());
+        put(&mut h, 14 + 16, &dst.octets());
         self.write(&hdr, 0, &h);
         use fw::{attr, mod_qp as f};
         for (mask, state) in [

@@ -201,3 +201,54 @@ fn two_qps_share_a_receive_queue() {
         "{err}"
     );
 }
+
+/// Immediate data both ways (SEND_IMM, WRITE_IMM consuming a receive),
+/// enough traffic to wrap the send, receive and completion rings many
+/// times (colors), then every object destroyed, the CQ after its QPs.
+#[test]
+fn immediates_ring_wraps_and_destroying_everything() {
+    let path = serve("imm", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(3).unwrap(); // 8 CQEs: wraps every 4 round trips
+    let mut a = d.create_qp(&cq, 2).unwrap(); // 4-deep rings
+    let mut b = d.create_qp(&cq, 2).unwrap();
+    d.connect(&a, b.qpn()).unwrap();
+    d.connect(&b, a.qpn()).unwrap();
+    let buf = d.alloc(16 << 10).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = |off: u64, len: u32| Sge {
+        addr: buf.addr() + off,
+        len,
+        lkey: Lkey(mr.key),
+    };
+    for i in 0..100u32 {
+        d.post_recv(&mut b, u64::from(i), sge(0x1000, 64)).unwrap();
+        let op = if i % 2 == 0 {
+            SendOp::SendImm(0xabc0_0000 | i)
+        } else {
+            SendOp::WriteImm(
+                RemoteAddr {
+                    addr: buf.addr() + 0x2000,
+                    rkey: Rkey(mr.key),
+                },
+                0xabc0_0000 | i,
+            )
+        };
+        d.post_send(&mut a, &SendWr::new(u64::from(i), op).sgl(&[sge(0, 16)]))
+            .unwrap();
+        let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 2);
+        let recv = wcs.iter().find(|w| w.qpn == b.qpn()).unwrap();
+        assert_eq!(recv.imm, Some(0xabc0_0000 | i), "round {i}: {wcs:?}");
+        let want = if i % 2 == 0 {
+            WcOpcode::Recv
+        } else {
+            WcOpcode::RecvRdmaWithImm
+        };
+        assert_eq!((recv.wr_id, recv.opcode), (u64::from(i), want));
+        assert!(wcs.iter().all(|w| w.status == WcStatus::Success));
+    }
+    d.destroy_qp(a).unwrap();
+    d.destroy_qp(b).unwrap();
+    d.dereg_mr(mr).unwrap();
+    d.destroy_cq(cq).unwrap();
+}

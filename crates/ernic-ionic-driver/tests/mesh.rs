@@ -1,0 +1,154 @@
+//! Two ernic-servers (in this process) joined by a real TCP mesh, a
+//! userspace driver on each: RC QPs of the two "guests" connect through
+//! the mesh and move data both ways — SEND, WRITE, READ, fetch-and-add.
+
+use std::os::unix::net::UnixListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ernic_core::{
+    Completion, Gid, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
+};
+use ernic_ionic::function::IonicFunction;
+use ernic_ionic_driver::{Cq, Driver, Qp};
+use ernic_mesh::{Mesh, MeshConfig, Spec};
+use ernic_vfio::proto::Capabilities;
+use ernic_vfio::server::Server;
+
+fn serve(name: &str, mesh: Mesh, gid: Gid) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ernic-drv-mesh-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        let f = IonicFunction::new(Default::default()).with_mesh(Arc::new(mesh), vec![gid]);
+        let mut s = Server::new(f, Capabilities::default());
+        if let Ok((c, _)) = listener.accept() {
+            let _ = s.serve(&c);
+        }
+    });
+    path
+}
+
+fn wait(d: &mut Driver, cq: &mut Cq, qp: &mut Qp, n: usize) -> Vec<Completion> {
+    let mut got = Vec::new();
+    let mut buf = [Completion::EMPTY; 8];
+    let end = Instant::now() + Duration::from_secs(10);
+    while got.len() < n {
+        let k = d.poll_cq(cq, &mut [&mut *qp], &mut buf);
+        got.extend_from_slice(&buf[..k]);
+        assert!(Instant::now() < end, "{} of {n} completions", got.len());
+    }
+    got
+}
+
+#[test]
+fn qps_of_two_servers_talk_through_the_mesh() {
+    let (ga, gb): (Gid, Gid) = (
+        "::ffff:10.0.1.1".parse().unwrap(),
+        "::ffff:10.0.1.2".parse().unwrap(),
+    );
+    let manager = Mesh::start(MeshConfig {
+        heartbeat: Duration::from_millis(100),
+        ..MeshConfig::new(Spec::Manager { port: 0 })
+    })
+    .unwrap();
+    let port = manager.listen_addr().port();
+    let worker = Mesh::start(MeshConfig {
+        heartbeat: Duration::from_millis(100),
+        ..MeshConfig::new(Spec::Worker {
+            host: "127.0.0.1".into(),
+            port,
+        })
+    })
+    .unwrap();
+    assert!(worker.wait_registered(Duration::from_secs(10)).is_some());
+    let pa = serve("a", manager, ga);
+    let pb = serve("b", worker, gb);
+    let mut da = Driver::attach(&pa, 4 << 20).unwrap();
+    let mut db = Driver::attach(&pb, 4 << 20).unwrap();
+    da.set_gid(ga).unwrap();
+    db.set_gid(gb).unwrap();
+    let (mut ca, mut cb) = (da.create_cq(6).unwrap(), db.create_cq(6).unwrap());
+    let (mut qa, mut qb) = (da.create_qp(&ca, 5).unwrap(), db.create_qp(&cb, 5).unwrap());
+    // The peers' GIDs reach each server through the mesh; until then a
+    // connected QP cannot name them.
+    let end = Instant::now() + Duration::from_secs(10);
+    while da.connect_to(&qa, gb, qb.qpn()).is_err() {
+        assert!(Instant::now() < end, "server a never learned {gb}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while db.connect_to(&qb, ga, qa.qpn()).is_err() {
+        assert!(Instant::now() < end, "server b never learned {ga}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (bufa, bufb) = (da.alloc(64 << 10).unwrap(), db.alloc(64 << 10).unwrap());
+    let (ma, mb) = (da.reg_mr(bufa).unwrap(), db.reg_mr(bufb).unwrap());
+    let sa = |off: u64, len: u32| Sge {
+        addr: bufa.addr() + off,
+        len,
+        lkey: Lkey(ma.key),
+    };
+    let remote_b = |off: u64| RemoteAddr {
+        addr: bufb.addr() + off,
+        rkey: Rkey(mb.key),
+    };
+
+    // SEND a to b.
+    da.write(&bufa, 0, b"across the mesh");
+    db.post_recv(
+        &mut qb,
+        9,
+        Sge {
+            addr: bufb.addr() + 0x1000,
+            len: 64,
+            lkey: Lkey(mb.key),
+        },
+    )
+    .unwrap();
+    da.post_send(&mut qa, &SendWr::new(1, SendOp::Send).sgl(&[sa(0, 15)]))
+        .unwrap();
+    let r = wait(&mut db, &mut cb, &mut qb, 1);
+    assert_eq!(
+        (r[0].wr_id, r[0].byte_len, r[0].opcode),
+        (9, 15, WcOpcode::Recv)
+    );
+    let s = wait(&mut da, &mut ca, &mut qa, 1);
+    assert_eq!((s[0].wr_id, s[0].status), (1, WcStatus::Success));
+    let mut got = [0u8; 15];
+    db.read(&bufb, 0x1000, &mut got);
+    assert_eq!(&got, b"across the mesh");
+
+    // WRITE into b, READ it back, fetch-and-add on b's memory.
+    da.post_send(
+        &mut qa,
+        &SendWr::new(2, SendOp::Write(remote_b(0x2000))).sgl(&[sa(0, 6)]),
+    )
+    .unwrap();
+    da.post_send(
+        &mut qa,
+        &SendWr::new(3, SendOp::Read(remote_b(0x2000))).sgl(&[sa(0x3000, 6)]),
+    )
+    .unwrap();
+    db.write(&bufb, 0x4000, &7u64.to_le_bytes());
+    let fa = SendOp::AtomicFa {
+        remote: remote_b(0x4000),
+        add: 5,
+    };
+    da.post_send(&mut qa, &SendWr::new(4, fa).sgl(&[sa(0x4008, 8)]))
+        .unwrap();
+    let s = wait(&mut da, &mut ca, &mut qa, 3);
+    assert_eq!(s.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [2, 3, 4]);
+    assert!(s.iter().all(|w| w.status == WcStatus::Success), "{s:?}");
+    let mut six = [0u8; 6];
+    db.read(&bufb, 0x2000, &mut six);
+    assert_eq!(&six, b"across");
+    da.read(&bufa, 0x3000, &mut six);
+    assert_eq!(&six, b"across");
+    let mut v = [0u8; 8];
+    db.read(&bufb, 0x4000, &mut v);
+    assert_eq!(u64::from_le_bytes(v), 12);
+    da.read(&bufa, 0x4008, &mut v);
+    assert_eq!(u64::from_le_bytes(v), 7);
+}
