@@ -511,6 +511,82 @@ impl Driver {
         })
     }
 
+    /// Allocates an MR for fast registration of up to `max_pages` 4 KiB
+    /// pages; REG_MR work requests bind it (see
+    /// [`post_reg_mr`](Driver::post_reg_mr)).
+    pub fn alloc_fast_mr(&mut self, max_pages: u32) -> Result<u32, Error> {
+        let key = self.next_mr << 8;
+        use fw::create_mr as f;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::ID_VER, &key.to_le_bytes());
+        put(&mut b, f::MAP_COUNT, &max_pages.to_le_bytes());
+        // IONIC_MRF_PHYS_MR: a key the work requests set, invalidation.
+        put(
+            &mut b,
+            f::DBID_FLAGS,
+            &((1u16 << 13) | (1 << 15)).to_le_bytes(),
+        );
+        b[f::PAGE_SIZE_LOG2] = 12;
+        self.admin(admin_op::CREATE_MR, &b)?;
+        self.next_mr += 1;
+        Ok(key)
+    }
+
+    /// Posts a fast registration: `mr` (from
+    /// [`alloc_fast_mr`](Driver::alloc_fast_mr)) gets key byte `variant`
+    /// and covers `len` bytes of `buf` at their device address, with every
+    /// right. Answers the new key.
+    pub fn post_reg_mr(
+        &mut self,
+        qp: &mut Qp,
+        wr_id: u64,
+        mr: u32,
+        variant: u8,
+        buf: &Buf,
+        len: u64,
+    ) -> Result<u32, Error> {
+        let key = mr & !0xff | u32::from(variant);
+        let mut w = [0u8; 64];
+        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
+        w[wqe::OP] = fw::op::REG_MR;
+        w[wqe::NUM_SGE_KEY] = variant;
+        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
+        put(&mut w, wqe::IMM_DATA_KEY_BE, &key.to_be_bytes());
+        put(&mut w, wqe::REG_VA_BE, &buf.addr().to_be_bytes());
+        put(&mut w, wqe::REG_LENGTH_BE, &len.to_be_bytes());
+        put(&mut w, wqe::REG_DMA_ADDR_BE, &buf.addr().to_be_bytes());
+        put(&mut w, wqe::REG_MAP_COUNT_BE, &1u32.to_be_bytes());
+        let rights = fw::mrf::LOCAL_WRITE
+            | fw::mrf::REMOTE_WRITE
+            | fw::mrf::REMOTE_READ
+            | fw::mrf::REMOTE_ATOMIC;
+        put(&mut w, wqe::REG_FLAGS_BE, &rights.to_be_bytes());
+        w[wqe::REG_PAGE_SIZE_LOG2] = 12;
+        self.post_local(qp, &w)?;
+        Ok(key)
+    }
+
+    /// Posts a local invalidation of `key`.
+    pub fn post_local_inv(&mut self, qp: &mut Qp, wr_id: u64, key: u32) -> Result<(), Error> {
+        let mut w = [0u8; 64];
+        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
+        w[wqe::OP] = fw::op::LOCAL_INV;
+        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
+        put(&mut w, wqe::IMM_DATA_KEY_BE, &key.to_be_bytes());
+        self.post_local(qp, &w)
+    }
+
+    /// A WQE that completes by its id (a local operation), not by MSN.
+    fn post_local(&mut self, qp: &mut Qp, w: &[u8; 64]) -> Result<(), Error> {
+        if qp.remote.len() as u32 >= qp.sq.depth() - 1 {
+            return Err(Error::Full);
+        }
+        self.mem.write(qp.sq.slot(qp.sq_prod), w);
+        qp.sq_prod = qp.sq_prod.wrapping_add(1);
+        let index = qp.sq_prod & (qp.sq.depth() - 1);
+        self.ring_doorbell(qp.db, qtype::RDMA_SQ, qp.id, 0, index)
+    }
+
     /// Destroys a QP.
     pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), Error> {
         self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())

@@ -252,3 +252,54 @@ fn immediates_ring_wraps_and_destroying_everything() {
     d.dereg_mr(mr).unwrap();
     d.destroy_cq(cq).unwrap();
 }
+
+/// Fast registration: an MR allocated empty is bound by a REG_MR work
+/// request to a buffer under a new key; the peer WRITEs through that key;
+/// after LOCAL_INV the same WRITE fails with a remote access error.
+#[test]
+fn fast_registration_and_invalidation() {
+    let path = serve("frmr", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(6).unwrap();
+    let mut a = d.create_qp(&cq, 5).unwrap();
+    let mut b = d.create_qp(&cq, 5).unwrap();
+    d.connect(&a, b.qpn()).unwrap();
+    d.connect(&b, a.qpn()).unwrap();
+    let src = d.alloc(4096).unwrap();
+    let src_mr = d.reg_mr(src).unwrap();
+    let target = d.alloc(8192).unwrap();
+    let fast = d.alloc_fast_mr(2).unwrap();
+    let key = d
+        .post_reg_mr(&mut b, 10, fast, 0x2a, &target, 8192)
+        .unwrap();
+    assert_eq!(key & 0xff, 0x2a);
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (10, WcStatus::Success));
+    d.write(&src, 0, b"via a fresh key");
+    let write = |at: u64| {
+        SendOp::Write(RemoteAddr {
+            addr: target.addr() + at,
+            rkey: Rkey(key),
+        })
+    };
+    let sge = [Sge {
+        addr: src.addr(),
+        len: 15,
+        lkey: Lkey(src_mr.key),
+    }];
+    d.post_send(&mut a, &SendWr::new(11, write(100)).sgl(&sge))
+        .unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (11, WcStatus::Success));
+    let mut got = [0u8; 15];
+    d.read(&target, 100, &mut got);
+    assert_eq!(&got, b"via a fresh key");
+    // Invalidated, the key no longer reaches the buffer.
+    d.post_local_inv(&mut b, 12, key).unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (12, WcStatus::Success));
+    d.post_send(&mut a, &SendWr::new(13, write(200)).sgl(&sge))
+        .unwrap();
+    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (13, WcStatus::RemAccessErr));
+}
