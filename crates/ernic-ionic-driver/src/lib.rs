@@ -150,6 +150,8 @@ pub struct Qp {
     recv_ids: Vec<u64>,
     /// Receives come from an SRQ (their completions carry the wr_id).
     srq: bool,
+    /// A datagram QP (receives start with a 40-byte GRH).
+    ud: bool,
 }
 
 /// A shared receive queue.
@@ -199,6 +201,7 @@ pub struct Driver {
     next_cq: u32,
     next_qp: u32,
     next_mr: u32,
+    next_ah: u32,
     gid: Gid,
 }
 
@@ -213,6 +216,17 @@ impl std::fmt::Debug for Driver {
 
 fn put(b: &mut [u8], at: usize, v: &[u8]) {
     b[at..at + v.len()].copy_from_slice(v);
+}
+
+/// A RoCE v2 header template as the kernel driver builds one: Ethernet,
+/// IPv4 from `src` to `dst`, UDP.
+fn ipv4_template(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+    let mut h = vec![0u8; 14 + 20 + 8];
+    put(&mut h, 12, &[0x08, 0x00]);
+    h[14] = 0x45;
+    put(&mut h, 14 + 12, &src);
+    put(&mut h, 14 + 16, &dst);
+    h
 }
 
 impl Driver {
@@ -258,6 +272,7 @@ impl Driver {
             next_cq: 1,
             next_qp: 2,
             next_mr: 1,
+            next_ah: 1,
             gid: "::ffff:10.0.0.1".parse().expect("a literal GID"),
         };
         d.bring_up()?;
@@ -447,12 +462,102 @@ impl Driver {
         self.create_qp_on(cq, depth_log2, None)
     }
 
+    /// Creates a datagram QP on `cq`: UD, or with `gsi` the GSI QP (QP 1),
+    /// and makes it ready (INIT with `qkey`, RTR, RTS).
+    pub fn create_ud_qp(
+        &mut self,
+        cq: &Cq,
+        depth_log2: u8,
+        gsi: bool,
+        qkey: u32,
+    ) -> Result<Qp, Error> {
+        let saved = self.next_qp;
+        if gsi {
+            self.next_qp = fw::GSI_QPID;
+        }
+        let qp = self.create_qp_typed(cq, depth_log2, None, fw::qpt::UD);
+        if gsi {
+            self.next_qp = saved;
+        }
+        let qp = qp?;
+        use fw::{attr, mod_qp as f};
+        for (mask, state) in [
+            (attr::STATE | attr::QKEY, fw::qps::INIT),
+            (attr::STATE, fw::qps::RTR),
+            (attr::STATE, fw::qps::RTS),
+        ] {
+            let mut b = [0u8; f::LEN];
+            put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
+            put(&mut b, f::QKEY_DEST_QPN, &qkey.to_le_bytes());
+            b[f::TYPE_STATE] = state;
+            put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+            self.admin(admin_op::MODIFY_QP, &b)?;
+        }
+        Ok(qp)
+    }
+
+    /// Creates an address handle for `dgid` (sent from this driver's GID);
+    /// answers its id.
+    pub fn create_ah(&mut self, dgid: Gid) -> Result<u32, Error> {
+        let (Some(src), Some(dst)) = (self.gid.to_ipv4(), dgid.to_ipv4()) else {
+            return Err(Error::Unsupported("IPv4-mapped GIDs only"));
+        };
+        let hdr = self.alloc(PAGE)?;
+        let h = ipv4_template(src.octets(), dst.octets());
+        self.write(&hdr, 0, &h);
+        let id = self.next_ah;
+        use fw::create_ah as f;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::DMA_ADDR, &hdr.addr().to_le_bytes());
+        put(&mut b, f::LENGTH, &(h.len() as u32).to_le_bytes());
+        put(&mut b, f::ID_VER, &id.to_le_bytes());
+        self.admin(admin_op::CREATE_AH, &b)?;
+        self.next_ah += 1;
+        Ok(id)
+    }
+
+    /// Posts a datagram SEND of `sge` through `ah` to QP `dest` with
+    /// `qkey`; it completes by WQE id.
+    pub fn post_send_ud(
+        &mut self,
+        qp: &mut Qp,
+        wr_id: u64,
+        ah: u32,
+        dest: Qpn,
+        qkey: u32,
+        sge: Sge,
+    ) -> Result<(), Error> {
+        let mut w = [0u8; 64];
+        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
+        w[wqe::OP] = fw::op::SEND;
+        w[wqe::NUM_SGE_KEY] = 1;
+        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
+        put(&mut w, wqe::AH_ID_BE, &ah.to_be_bytes());
+        put(&mut w, wqe::DEST_QPN_BE, &dest.0.to_be_bytes());
+        put(&mut w, wqe::DEST_QKEY_BE, &qkey.to_be_bytes());
+        put(&mut w, wqe::LENGTH_BE, &sge.len.to_be_bytes());
+        put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
+        put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
+        put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
+        self.post_local(qp, &w)
+    }
+
     /// As [`create_qp`](Driver::create_qp), its receives drawn from `srq`.
     pub fn create_qp_with_srq(&mut self, cq: &Cq, depth_log2: u8, srq: &Srq) -> Result<Qp, Error> {
         self.create_qp_on(cq, depth_log2, Some(srq))
     }
 
     fn create_qp_on(&mut self, cq: &Cq, depth_log2: u8, srq: Option<&Srq>) -> Result<Qp, Error> {
+        self.create_qp_typed(cq, depth_log2, srq, fw::qpt::RC)
+    }
+
+    fn create_qp_typed(
+        &mut self,
+        cq: &Cq,
+        depth_log2: u8,
+        srq: Option<&Srq>,
+        qpt: u8,
+    ) -> Result<Qp, Error> {
         let sq = self.ring(depth_log2, 6)?;
         let rq = self.ring(depth_log2, 6)?;
         let id = self.next_qp;
@@ -488,9 +593,11 @@ impl Driver {
         let srq_id = srq.map_or(u32::MAX, |s| s.id);
         put(&mut b, f::RQ_TBL_INDEX_SRQ_ID, &srq_id.to_le_bytes());
         put(&mut b, f::ID_VER, &id.to_le_bytes());
-        b[f::TYPE_STATE] = fw::qpt::RC;
+        b[f::TYPE_STATE] = qpt;
         self.admin(admin_op::CREATE_QP, &b)?;
-        self.next_qp += 1;
+        if id != fw::GSI_QPID {
+            self.next_qp += 1;
+        }
         // A doorbell page of its own in the shared area (one per QP, so no
         // two queues of a type share a word).
         let db = self
@@ -508,6 +615,7 @@ impl Driver {
             msn: 0,
             recv_ids: vec![0; 1 << depth_log2],
             srq: srq.is_some(),
+            ud: qpt == fw::qpt::UD,
         })
     }
 
@@ -690,11 +798,7 @@ impl Driver {
             return Err(Error::Unsupported("IPv4-mapped GIDs only"));
         };
         let hdr = self.alloc(PAGE)?;
-        let mut h = vec![0u8; 14 + 20 + 8];
-        put(&mut h, 12, &[0x08, 0x00]);
-        h[14] = 0x45;
-        put(&mut h, 14 + 12, &src.octets());
-        put(&mut h, 14 + 16, &dst.octets());
+        let h = ipv4_template(src.octets(), dst.octets());
         self.write(&hdr, 0, &h);
         use fw::{attr, mod_qp as f};
         for (mask, state) in [
@@ -880,6 +984,10 @@ impl Driver {
                         qp.recv_ids.get(id as usize).copied().unwrap_or(0)
                     };
                     wc.opcode = WcOpcode::Recv;
+                    let sq = u32::from_be_bytes(c[8..12].try_into().expect("4"));
+                    wc.src_qpn = Qpn(sq & 0xff_ffff);
+                    wc.grh = qp.ud;
+                    wc.grh_ipv4 = qp.ud && sq & fw::recv_op::IS_IPV4 != 0;
                     if status == WcStatus::Success {
                         wc.byte_len = st;
                         let op = u32::from_be_bytes(c[8..12].try_into().expect("4")) >> 24;

@@ -303,3 +303,58 @@ fn fast_registration_and_invalidation() {
     let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
     assert_eq!((wcs[0].wr_id, wcs[0].status), (13, WcStatus::RemAccessErr));
 }
+
+/// Datagrams: a UD QP sends through an address handle to another UD QP
+/// (and the GSI QP, QP 1, to it as well); each receive starts with a
+/// 40-byte GRH in RoCE v2's IPv4 form naming the two GIDs, the completion
+/// names the sending QP; a datagram with the wrong Q_Key is dropped while
+/// its send still completes.
+#[test]
+fn ud_and_gsi_datagrams_arrive_with_a_grh() {
+    let path = serve("ud", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(6).unwrap();
+    let mut a = d.create_ud_qp(&cq, 5, false, 0x1111).unwrap();
+    let mut b = d.create_ud_qp(&cq, 5, false, 0x2222).unwrap();
+    let mut gsi = d.create_ud_qp(&cq, 5, true, 0x8001_0000).unwrap();
+    assert_eq!(gsi.qpn().0, 1);
+    let ah = d.create_ah("::ffff:10.0.0.1".parse().unwrap()).unwrap();
+    let buf = d.alloc(16 << 10).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = |off: u64, len: u32| Sge {
+        addr: buf.addr() + off,
+        len,
+        lkey: Lkey(mr.key),
+    };
+    d.write(&buf, 0, b"a datagram");
+    for i in 0..3u64 {
+        d.post_recv(&mut b, 20 + i, sge(0x1000 * (i + 1), 256))
+            .unwrap();
+    }
+    // A wrong Q_Key: dropped at b; a's send completes anyway.
+    d.post_send_ud(&mut a, 1, ah, b.qpn(), 0x9999, sge(0, 10))
+        .unwrap();
+    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b, &mut gsi], 1);
+    assert_eq!(
+        (w[0].qpn, w[0].wr_id, w[0].status),
+        (a.qpn(), 1, WcStatus::Success)
+    );
+    // The right one, from a, then from the GSI QP.
+    d.post_send_ud(&mut a, 2, ah, b.qpn(), 0x2222, sge(0, 10))
+        .unwrap();
+    d.post_send_ud(&mut gsi, 3, ah, b.qpn(), 0x2222, sge(0, 10))
+        .unwrap();
+    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b, &mut gsi], 4);
+    let recvs: Vec<&Completion> = w.iter().filter(|c| c.qpn == b.qpn()).collect();
+    assert_eq!(recvs.len(), 2, "{w:?}");
+    for (r, from, slot) in [(recvs[0], a.qpn(), 1u64), (recvs[1], gsi.qpn(), 2)] {
+        assert_eq!((r.wr_id, r.src_qpn, r.byte_len), (19 + slot, from, 40 + 10));
+        assert!(r.grh && r.grh_ipv4, "{r:?}");
+        let mut grh = [0u8; 50];
+        d.read(&buf, 0x1000 * slot, &mut grh);
+        assert_eq!(grh[20], 0x45, "an IPv4 header in the GRH's last 20 bytes");
+        assert_eq!(&grh[32..36], &[10, 0, 0, 1], "source");
+        assert_eq!(&grh[36..40], &[10, 0, 0, 1], "destination");
+        assert_eq!(&grh[40..50], b"a datagram");
+    }
+}
