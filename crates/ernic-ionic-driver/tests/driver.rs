@@ -6,7 +6,9 @@
 use std::os::unix::net::UnixListener;
 use std::time::{Duration, Instant};
 
-use ernic_core::{Completion, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus};
+use ernic_core::{
+    Completion, Lkey, Qpn, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
+};
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
 use ernic_ionic_driver::{Cq, Driver, Qp};
@@ -357,4 +359,60 @@ fn ud_and_gsi_datagrams_arrive_with_a_grh() {
         assert_eq!(&grh[36..40], &[10, 0, 0, 1], "destination");
         assert_eq!(&grh[40..50], b"a datagram");
     }
+}
+
+/// Error statuses as CQEs, as hardware reports them: a SEND larger than
+/// the receive buffer (the receiver's length error, the sender's remote
+/// invalid request), a misaligned atomic (remote invalid request), an SGE
+/// outside its MR (local protection error) — each on a fresh QP pair,
+/// since an error puts an RC QP in the error state.
+#[test]
+fn error_statuses_arrive_as_cqes() {
+    let path = serve("errors", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(7).unwrap();
+    let buf = d.alloc(16 << 10).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = |off: u64, len: u32| Sge {
+        addr: buf.addr() + off,
+        len,
+        lkey: Lkey(mr.key),
+    };
+    let remote = |off: u64| RemoteAddr {
+        addr: buf.addr() + off,
+        rkey: Rkey(mr.key),
+    };
+    let pair = |d: &mut Driver, cq: &Cq| {
+        let a = d.create_qp(cq, 4).unwrap();
+        let b = d.create_qp(cq, 4).unwrap();
+        d.connect(&a, b.qpn()).unwrap();
+        d.connect(&b, a.qpn()).unwrap();
+        (a, b)
+    };
+    // 64 bytes into a 16-byte receive.
+    let (mut a, mut b) = pair(&mut d, &cq);
+    d.post_recv(&mut b, 1, sge(0x1000, 16)).unwrap();
+    d.post_send(&mut a, &SendWr::new(2, SendOp::Send).sgl(&[sge(0, 64)]))
+        .unwrap();
+    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 2);
+    let st = |q: Qpn| w.iter().find(|c| c.qpn == q).unwrap().status;
+    assert_eq!(st(b.qpn()), WcStatus::LocLenErr);
+    assert_eq!(st(a.qpn()), WcStatus::RemInvReqErr);
+    // A fetch-and-add on an address that is not 8-byte aligned.
+    let (mut a, mut b) = pair(&mut d, &cq);
+    let fa = SendOp::AtomicFa {
+        remote: remote(0x2004),
+        add: 1,
+    };
+    d.post_send(&mut a, &SendWr::new(3, fa).sgl(&[sge(0x3000, 8)]))
+        .unwrap();
+    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((w[0].wr_id, w[0].status), (3, WcStatus::RemInvReqErr));
+    // A local SGE past the end of its MR.
+    let (mut a, mut b) = pair(&mut d, &cq);
+    let past = [sge(16 << 10, 8)];
+    let wr = SendWr::new(4, SendOp::Write(remote(0))).sgl(&past);
+    d.post_send(&mut a, &wr).unwrap();
+    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    assert_eq!((w[0].wr_id, w[0].status), (4, WcStatus::LocProtErr));
 }

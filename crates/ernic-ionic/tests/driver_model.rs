@@ -754,6 +754,32 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
     while a.cqes < 70 {
         assert_eq!(a.run(&mut g, &mut ev1, 0, &[]), ok);
     }
+    // EQ 0's vector masked: a command's CQE and EQE are written, the
+    // interrupt waits; a credits write with UNMASK delivers it.
+    let ctrl1 = 0x2000 + 32;
+    g.c.region_write(region::BAR0, ctrl1 + 4, &1u32.to_le_bytes())
+        .unwrap();
+    g.mem_write(RAQ + 64 * u64::from(a.prod % 64), &[0u8; 64]);
+    a.prod += 1;
+    g.doorbell(8, 0, 1, a.cqes as u16 % 64);
+    g.doorbell(5, 0, 0, a.prod % 64);
+    let e = g.mem_read(EQS + 4 * u64::from(a.eqes % 512), 4);
+    assert_eq!(
+        u32::from_be_bytes(e.try_into().unwrap()) >> 8,
+        0,
+        "the EQE names CQ 0"
+    );
+    assert_eq!(
+        fired(&mut ev1, Duration::from_millis(100)),
+        0,
+        "masked: latched"
+    );
+    g.c.region_write(region::BAR0, ctrl1 + 8, &0x1_0000u32.to_le_bytes())
+        .unwrap();
+    assert!(
+        fired(&mut ev1, Duration::from_secs(2)) >= 1,
+        "delivered on unmask"
+    );
     Rig {
         dir,
         g,
