@@ -19,15 +19,16 @@ impl Drop for Kill {
     }
 }
 
-#[test]
-fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
-    let dir = std::env::temp_dir().join(format!("ernic-server-cli-{}", std::process::id()));
+/// Starts `ernic-server --socket DIR/ernic.sock ARGS` in a fresh `DIR`
+/// named for `name`, and waits for its socket.
+fn start(name: &str, args: &[&str]) -> (Kill, std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("ernic-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("ernic.sock");
-    let _server = Kill(
+    let server = Kill(
         Command::new(env!("CARGO_BIN_EXE_ernic-server"))
-            .args(["--socket", sock.to_str().unwrap(), "--nic-profile", "small"])
-            .args(["--stats-file", dir.join("stats.json").to_str().unwrap()])
+            .args(["--socket", sock.to_str().unwrap()])
+            .args(args)
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -37,6 +38,25 @@ fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
         assert!(Instant::now() < end, "no socket");
         std::thread::sleep(Duration::from_millis(10));
     }
+    (server, dir, sock)
+}
+
+#[test]
+fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
+    let stats_at = std::env::temp_dir().join(format!(
+        "ernic-server-cli-{}/stats.json",
+        std::process::id()
+    ));
+    let (_server, dir, sock) = start(
+        "server-cli",
+        &[
+            "--nic-profile",
+            "small",
+            "--stats-file",
+            stats_at.to_str().unwrap(),
+        ],
+    );
+    let end = Instant::now() + Duration::from_secs(10);
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "owner-only");
     for _ in 0..2 {
@@ -201,22 +221,7 @@ fn two_servers_join_one_mesh() {
 /// says clearly what it does not run yet.
 #[test]
 fn perf_runs_through_the_ionic_nic_of_a_server() {
-    let dir = std::env::temp_dir().join(format!("ernic-perf-ionic-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let sock = dir.join("ernic.sock");
-    let _server = Kill(
-        Command::new(env!("CARGO_BIN_EXE_ernic-server"))
-            .args(["--socket", sock.to_str().unwrap()])
-            .args(["--nic-profile", "shared-doorbells"])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let end = Instant::now() + Duration::from_secs(10);
-    while !sock.exists() {
-        assert!(Instant::now() < end, "no socket");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (_server, dir, sock) = start("perf-ionic", &["--nic-profile", "shared-doorbells"]);
     let device = format!("vfio-user:{}", sock.display());
     for (test, field) in [("send_lat", "lat_us_typical"), ("write_bw", "bw_gbps")] {
         let out = Command::new(env!("CARGO_BIN_EXE_ernic"))

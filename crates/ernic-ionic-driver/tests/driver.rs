@@ -35,6 +35,16 @@ fn serve(name: &str, profile_spec: &str) -> std::path::PathBuf {
     path
 }
 
+/// Two RC QPs on `cq` with `2^depth_log2`-deep rings, connected to each
+/// other.
+fn rc_pair(d: &mut Driver, cq: &Cq, depth_log2: u8) -> (Qp, Qp) {
+    let a = d.create_qp(cq, depth_log2).unwrap();
+    let b = d.create_qp(cq, depth_log2).unwrap();
+    d.connect(&a, b.qpn()).unwrap();
+    d.connect(&b, a.qpn()).unwrap();
+    (a, b)
+}
+
 /// Polls until `n` completions came (bounded).
 fn wait(d: &mut Driver, cq: &mut Cq, qps: &mut [&mut Qp], n: usize) -> Vec<Completion> {
     let mut got = Vec::new();
@@ -53,10 +63,7 @@ fn rdma_between_two_qps(profile_spec: &str) {
     let mut d = Driver::attach(&path, 8 << 20).unwrap();
     assert_eq!(d.shared_doorbells(), profile_spec.contains("shared"));
     let mut cq = d.create_cq(6).unwrap();
-    let mut a = d.create_qp(&cq, 5).unwrap();
-    let mut b = d.create_qp(&cq, 5).unwrap();
-    d.connect(&a, b.qpn()).unwrap();
-    d.connect(&b, a.qpn()).unwrap();
+    let (mut a, mut b) = rc_pair(&mut d, &cq, 5);
     let buf = d.alloc(64 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
     let sge = |off: u64, len: u32| Sge {
@@ -212,10 +219,7 @@ fn immediates_ring_wraps_and_destroying_everything() {
     let path = serve("imm", "compat");
     let mut d = Driver::attach(&path, 8 << 20).unwrap();
     let mut cq = d.create_cq(3).unwrap(); // 8 CQEs: wraps every 4 round trips
-    let mut a = d.create_qp(&cq, 2).unwrap(); // 4-deep rings
-    let mut b = d.create_qp(&cq, 2).unwrap();
-    d.connect(&a, b.qpn()).unwrap();
-    d.connect(&b, a.qpn()).unwrap();
+    let (mut a, mut b) = rc_pair(&mut d, &cq, 2); // 4-deep rings
     let buf = d.alloc(16 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
     let sge = |off: u64, len: u32| Sge {
@@ -263,10 +267,7 @@ fn fast_registration_and_invalidation() {
     let path = serve("frmr", "compat");
     let mut d = Driver::attach(&path, 8 << 20).unwrap();
     let mut cq = d.create_cq(6).unwrap();
-    let mut a = d.create_qp(&cq, 5).unwrap();
-    let mut b = d.create_qp(&cq, 5).unwrap();
-    d.connect(&a, b.qpn()).unwrap();
-    d.connect(&b, a.qpn()).unwrap();
+    let (mut a, mut b) = rc_pair(&mut d, &cq, 5);
     let src = d.alloc(4096).unwrap();
     let src_mr = d.reg_mr(src).unwrap();
     let target = d.alloc(8192).unwrap();
@@ -382,13 +383,7 @@ fn error_statuses_arrive_as_cqes() {
         addr: buf.addr() + off,
         rkey: Rkey(mr.key),
     };
-    let pair = |d: &mut Driver, cq: &Cq| {
-        let a = d.create_qp(cq, 4).unwrap();
-        let b = d.create_qp(cq, 4).unwrap();
-        d.connect(&a, b.qpn()).unwrap();
-        d.connect(&b, a.qpn()).unwrap();
-        (a, b)
-    };
+    let pair = |d: &mut Driver, cq: &Cq| rc_pair(d, cq, 4);
     // 64 bytes into a 16-byte receive.
     let (mut a, mut b) = pair(&mut d, &cq);
     d.post_recv(&mut b, 1, sge(0x1000, 16)).unwrap();

@@ -485,6 +485,22 @@ impl RdmaDev {
         self.verbose = on;
     }
 
+    /// The status of a DESTROY: the core's answer, and on success the
+    /// front end's record dropped by `forget`.
+    fn destroyed(
+        &mut self,
+        r: Result<(), ernic_core::EngineError>,
+        forget: impl FnOnce(&mut RdmaDev) -> bool,
+    ) -> u32 {
+        match r {
+            Ok(()) => {
+                forget(self);
+                st::OK
+            }
+            Err(e) => self.refuse(st::BAD_INDEX, e),
+        }
+    }
+
     /// Records why a command is refused; answers its status.
     fn refuse(&mut self, status: u32, why: impl std::fmt::Display) -> u32 {
         self.why = why.to_string();
@@ -787,35 +803,20 @@ impl RdmaDev {
             admin_op::MODIFY_QP => self.modify_qp(c, dma),
             admin_op::DESTROY_QP => {
                 let id = u32_at(c, 0);
-                match self.engine.destroy_qp(self.dev, Qpn(id)) {
-                    Ok(()) => {
-                        self.qps.remove(&id);
-                        st::OK
-                    }
-                    Err(e) => self.refuse(st::BAD_INDEX, e),
-                }
+                let r = self.engine.destroy_qp(self.dev, Qpn(id));
+                self.destroyed(r, |d| d.qps.remove(&id).is_some())
             }
             admin_op::CREATE_MR => self.create_mr(c, dma),
             admin_op::DESTROY_MR => {
                 let id = u32_at(c, 0);
-                match self.engine.dereg_mr(self.dev, id) {
-                    Ok(()) => {
-                        self.mrs.remove(&id);
-                        st::OK
-                    }
-                    Err(e) => self.refuse(st::BAD_INDEX, e),
-                }
+                let r = self.engine.dereg_mr(self.dev, id);
+                self.destroyed(r, |d| d.mrs.remove(&id).is_some())
             }
             admin_op::CREATE_AH => self.create_ah(c, dma),
             admin_op::DESTROY_AH => {
                 let id = u32_at(c, 0);
-                match self.engine.destroy_ah(self.dev, AhId(id)) {
-                    Ok(()) => {
-                        self.ahs.remove(&id);
-                        st::OK
-                    }
-                    Err(e) => self.refuse(st::BAD_INDEX, e),
-                }
+                let r = self.engine.destroy_ah(self.dev, AhId(id));
+                self.destroyed(r, |d| d.ahs.remove(&id).is_some())
             }
             _ => st::BAD_CMD,
         }
@@ -868,13 +869,8 @@ impl RdmaDev {
         if self.aqs.iter().any(|a| a.cq == id) {
             return st::BAD_STATE;
         }
-        match self.engine.destroy_cq(self.dev, CqId(id)) {
-            Ok(()) => {
-                self.cqs.remove(&id);
-                st::OK
-            }
-            Err(e) => self.refuse(st::BAD_INDEX, e),
-        }
+        let r = self.engine.destroy_cq(self.dev, CqId(id));
+        self.destroyed(r, |d| d.cqs.remove(&id).is_some())
     }
 
     fn create_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {

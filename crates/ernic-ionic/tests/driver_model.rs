@@ -542,6 +542,33 @@ fn put(b: &mut [u8], at: usize, v: &[u8]) {
     b[at..at + v.len()].copy_from_slice(v);
 }
 
+/// CREATE_CQ of CQ `id` on EQ `eq`: 16 entries of 32 bytes at `at`.
+fn cq_cmd(id: u32, eq: u32, at: u64) -> [u8; 34] {
+    let mut cq = [0u8; 34];
+    put(&mut cq, 0, &eq.to_le_bytes());
+    cq[4] = 4;
+    cq[5] = 5;
+    put(&mut cq, 12, &id.to_le_bytes());
+    put(&mut cq, 20, &1u32.to_le_bytes());
+    put(&mut cq, 24, &(G + at).to_le_bytes());
+    cq
+}
+
+/// CREATE_QP of RC QP `id` on CQ 1: 16-deep rings of 64-byte WQEs at `sq`
+/// and `rq`.
+fn qp_cmd(id: u32, sq: u64, rq: u64) -> [u8; 64] {
+    let mut qp = [0u8; 64];
+    for (cq_at, ring, at) in [(8, 12, sq), (32, 36, rq)] {
+        put(&mut qp, cq_at, &1u32.to_le_bytes());
+        qp[ring] = 4;
+        qp[ring + 1] = 6;
+        put(&mut qp, ring + 8, &1u32.to_le_bytes());
+        put(&mut qp, ring + 12, &(G + at).to_le_bytes());
+    }
+    put(&mut qp, 56, &id.to_le_bytes());
+    qp
+}
+
 /// A RoCE v2 header template as the driver builds one: Ethernet, then
 /// IPv4 (source, destination) or IPv6.
 fn template(v4: Option<[u8; 4]>, v6: Option<[u8; 16]>) -> Vec<u8> {
@@ -619,13 +646,7 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
 
     assert_eq!(a.run(&mut g, &mut ev1, 0, &[]), ok, "NOOP");
     // CREATE_CQ 1 on EQ 1: 16 entries of 32 bytes, contiguous.
-    let mut cq = [0u8; 34];
-    put(&mut cq, 0, &1u32.to_le_bytes());
-    cq[4] = 4;
-    cq[5] = 5;
-    put(&mut cq, 12, &1u32.to_le_bytes());
-    put(&mut cq, 20, &1u32.to_le_bytes());
-    put(&mut cq, 24, &(G + CQ1).to_le_bytes());
+    let cq = cq_cmd(1, 1, CQ1);
     assert_eq!(a.run(&mut g, &mut ev1, 1, &cq), ok, "CREATE_CQ");
     assert!(a.run(&mut g, &mut ev1, 1, &cq).1, "CQ 1 exists");
     let mut bad = cq;
@@ -637,19 +658,7 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
     assert_eq!(a.run(&mut g, &mut ev1, 1, &bad), (5, true), "no EQ 9");
 
     // CREATE_QP 5 (RC), both rings on CQ 1: 68 bytes, two strides.
-    let mut qp = [0u8; 64];
-    put(&mut qp, 8, &1u32.to_le_bytes());
-    qp[12] = 4;
-    qp[13] = 6;
-    put(&mut qp, 20, &1u32.to_le_bytes());
-    put(&mut qp, 24, &(G + SQ5).to_le_bytes());
-    put(&mut qp, 32, &1u32.to_le_bytes());
-    qp[36] = 4;
-    qp[37] = 6;
-    put(&mut qp, 44, &1u32.to_le_bytes());
-    put(&mut qp, 48, &(G + RQ5).to_le_bytes());
-    put(&mut qp, 56, &5u32.to_le_bytes());
-    qp[62] = 0; // RC
+    let qp = qp_cmd(5, SQ5, RQ5); // RC
     assert_eq!(a.run(&mut g, &mut ev1, 2, &qp), ok, "CREATE_QP");
     let mut gsi = qp;
     put(&mut gsi, 56, &1u32.to_le_bytes());
@@ -819,29 +828,11 @@ fn rdma_data_path_between_two_qps_of_one_guest() {
     let ok = (0, false);
     let ev1 = &mut rig.ev1;
     // CQ 1 (16 deep) on EQ 1.
-    let mut cq = [0u8; 34];
-    put(&mut cq, 0, &1u32.to_le_bytes());
-    cq[4] = 4;
-    cq[5] = 5;
-    put(&mut cq, 12, &1u32.to_le_bytes());
-    put(&mut cq, 20, &1u32.to_le_bytes());
-    put(&mut cq, 24, &(G + CQ1).to_le_bytes());
+    let cq = cq_cmd(1, 1, CQ1);
     assert_eq!(a.run(g, ev1, 1, &cq), ok);
     // QPs 5 and 6: 16-deep rings of 64-byte WQEs.
     for (id, sq, rq) in [(5u32, SQ5, RQ5), (6, SQ6, RQ6)] {
-        let mut qp = [0u8; 64];
-        put(&mut qp, 8, &1u32.to_le_bytes());
-        qp[12] = 4;
-        qp[13] = 6;
-        put(&mut qp, 20, &1u32.to_le_bytes());
-        put(&mut qp, 24, &(G + sq).to_le_bytes());
-        put(&mut qp, 32, &1u32.to_le_bytes());
-        qp[36] = 4;
-        qp[37] = 6;
-        put(&mut qp, 44, &1u32.to_le_bytes());
-        put(&mut qp, 48, &(G + rq).to_le_bytes());
-        put(&mut qp, 56, &id.to_le_bytes());
-        assert_eq!(a.run(g, ev1, 2, &qp), ok, "QP {id}");
+        assert_eq!(a.run(g, ev1, 2, &qp_cmd(id, sq, rq)), ok, "QP {id}");
     }
     // INIT with remote rights, RTR to the other (same guest GID), RTS.
     let hdr = template(Some([10, 0, 0, 1]), None);

@@ -445,39 +445,48 @@ typedef uint64_t dma_addr_t;
 #include "ionic_regs.h"
 "#;
 
-#[test]
-fn our_offsets_are_the_guest_kernels() {
+/// Where the guest kernel's headers are; `None` (after saying so) when
+/// they are missing and not required.
+fn headers(file: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("ERNIC_IONIC_HEADERS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/ernic-vm/headers"));
-    if !dir.join("ionic_if.h").exists() {
-        assert_ne!(
-            std::env::var("ERNIC_REQUIRE_IONIC_HEADERS").as_deref(),
-            Ok("1"),
-            "ERNIC_REQUIRE_IONIC_HEADERS=1 but {} has no ionic_if.h",
-            dir.display()
-        );
-        println!(
-            "skipped: no ionic_if.h in {} (vm/ionic-headers.sh fetches it)",
-            dir.display()
-        );
-        return;
+    if dir.join(file).exists() {
+        return Some(dir);
     }
-    let work = std::env::temp_dir().join(format!("ernic-ionic-layout-{}", std::process::id()));
-    std::fs::create_dir_all(work.join("linux")).unwrap();
-    // ionic_regs.h includes <linux/io.h> for its accessors; the probe only
-    // needs the types.
-    std::fs::write(
-        work.join("linux/io.h"),
-        "#define iowrite32(v, p) ((void)(v), (void)(p))\n\
-         #define ioread32(p) ((void)(p), 0u)\n\
-         #define writeq(v, p) ((void)(v), (void)(p))\n",
-    )
-    .unwrap();
-    let rows = pairs();
-    let mut c = String::from(PRELUDE);
+    assert_ne!(
+        std::env::var("ERNIC_REQUIRE_IONIC_HEADERS").as_deref(),
+        Ok("1"),
+        "ERNIC_REQUIRE_IONIC_HEADERS=1 but {} has no {file}",
+        dir.display()
+    );
+    println!(
+        "skipped: no {file} in {} (vm/ionic-headers.sh fetches it)",
+        dir.display()
+    );
+    None
+}
+
+/// Builds a C probe of `source` (with `stubs` as extra headers, path and
+/// text) against the headers in `dir`, runs it, and checks that every
+/// expression printed equals our value.
+fn probe(
+    name: &str,
+    dir: &std::path::Path,
+    stubs: &[(&str, &str)],
+    source: &str,
+    rows: &[(String, usize)],
+) {
+    let work = std::env::temp_dir().join(format!("ernic-ionic-{name}-{}", std::process::id()));
+    for (path, text) in stubs {
+        let p = work.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::create_dir_all(&work).unwrap();
+    let mut c = String::from(source);
     c.push_str("int main(void) {\n");
-    for (e, _) in &rows {
+    for (e, _) in rows {
         c.push_str(&format!(
             "  printf(\"%llu\\n\", (unsigned long long)({e}));\n"
         ));
@@ -489,7 +498,7 @@ fn our_offsets_are_the_guest_kernels() {
         .arg("-I")
         .arg(&work)
         .arg("-I")
-        .arg(&dir)
+        .arg(dir)
         .arg(work.join("probe.c"))
         .arg("-o")
         .arg(work.join("probe"))
@@ -519,7 +528,24 @@ fn our_offsets_are_the_guest_kernels() {
         "layouts differ from Linux's:\n{}",
         wrong.join("\n")
     );
-    println!("{} offsets and sizes equal Linux's", rows.len());
+    println!("{name}: {} offsets and values equal Linux's", rows.len());
+}
+
+#[test]
+fn our_offsets_are_the_guest_kernels() {
+    let Some(dir) = headers("ionic_if.h") else {
+        return;
+    };
+    // ionic_regs.h includes <linux/io.h> for its accessors; the probe only
+    // needs the types.
+    let io = "#define iowrite32(v, p) ((void)(v), (void)(p))\n\
+              #define ioread32(p) ((void)(p), 0u)\n\
+              #define writeq(v, p) ((void)(v), (void)(p))\n";
+    let rows: Vec<(String, usize)> = pairs()
+        .into_iter()
+        .map(|(e, v)| (e.to_string(), v))
+        .collect();
+    probe("if", &dir, &[("linux/io.h", io)], PRELUDE, &rows);
 }
 
 /// The RDMA side's formats against `ionic_fw.h`, built with stand-ins for
@@ -850,70 +876,10 @@ enum { IB_ACCESS_LOCAL_WRITE = 1, IB_ACCESS_REMOTE_WRITE = 2, IB_ACCESS_REMOTE_R
 
 #[test]
 fn rdma_formats_are_the_guest_kernels() {
-    let dir = std::env::var_os("ERNIC_IONIC_HEADERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/ernic-vm/headers"));
-    if !dir.join("ionic_fw.h").exists() {
-        assert_ne!(
-            std::env::var("ERNIC_REQUIRE_IONIC_HEADERS").as_deref(),
-            Ok("1"),
-            "ERNIC_REQUIRE_IONIC_HEADERS=1 but {} has no ionic_fw.h",
-            dir.display()
-        );
-        println!(
-            "skipped: no ionic_fw.h in {} (vm/ionic-headers.sh fetches it)",
-            dir.display()
-        );
+    let Some(dir) = headers("ionic_fw.h") else {
         return;
-    }
-    let work = std::env::temp_dir().join(format!("ernic-ionic-fw-{}", std::process::id()));
-    std::fs::create_dir_all(work.join("linux")).unwrap();
-    std::fs::create_dir_all(work.join("rdma")).unwrap();
-    std::fs::write(work.join("linux/kernel.h"), FW_STUBS).unwrap();
-    std::fs::write(work.join("rdma/ib_verbs.h"), "").unwrap();
-    let rows = fw_pairs();
-    let mut c = String::from("#include <stdio.h>\n#include \"ionic_fw.h\"\nint main(void) {\n");
-    for (e, _) in &rows {
-        c.push_str(&format!(
-            "  printf(\"%llu\\n\", (unsigned long long)({e}));\n"
-        ));
-    }
-    c.push_str("  return 0;\n}\n");
-    std::fs::write(work.join("probe.c"), c).unwrap();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(&cc)
-        .arg("-I")
-        .arg(&work)
-        .arg("-I")
-        .arg(&dir)
-        .arg(work.join("probe.c"))
-        .arg("-o")
-        .arg(work.join("probe"))
-        .output()
-        .expect("a C compiler");
-    assert!(
-        built.status.success(),
-        "the probe did not compile:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let out = Command::new(work.join("probe")).output().unwrap();
-    let got: Vec<usize> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    let _ = std::fs::remove_dir_all(&work);
-    assert_eq!(got.len(), rows.len());
-    let wrong: Vec<String> = rows
-        .iter()
-        .zip(&got)
-        .filter(|((_, ours), theirs)| ours != *theirs)
-        .map(|((e, ours), theirs)| format!("{e}: ours {ours}, Linux {theirs}"))
-        .collect();
-    assert!(
-        wrong.is_empty(),
-        "layouts differ from Linux's:\n{}",
-        wrong.join("\n")
-    );
-    println!("{} RDMA offsets and values equal Linux's", rows.len());
+    };
+    let stubs = [("linux/kernel.h", FW_STUBS), ("rdma/ib_verbs.h", "")];
+    let source = "#include <stdio.h>\n#include \"ionic_fw.h\"\n";
+    probe("fw", &dir, &stubs, source, &fw_pairs());
 }

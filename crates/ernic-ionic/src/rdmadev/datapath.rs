@@ -220,6 +220,42 @@ pub fn decode_recv(w: &[u8], sgl: &mut [Sge; MAX_SGES]) -> (u64, Option<usize>) 
     (wr_id, sges(w, sgl_at(flags), n, sgl))
 }
 
+/// Walks a receive ring from `*prod` up to `p_index`, handing each
+/// receive WQE to `post` (the core); stops at one it refuses, to be tried
+/// again at the next doorbell.
+fn walk_receives(
+    ring: &super::Ring,
+    prod: &mut u32,
+    p_index: u16,
+    dma: &Dma,
+    mut post: impl FnMut(&RecvWr<'_>) -> bool,
+) {
+    let mut buf = [0u8; MAX_WQE];
+    let mut sgl = [Sge::default(); MAX_SGES];
+    let mask = ring.depth() - 1;
+    let target = u32::from(p_index) & mask;
+    let stride = ring.stride().min(MAX_WQE);
+    let mut ran = 0;
+    while *prod & mask != target && ran < ring.depth() {
+        let w = &mut buf[..stride.max(wqe::MIN_LEN)];
+        if dma.read(ring.slot(*prod), &mut w[..stride]).is_err() {
+            break;
+        }
+        let (wr_id, n) = decode_recv(w, &mut sgl);
+        // SGEs past the stride: a receive with none, which a message will
+        // overrun (a length error, as on hardware).
+        let wr = RecvWr {
+            wr_id,
+            sgl: &sgl[..n.unwrap_or(0)],
+        };
+        if !post(&wr) {
+            break;
+        }
+        *prod = prod.wrapping_add(1);
+        ran += 1;
+    }
+}
+
 impl RdmaDev {
     /// A send queue doorbell: every WQE from the device's position up to
     /// `p_index` goes to the core; then the completions are written.
@@ -296,69 +332,22 @@ impl RdmaDev {
     ) {
         self.sync(boot, dma);
         let now = Instant::now();
-        let mut buf = [0u8; MAX_WQE];
-        let mut sgl = [Sge::default(); MAX_SGES];
-        if let Some(srq) = self.srqs.get(&qid) {
+        let (engine, dev, qp_count) = (&mut self.engine, self.dev, self.qp_count);
+        if let Some(srq) = self.srqs.get_mut(&qid) {
             // A shared receive queue (ids above the QP range).
-            let (ring, mut prod) = (srq.ring.clone(), srq.prod);
-            let mask = ring.depth() - 1;
-            let target = u32::from(p_index) & mask;
-            let stride = ring.stride().min(MAX_WQE);
-            let core = ernic_core::SrqId(qid - self.qp_count);
-            let mut ran = 0;
-            while prod & mask != target && ran < ring.depth() {
-                let w = &mut buf[..stride.max(wqe::MIN_LEN)];
-                if dma.read(ring.slot(prod), &mut w[..stride]).is_err() {
-                    break;
-                }
-                let (wr_id, n) = decode_recv(w, &mut sgl);
-                let sgl = &sgl[..n.unwrap_or(0)];
-                if self
-                    .engine
-                    .post_srq_recv(self.dev, core, &RecvWr { wr_id, sgl }, now)
-                    .is_err()
-                {
-                    break;
-                }
-                prod = prod.wrapping_add(1);
-                ran += 1;
-            }
-            if let Some(s) = self.srqs.get_mut(&qid) {
-                s.prod = prod;
-            }
+            let core = ernic_core::SrqId(qid - qp_count);
+            walk_receives(&srq.ring, &mut srq.prod, p_index, dma, |wr| {
+                engine.post_srq_recv(dev, core, wr, now).is_ok()
+            });
         } else if let Some(Qp {
             rq: Some(ring),
             rq_prod,
             ..
-        }) = self.qps.get(&qid)
+        }) = self.qps.get_mut(&qid)
         {
-            let mask = ring.depth() - 1;
-            let target = u32::from(p_index) & mask;
-            let stride = ring.stride().min(MAX_WQE);
-            let mut prod = *rq_prod;
-            let mut ran = 0;
-            while prod & mask != target && ran < ring.depth() {
-                let w = &mut buf[..stride.max(wqe::MIN_LEN)];
-                if dma.read(ring.slot(prod), &mut w[..stride]).is_err() {
-                    break;
-                }
-                let (wr_id, n) = decode_recv(w, &mut sgl);
-                // SGEs past the stride: a receive with none, which a
-                // message will overrun (a length error, as on hardware).
-                let sgl = &sgl[..n.unwrap_or(0)];
-                if self
-                    .engine
-                    .post_recv(self.dev, Qpn(qid), &RecvWr { wr_id, sgl }, now)
-                    .is_err()
-                {
-                    break;
-                }
-                prod = prod.wrapping_add(1);
-                ran += 1;
-            }
-            if let Some(qp) = self.qps.get_mut(&qid) {
-                qp.rq_prod = prod;
-            }
+            walk_receives(ring, rq_prod, p_index, dma, |wr| {
+                engine.post_recv(dev, Qpn(qid), wr, now).is_ok()
+            });
         }
         self.complete(dma, fire);
     }
