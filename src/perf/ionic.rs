@@ -1,4 +1,4 @@
-//! `ernic perf TEST --device vfio-user:SOCKET`: the tests through the
+//! `ernic perf TEST --device vfio-user:SOCKET`: every test through the
 //! whole guest-facing path — ernic-ionic-driver writes WQEs into rings in
 //! its memory and rings doorbells (trapped, or in the server's shared
 //! doorbell pages when its profile offers them), the server decodes and
@@ -70,12 +70,6 @@ pub fn run(
     with_baseline: bool,
     emit: &mut dyn FnMut(Row),
 ) -> Result<()> {
-    if !matches!(plan.test, Test::SendLat | Test::WriteBw) {
-        bail!(
-            "--device vfio-user runs send_lat and write_bw so far; {} is still to come",
-            plan.test
-        );
-    }
     let max = *plan.sizes.iter().max().expect("at least one size");
     if max > (16 << 20) {
         bail!("--device vfio-user: sizes up to 16M");
@@ -93,7 +87,14 @@ pub fn run(
     for &size in &plan.sizes {
         let m = match plan.test {
             Test::SendLat => send_lat(&mut r, size, plan.iters)?,
-            _ => write_bw(&mut r, size, plan.iters, plan.tx_depth, max)?,
+            Test::WriteLat => write_lat(&mut r, size, plan.iters, max)?,
+            Test::ReadLat => one_sided_lat(&mut r, size, plan.iters, false, max)?,
+            Test::AtomicLat => one_sided_lat(&mut r, 8, plan.iters, true, max)?,
+            Test::SendBw => send_bw(&mut r, size, plan.iters, plan.tx_depth)?,
+            Test::WriteBw | Test::ReadBw => {
+                let read = plan.test == Test::ReadBw;
+                one_sided_bw(&mut r, size, plan.iters, plan.tx_depth, max, read)?
+            }
         };
         let base = with_baseline.then(|| {
             if plan.test.is_bw() {
@@ -131,8 +132,132 @@ fn send_lat(r: &mut Rig, size: u64, iters: u64) -> Result<Measure> {
     Ok(Measure::Lat(lat))
 }
 
-/// WRITEs from a into b's half of the buffer, `depth` in flight.
-fn write_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result<Measure> {
+/// RDMA WRITE ping-pong polling memory, as perftest's write_lat: a
+/// writes `size` bytes whose last byte is the round's mark into b's half,
+/// b sees the mark (after the write's completion, one thread driving both
+/// sides) and writes back; one-way latency is half the round trip.
+fn write_lat(r: &mut Rig, size: u64, iters: u64, half: u64) -> Result<Measure> {
+    let len = size.max(1);
+    let (qa, qb) = (r.a.qpn(), r.b.qpn());
+    let to_b = RemoteAddr {
+        addr: r.mr.buf.addr() + half,
+        rkey: Rkey(r.mr.key),
+    };
+    let to_a = RemoteAddr {
+        addr: r.mr.buf.addr(),
+        rkey: Rkey(r.mr.key),
+    };
+    let (src_a, src_b) = ([r.sge(0, len as u32)], [r.sge(half, len as u32)]);
+    let mut lat = Vec::with_capacity(iters as usize);
+    let mut mark = [0u8; 1];
+    for i in 0..iters {
+        let m = (i % 255 + 1) as u8;
+        let t = Instant::now();
+        r.d.write(&r.mr.buf, len - 1, &[m]);
+        r.d.post_send(&mut r.a, &SendWr::new(i, SendOp::Write(to_b)).sgl(&src_a))?;
+        r.until(|w| w.qpn == qa)?;
+        r.d.read(&r.mr.buf, half + len - 1, &mut mark);
+        if mark[0] != m {
+            bail!("the WRITE's last byte did not arrive");
+        }
+        r.d.post_send(&mut r.b, &SendWr::new(i, SendOp::Write(to_a)).sgl(&src_b))?;
+        r.until(|w| w.qpn == qb)?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok(Measure::Lat(lat))
+}
+
+/// One READ (or fetch-and-add) at a time from a to b's half: the full
+/// round trip, as perftest's read_lat and atomic_lat report it.
+fn one_sided_lat(r: &mut Rig, size: u64, iters: u64, atomic: bool, half: u64) -> Result<Measure> {
+    let qa = r.a.qpn();
+    let remote = RemoteAddr {
+        addr: r.mr.buf.addr() + half,
+        rkey: Rkey(r.mr.key),
+    };
+    let local = [r.sge(0, size.max(1) as u32)];
+    let mut lat = Vec::with_capacity(iters as usize);
+    for i in 0..iters {
+        let op = if atomic {
+            SendOp::AtomicFa { remote, add: 1 }
+        } else {
+            SendOp::Read(remote)
+        };
+        let t = Instant::now();
+        r.d.post_send(&mut r.a, &SendWr::new(i, op).sgl(&local))?;
+        r.until(|w| w.qpn == qa)?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok(Measure::Lat(lat))
+}
+
+/// SENDs from a to b, `depth` in flight, b keeping receives posted.
+fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32) -> Result<Measure> {
+    let depth = u64::from(depth.min(256));
+    let (qa, qb) = (r.a.qpn(), r.b.qpn());
+    let recv = r.sge(0, size.max(1) as u32);
+    let rx = iters.min(512);
+    for _ in 0..rx {
+        r.d.post_recv(&mut r.b, 0, recv)?;
+    }
+    let (mut posted_rx, mut got) = (rx, 0u64);
+    let s = [r.sge(0, size as u32)];
+    let mut wc = [Completion::EMPTY; 64];
+    let (mut posted, mut sent) = (0u64, 0u64);
+    let t = Instant::now();
+    let mut last = Instant::now();
+    while got < iters || sent < iters {
+        while posted < iters && posted - sent < depth && posted < got + rx {
+            match r
+                .d
+                .post_send(&mut r.a, &SendWr::new(posted, SendOp::Send).sgl(&s))
+            {
+                Ok(()) => posted += 1,
+                Err(ernic_ionic_driver::Error::Full) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let n = r.d.poll_cq(&mut r.cq, &mut [&mut r.a, &mut r.b], &mut wc);
+        for w in &wc[..n] {
+            if w.status != WcStatus::Success {
+                bail!("work request {} failed: {:?}", w.wr_id, w.status);
+            }
+            if w.qpn == qb {
+                got += 1;
+                if posted_rx < iters {
+                    r.d.post_recv(&mut r.b, 0, recv)?;
+                    posted_rx += 1;
+                }
+            } else if w.qpn == qa {
+                sent += 1;
+            }
+        }
+        if n > 0 {
+            last = Instant::now();
+        } else if last.elapsed() > STALL {
+            bail!("no completion for {} s", STALL.as_secs());
+        }
+    }
+    let secs = t.elapsed().max(Duration::from_nanos(1)).as_secs_f64();
+    let avg = (size * iters) as f64 / secs;
+    Ok(Measure::Bw {
+        avg,
+        peak: avg,
+        msg_rate: iters as f64 / secs,
+    })
+}
+
+/// WRITEs (or READs) from a to b's half of the buffer, `depth` in flight.
+fn one_sided_bw(
+    r: &mut Rig,
+    size: u64,
+    iters: u64,
+    depth: u32,
+    half: u64,
+    read: bool,
+) -> Result<Measure> {
     let depth = u64::from(depth.min(512));
     let target = RemoteAddr {
         addr: r.mr.buf.addr() + half,
@@ -145,7 +270,12 @@ fn write_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result
     let mut last = Instant::now();
     while done < iters {
         while posted < iters && posted - done < depth {
-            let wr = SendWr::new(posted, SendOp::Write(target)).sgl(&s);
+            let op = if read {
+                SendOp::Read(target)
+            } else {
+                SendOp::Write(target)
+            };
+            let wr = SendWr::new(posted, op).sgl(&s);
             match r.d.post_send(&mut r.a, &wr) {
                 Ok(()) => posted += 1,
                 Err(ernic_ionic_driver::Error::Full) => break,
@@ -155,7 +285,7 @@ fn write_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result
         let n = r.d.poll_cq(&mut r.cq, &mut [&mut r.a, &mut r.b], &mut wc);
         for w in &wc[..n] {
             if w.status != WcStatus::Success {
-                bail!("WRITE {} failed: {:?}", w.wr_id, w.status);
+                bail!("request {} failed: {:?}", w.wr_id, w.status);
             }
         }
         if n > 0 {

@@ -123,7 +123,7 @@ pub struct PerfArgs {
     pub json: bool,
     /// Run through an emulated ionic NIC instead of the native verbs:
     /// `vfio-user:SOCKET` attaches ernic's userspace ionic driver to the
-    /// ernic-server at SOCKET (send_lat and write_bw so far).
+    /// ernic-server at SOCKET; both QPs are in this process.
     #[arg(long, value_name = "vfio-user:SOCKET", conflicts_with_all = ["host", "server"])]
     pub device: Option<String>,
     /// Send requests kept in flight by bandwidth tests.
