@@ -86,11 +86,11 @@ pub fn run(
     let mut r = Rig { d, cq, a, b, mr };
     for &size in &plan.sizes {
         let m = match plan.test {
-            Test::SendLat => send_lat(&mut r, size, plan.iters)?,
+            Test::SendLat => send_lat(&mut r, size, plan.iters, max)?,
             Test::WriteLat => write_lat(&mut r, size, plan.iters, max)?,
             Test::ReadLat => one_sided_lat(&mut r, size, plan.iters, false, max)?,
             Test::AtomicLat => one_sided_lat(&mut r, 8, plan.iters, true, max)?,
-            Test::SendBw => send_bw(&mut r, size, plan.iters, plan.tx_depth)?,
+            Test::SendBw => send_bw(&mut r, size, plan.iters, plan.tx_depth, max)?,
             Test::WriteBw | Test::ReadBw => {
                 let read = plan.test == Test::ReadBw;
                 one_sided_bw(&mut r, size, plan.iters, plan.tx_depth, max, read)?
@@ -110,9 +110,10 @@ pub fn run(
 
 /// SEND ping-pong: a to b, b back to a; one-way latency is half the round
 /// trip, as perftest reports it.
-fn send_lat(r: &mut Rig, size: u64, iters: u64) -> Result<Measure> {
+fn send_lat(r: &mut Rig, size: u64, iters: u64, half: u64) -> Result<Measure> {
     let len = size as u32;
-    let (ra, rb) = (r.sge(0, len), r.sge(0, len));
+    // Sent from the first half, received into the second.
+    let (ra, rb) = (r.sge(half, len), r.sge(half, len));
     r.d.post_recv(&mut r.b, 0, rb)?;
     r.d.post_recv(&mut r.a, 0, ra)?;
     let (qa, qb) = (r.a.qpn(), r.b.qpn());
@@ -193,11 +194,12 @@ fn one_sided_lat(r: &mut Rig, size: u64, iters: u64, atomic: bool, half: u64) ->
     Ok(Measure::Lat(lat))
 }
 
-/// SENDs from a to b, `depth` in flight, b keeping receives posted.
-fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32) -> Result<Measure> {
+/// SENDs from a's half of the buffer into receives b keeps posted in the
+/// other half, `depth` in flight.
+fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result<Measure> {
     let depth = u64::from(depth.min(256));
     let (qa, qb) = (r.a.qpn(), r.b.qpn());
-    let recv = r.sge(0, size.max(1) as u32);
+    let recv = r.sge(half, size.max(1) as u32);
     let rx = iters.min(512);
     for _ in 0..rx {
         r.d.post_recv(&mut r.b, 0, recv)?;

@@ -214,6 +214,25 @@ impl std::fmt::Debug for Driver {
     }
 }
 
+/// Reads the CQE at `slot` if its color is `color`: the word holding the
+/// color first, then (after an acquire fence) the rest, so a CQE the
+/// device is still writing is never taken half old.
+fn read_cqe(mem: &Mapping, slot: usize, color: bool, c: &mut [u8; cqe::LEN]) -> bool {
+    // status_length and qid_type_flags: the last aligned 8 bytes.
+    let Some(tail) = mem.load(slot + cqe::STATUS_LENGTH_BE) else {
+        return false;
+    };
+    let tail = tail.to_le_bytes();
+    let qtf = u32::from_be_bytes(tail[4..8].try_into().expect("4"));
+    if (qtf & cqe::COLOR != 0) != color {
+        return false;
+    }
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    mem.read(slot, &mut c[..cqe::STATUS_LENGTH_BE]);
+    c[cqe::STATUS_LENGTH_BE..].copy_from_slice(&tail);
+    true
+}
+
 fn put(b: &mut [u8], at: usize, v: &[u8]) {
     b[at..at + v.len()].copy_from_slice(v);
 }
@@ -387,6 +406,8 @@ impl Driver {
     ) -> Result<(), Error> {
         let v = u64::from(qid) << 24 | u64::from(ring) << 16 | u64::from(index & 0xffff);
         if let (Some(p), Some((m, _))) = (page, &self.shared) {
+            // The WQE (a plain copy) before the doorbell that publishes it.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
             m.store(p + 8 * usize::from(t), v);
             return Ok(());
         }
@@ -421,9 +442,8 @@ impl Driver {
         let end = Instant::now() + ADMIN_TIMEOUT;
         let mut c = [0u8; cqe::LEN];
         loop {
-            self.mem.read(slot, &mut c);
-            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
-            if (qtf & cqe::COLOR != 0) == color {
+            if read_cqe(&self.mem, slot, color, &mut c) {
+                let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
                 self.acq_cons = self.acq_cons.wrapping_add(1);
                 let idx = u16::from_be_bytes([c[0], c[1]]);
                 debug_assert_eq!(u32::from(idx), index & (self.aq.depth() - 1));
@@ -956,11 +976,10 @@ impl Driver {
         let mut c = [0u8; cqe::LEN];
         while n < out.len() {
             let color = (cq.cons >> cq.ring.depth_log2) & 1 == 0;
-            self.mem.read(cq.ring.slot(cq.cons), &mut c);
-            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
-            if (qtf & cqe::COLOR != 0) != color {
+            if !read_cqe(&self.mem, cq.ring.slot(cq.cons), color, &mut c) {
                 break;
             }
+            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
             cq.cons = cq.cons.wrapping_add(1);
             let qid = qtf >> cqe::QID_SHIFT;
             let Some(qp) = qps.iter_mut().find(|q| q.id == qid) else {

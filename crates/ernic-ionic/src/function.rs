@@ -46,19 +46,43 @@ pub struct IonicFunction {
 
 /// The top pages of BAR 2 as memory shared with the client: the guest's
 /// doorbell writes land there without a message, and [`Device::poll`]
-/// finds them by comparing each queue type's word with its last value.
+/// takes each one by swapping [`UNRUNG`] into its word (a doorbell never
+/// has bits 48-63 set, so that value is never a real one). A value written
+/// again, the same as before, is a doorbell again.
 ///
 /// A word holds the last value written, so two queues of one type ringing
 /// the same page between two polls would lose the first doorbell: a driver
 /// that uses these pages gives each queue a page of its own (ernic's
-/// userspace driver does). A work doorbell carries a producer index that
-/// cannot come back to its old value while work is outstanding, so a
-/// repeated value is never new work.
+/// userspace driver does).
 #[derive(Debug)]
 struct SharedDoorbells {
     file: ernic_vfio::shm::SharedFile,
     first_page: u32,
-    last: Vec<u64>,
+    pages: u32,
+}
+
+/// What a shared doorbell word holds when nothing has rung it since the
+/// last poll.
+const UNRUNG: u64 = u64::MAX;
+
+impl SharedDoorbells {
+    /// The polled words: (offset in the mapping, offset in BAR 2).
+    fn words(&self) -> impl Iterator<Item = (usize, u64)> + use<> {
+        let first = u64::from(self.first_page);
+        (0..u64::from(self.pages) * POLLED_TYPES).map(move |i| {
+            let (page, t) = (i / POLLED_TYPES, i % POLLED_TYPES);
+            let at = page * PAGE + t * 8;
+            (at as usize, first * PAGE + at)
+        })
+    }
+
+    /// Every polled word back to [`UNRUNG`] (a new device, a reset, a
+    /// client gone).
+    fn clear(&self) {
+        for (at, _) in self.words() {
+            self.file.map().store(at, UNRUNG);
+        }
+    }
 }
 
 /// Queue types a page's words are polled for (Ethernet 0-3, RDMA 5-9).
@@ -164,11 +188,13 @@ impl IonicFunction {
             u64::from(first_page) * PAGE,
             (u64::from(pages) * PAGE) as usize,
         )?;
-        self.shared = Some(SharedDoorbells {
+        let shared = SharedDoorbells {
             file,
             first_page,
-            last: vec![0; (u64::from(pages) * POLLED_TYPES) as usize],
-        });
+            pages,
+        };
+        shared.clear();
+        self.shared = Some(shared);
         Ok(self)
     }
 
@@ -368,6 +394,17 @@ impl Device for IonicFunction {
 
     fn reset(&mut self, _io: &mut Io) {
         self.bar0.reset();
+        if let Some(s) = &self.shared {
+            s.clear();
+        }
+    }
+
+    /// A client left: doorbells it wrote and nobody took are not the next
+    /// client's.
+    fn detached(&mut self) {
+        if let Some(s) = &self.shared {
+            s.clear();
+        }
     }
 
     fn region_fd(&self, region: u32) -> Option<std::os::fd::RawFd> {
@@ -390,20 +427,16 @@ impl Device for IonicFunction {
         if work {
             self.signal_rdma(io);
         }
-        let Some(mut s) = self.shared.take() else {
+        let Some(s) = self.shared.take() else {
             return work;
         };
-        for (i, last) in s.last.iter_mut().enumerate() {
-            let (page, t) = (i as u64 / POLLED_TYPES, i as u64 % POLLED_TYPES);
-            let at = page * PAGE + t * 8;
-            let Some(v) = s.file.map().load(at as usize) else {
+        for (at, offset) in s.words() {
+            let Some(v) = s.file.map().swap(at, UNRUNG) else {
                 continue;
             };
-            if v == *last {
+            if v == UNRUNG {
                 continue;
             }
-            *last = v;
-            let offset = (u64::from(s.first_page) + page) * PAGE + t * 8;
             if let Some(d) = Doorbell::decode(offset, v) {
                 self.ring(io, d);
                 work = true;

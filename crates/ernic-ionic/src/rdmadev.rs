@@ -695,6 +695,9 @@ impl RdmaDev {
         c[cqe::QID_TYPE_FLAGS_BE..].copy_from_slice(&qtf.to_be_bytes());
         let slot = cq.ring.slot(cq.prod);
         let body = dma.write(slot, &c[..cqe::QID_TYPE_FLAGS_BE]);
+        // The body is visible before the word whose color publishes it
+        // (the compiler may not sink the body's copy past this).
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let last = dma.write(
             slot + cqe::QID_TYPE_FLAGS_BE as u64,
             &c[cqe::QID_TYPE_FLAGS_BE..],

@@ -58,6 +58,10 @@ pub trait Device {
     /// `VFIO_USER_DEVICE_RESET`.
     fn reset(&mut self, io: &mut Io);
 
+    /// The client left (its windows and eventfds are gone); the device
+    /// keeps its state, but may drop what only that client could use.
+    fn detached(&mut self) {}
+
     /// Descriptors the server waits on beside the client's socket (a TAP,
     /// say), appended to `out`; when one is readable, [`ready`] runs.
     ///
@@ -287,6 +291,7 @@ impl<D: Device> Server<D> {
         let r = self.serve_inner(stream);
         self.dma.clear();
         self.irqs.clear();
+        self.device.detached();
         r
     }
 

@@ -115,6 +115,20 @@ impl Mapping {
         Some(unsafe { std::ptr::read_volatile(p) })
     }
 
+    /// Atomically replaces the aligned word at `offset` with `value`;
+    /// answers what it held (`None` outside the mapping or unaligned). The
+    /// other side's plain aligned 64-bit stores are atomic on the machines
+    /// this runs on, so a store is either seen whole here or left for the
+    /// next swap.
+    pub fn swap(&self, offset: usize, value: u64) -> Option<u64> {
+        let p = self.word(offset)?;
+        // SAFETY: an aligned word inside a live mapping that this value
+        // owns; it is only ever accessed through this pointer as a whole
+        // word (atomically here, by aligned stores on the other side).
+        let a = unsafe { std::sync::atomic::AtomicU64::from_ptr(p) };
+        Some(a.swap(value, std::sync::atomic::Ordering::AcqRel))
+    }
+
     /// Stores `value` at the aligned `offset`; `false` outside the mapping
     /// or unaligned.
     pub fn store(&self, offset: usize, value: u64) -> bool {
@@ -188,5 +202,9 @@ mod tests {
         assert_eq!(&got, b"ab");
         assert!(!other.write(2 * 4096 - 1, b"ab"), "past the end");
         assert!(!f.map().read(usize::MAX, &mut got));
+        assert!(other.store(16, 7));
+        assert_eq!(f.map().swap(16, u64::MAX), Some(7));
+        assert_eq!(other.load(16), Some(u64::MAX));
+        assert_eq!(f.map().swap(12, 0), None, "unaligned");
     }
 }
