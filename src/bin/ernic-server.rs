@@ -43,8 +43,9 @@ struct Args {
     #[arg(long)]
     stats_file: Option<PathBuf>,
     /// What stands behind the device's RDMA side: loopback (one server),
-    /// tcp (several servers joined by --mesh), none (bring-up only).
-    /// nvmeof and s3 are named by the design and not built yet.
+    /// tcp (several servers joined by --mesh); none is accepted for
+    /// bring-up scripts and serves as loopback does. nvmeof and s3 are
+    /// named by the design and not built yet.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "tcp", "none", "nvmeof", "s3"])]
     backend: String,
     /// With --backend tcp: tcp:manager:listen:PORT or tcp:worker:HOST:PORT
