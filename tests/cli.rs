@@ -155,3 +155,28 @@ fn a_client_without_a_server_says_so() {
         "{err}"
     );
 }
+
+/// The README's main command, `cargo run --release -- bench`, names no
+/// binary; with ernic-server beside ernic the package must say which one
+/// `cargo run` runs (it once did not, and the command failed).
+#[test]
+fn cargo_run_runs_ernic() {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let package = manifest
+        .split("[package]")
+        .nth(1)
+        .unwrap()
+        .split("\n[")
+        .next()
+        .unwrap();
+    assert!(
+        package
+            .lines()
+            .any(|l| l.trim() == "default-run = \"ernic\""),
+        "Cargo.toml's [package] needs default-run = \"ernic\""
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains("cargo run --release -- bench"));
+}
