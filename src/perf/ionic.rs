@@ -42,9 +42,7 @@ impl Rig {
         let end = Instant::now() + STALL;
         let mut spins = 0u32;
         loop {
-            let n = self
-                .d
-                .poll_cq(&mut self.cq, &mut [&mut self.a, &mut self.b], &mut wc);
+            let n = self.d.poll_cq(&mut self.cq, &mut wc);
             let mut hit = false;
             for w in &wc[..n] {
                 if w.status != WcStatus::Success {
@@ -221,7 +219,7 @@ fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result<
                 Err(e) => return Err(e.into()),
             }
         }
-        let n = r.d.poll_cq(&mut r.cq, &mut [&mut r.a, &mut r.b], &mut wc);
+        let n = r.d.poll_cq(&mut r.cq, &mut wc);
         for w in &wc[..n] {
             if w.status != WcStatus::Success {
                 bail!("work request {} failed: {:?}", w.wr_id, w.status);
@@ -284,7 +282,7 @@ fn one_sided_bw(
                 Err(e) => return Err(e.into()),
             }
         }
-        let n = r.d.poll_cq(&mut r.cq, &mut [&mut r.a, &mut r.b], &mut wc);
+        let n = r.d.poll_cq(&mut r.cq, &mut wc);
         for w in &wc[..n] {
             if w.status != WcStatus::Success {
                 bail!("request {} failed: {:?}", w.wr_id, w.status);

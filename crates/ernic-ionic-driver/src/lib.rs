@@ -133,7 +133,9 @@ impl Cq {
     }
 }
 
-/// A queue pair (RC).
+/// A queue pair: its rings and where the driver is in them. What its
+/// completions need (outstanding requests, receive ids) the driver keeps,
+/// so a CQ is polled on its own, as in verbs.
 #[derive(Debug)]
 pub struct Qp {
     id: u32,
@@ -143,6 +145,11 @@ pub struct Qp {
     rq_prod: u32,
     /// Doorbell page offset in the shared area, when there is one.
     db: Option<usize>,
+}
+
+/// The driver's book of a QP, for turning its CQEs into completions.
+#[derive(Debug)]
+struct QpBook {
     /// wr_ids of posted requests that complete by message sequence number.
     remote: VecDeque<u64>,
     msn: u32,
@@ -203,6 +210,7 @@ pub struct Driver {
     next_mr: u32,
     next_ah: u32,
     gid: Gid,
+    qps: std::collections::HashMap<u32, QpBook>,
 }
 
 impl std::fmt::Debug for Driver {
@@ -292,6 +300,7 @@ impl Driver {
             next_qp: 2,
             next_mr: 1,
             next_ah: 1,
+            qps: std::collections::HashMap::new(),
             gid: "::ffff:10.0.0.1".parse().expect("a literal GID"),
         };
         d.bring_up()?;
@@ -624,6 +633,16 @@ impl Driver {
             .shared
             .as_ref()
             .map(|(_, len)| ((id as usize) * PAGE as usize) % len);
+        self.qps.insert(
+            id,
+            QpBook {
+                remote: VecDeque::new(),
+                msn: 0,
+                recv_ids: vec![0; 1 << depth_log2],
+                srq: srq.is_some(),
+                ud: qpt == fw::qpt::UD,
+            },
+        );
         Ok(Qp {
             id,
             sq,
@@ -631,11 +650,6 @@ impl Driver {
             sq_prod: 0,
             rq_prod: 0,
             db,
-            remote: VecDeque::new(),
-            msn: 0,
-            recv_ids: vec![0; 1 << depth_log2],
-            srq: srq.is_some(),
-            ud: qpt == fw::qpt::UD,
         })
     }
 
@@ -706,7 +720,7 @@ impl Driver {
 
     /// A WQE that completes by its id (a local operation), not by MSN.
     fn post_local(&mut self, qp: &mut Qp, w: &[u8; 64]) -> Result<(), Error> {
-        if qp.remote.len() as u32 >= qp.sq.depth() - 1 {
+        if self.outstanding(qp) >= qp.sq.depth() - 1 {
             return Err(Error::Full);
         }
         self.mem.write(qp.sq.slot(qp.sq_prod), w);
@@ -717,8 +731,9 @@ impl Driver {
 
     /// Destroys a QP.
     pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), Error> {
-        self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())
-            .map(|_| ())
+        self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())?;
+        self.qps.remove(&qp.id);
+        Ok(())
     }
 
     /// Destroys a CQ no QP uses.
@@ -868,7 +883,7 @@ impl Driver {
 
     /// Posts a send request: its WQE into the send ring, then the doorbell.
     pub fn post_send(&mut self, qp: &mut Qp, wr: &SendWr<'_>) -> Result<(), Error> {
-        if qp.remote.len() as u32 >= qp.sq.depth() - 1 {
+        if self.outstanding(qp) >= qp.sq.depth() - 1 {
             return Err(Error::Full);
         }
         let mut w = [0u8; 64];
@@ -949,9 +964,16 @@ impl Driver {
         }
         self.mem.write(qp.sq.slot(qp.sq_prod), &w);
         qp.sq_prod = qp.sq_prod.wrapping_add(1);
-        qp.remote.push_back(wr.wr_id);
+        if let Some(b) = self.qps.get_mut(&qp.id) {
+            b.remote.push_back(wr.wr_id);
+        }
         let index = qp.sq_prod & (qp.sq.depth() - 1);
         self.ring_doorbell(qp.db, qtype::RDMA_SQ, qp.id, 0, index)
+    }
+
+    /// Requests posted on `qp` and not yet completed by sequence number.
+    fn outstanding(&self, qp: &Qp) -> u32 {
+        self.qps.get(&qp.id).map_or(0, |b| b.remote.len() as u32)
     }
 
     /// Posts a receive into `sge`.
@@ -963,15 +985,17 @@ impl Driver {
         put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
         put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
         put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
-        qp.recv_ids[slot as usize] = wr_id;
+        if let Some(b) = self.qps.get_mut(&qp.id) {
+            b.recv_ids[slot as usize] = wr_id;
+        }
         self.mem.write(qp.rq.slot(qp.rq_prod), &w);
         qp.rq_prod = qp.rq_prod.wrapping_add(1);
         let index = qp.rq_prod & (qp.rq.depth() - 1);
         self.ring_doorbell(qp.db, qtype::RDMA_RQ, qp.id, 0, index)
     }
 
-    /// Reads up to `out.len()` completions from `cq` for the QPs in `qps`.
-    pub fn poll_cq(&mut self, cq: &mut Cq, qps: &mut [&mut Qp], out: &mut [Completion]) -> usize {
+    /// Reads up to `out.len()` completions from `cq`.
+    pub fn poll_cq(&mut self, cq: &mut Cq, out: &mut [Completion]) -> usize {
         let mut n = 0;
         let mut c = [0u8; cqe::LEN];
         while n < out.len() {
@@ -982,7 +1006,7 @@ impl Driver {
             let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
             cq.cons = cq.cons.wrapping_add(1);
             let qid = qtf >> cqe::QID_SHIFT;
-            let Some(qp) = qps.iter_mut().find(|q| q.id == qid) else {
+            let Some(qp) = self.qps.get_mut(&qid) else {
                 continue;
             };
             let st = u32::from_be_bytes(c[24..28].try_into().expect("4"));

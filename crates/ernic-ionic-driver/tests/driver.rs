@@ -46,12 +46,12 @@ fn rc_pair(d: &mut Driver, cq: &Cq, depth_log2: u8) -> (Qp, Qp) {
 }
 
 /// Polls until `n` completions came (bounded).
-fn wait(d: &mut Driver, cq: &mut Cq, qps: &mut [&mut Qp], n: usize) -> Vec<Completion> {
+fn wait(d: &mut Driver, cq: &mut Cq, n: usize) -> Vec<Completion> {
     let mut got = Vec::new();
     let mut buf = [Completion::EMPTY; 8];
     let end = Instant::now() + Duration::from_secs(5);
     while got.len() < n {
-        let k = d.poll_cq(cq, qps, &mut buf);
+        let k = d.poll_cq(cq, &mut buf);
         got.extend_from_slice(&buf[..k]);
         assert!(Instant::now() < end, "{} of {n} completions", got.len());
     }
@@ -81,7 +81,7 @@ fn rdma_between_two_qps(profile_spec: &str) {
     d.post_recv(&mut b, 77, sge(0x1000, 256)).unwrap();
     d.post_send(&mut a, &SendWr::new(1, SendOp::Send).sgl(&[sge(0, 29)]))
         .unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 2);
+    let wcs = wait(&mut d, &mut cq, 2);
     let recv = wcs.iter().find(|w| w.opcode == WcOpcode::Recv).unwrap();
     assert_eq!(
         (recv.wr_id, recv.byte_len, recv.status),
@@ -111,7 +111,7 @@ fn rdma_between_two_qps(profile_spec: &str) {
     };
     d.post_send(&mut a, &SendWr::new(4, fa).sgl(&[sge(0x4008, 8)]))
         .unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 3);
+    let wcs = wait(&mut d, &mut cq, 3);
     let ids: Vec<u64> = wcs.iter().map(|w| w.wr_id).collect();
     assert_eq!(ids, [2, 3, 4], "in order, by sequence number");
     assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
@@ -134,7 +134,7 @@ fn rdma_between_two_qps(profile_spec: &str) {
         &SendWr::new(5, SendOp::Write(bad)).sgl(&[sge(0, 5)]),
     )
     .unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let wcs = wait(&mut d, &mut cq, 1);
     assert_eq!((wcs[0].wr_id, wcs[0].status), (5, WcStatus::RemAccessErr));
 }
 
@@ -161,8 +161,8 @@ fn two_qps_share_a_receive_queue() {
     let mut srq = d.create_srq(5, 2).unwrap();
     assert!(srq.id() >= 1024, "SRQ ids lie above the QP ids");
     let mut a = d.create_qp(&cq, 5).unwrap();
-    let mut b = d.create_qp_with_srq(&cq, 5, &srq).unwrap();
-    let mut c = d.create_qp_with_srq(&cq, 5, &srq).unwrap();
+    let b = d.create_qp_with_srq(&cq, 5, &srq).unwrap();
+    let c = d.create_qp_with_srq(&cq, 5, &srq).unwrap();
     d.connect(&a, b.qpn()).unwrap();
     d.connect(&b, a.qpn()).unwrap();
     let mut a2 = d.create_qp(&cq, 5).unwrap();
@@ -189,7 +189,7 @@ fn two_qps_share_a_receive_queue() {
         &SendWr::new(2, SendOp::Send).sgl(&[sge(0x100, 16)]),
     )
     .unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut a2, &mut b, &mut c], 4);
+    let wcs = wait(&mut d, &mut cq, 4);
     let recvs: Vec<(u32, u64)> = wcs
         .iter()
         .filter(|w| w.opcode == WcOpcode::Recv)
@@ -242,7 +242,7 @@ fn immediates_ring_wraps_and_destroying_everything() {
         };
         d.post_send(&mut a, &SendWr::new(u64::from(i), op).sgl(&[sge(0, 16)]))
             .unwrap();
-        let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 2);
+        let wcs = wait(&mut d, &mut cq, 2);
         let recv = wcs.iter().find(|w| w.qpn == b.qpn()).unwrap();
         assert_eq!(recv.imm, Some(0xabc0_0000 | i), "round {i}: {wcs:?}");
         let want = if i % 2 == 0 {
@@ -276,7 +276,7 @@ fn fast_registration_and_invalidation() {
         .post_reg_mr(&mut b, 10, fast, 0x2a, &target, 8192)
         .unwrap();
     assert_eq!(key & 0xff, 0x2a);
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let wcs = wait(&mut d, &mut cq, 1);
     assert_eq!((wcs[0].wr_id, wcs[0].status), (10, WcStatus::Success));
     d.write(&src, 0, b"via a fresh key");
     let write = |at: u64| {
@@ -292,18 +292,18 @@ fn fast_registration_and_invalidation() {
     }];
     d.post_send(&mut a, &SendWr::new(11, write(100)).sgl(&sge))
         .unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let wcs = wait(&mut d, &mut cq, 1);
     assert_eq!((wcs[0].wr_id, wcs[0].status), (11, WcStatus::Success));
     let mut got = [0u8; 15];
     d.read(&target, 100, &mut got);
     assert_eq!(&got, b"via a fresh key");
     // Invalidated, the key no longer reaches the buffer.
     d.post_local_inv(&mut b, 12, key).unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let wcs = wait(&mut d, &mut cq, 1);
     assert_eq!((wcs[0].wr_id, wcs[0].status), (12, WcStatus::Success));
     d.post_send(&mut a, &SendWr::new(13, write(200)).sgl(&sge))
         .unwrap();
-    let wcs = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let wcs = wait(&mut d, &mut cq, 1);
     assert_eq!((wcs[0].wr_id, wcs[0].status), (13, WcStatus::RemAccessErr));
 }
 
@@ -337,7 +337,7 @@ fn ud_and_gsi_datagrams_arrive_with_a_grh() {
     // A wrong Q_Key: dropped at b; a's send completes anyway.
     d.post_send_ud(&mut a, 1, ah, b.qpn(), 0x9999, sge(0, 10))
         .unwrap();
-    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b, &mut gsi], 1);
+    let w = wait(&mut d, &mut cq, 1);
     assert_eq!(
         (w[0].qpn, w[0].wr_id, w[0].status),
         (a.qpn(), 1, WcStatus::Success)
@@ -347,7 +347,7 @@ fn ud_and_gsi_datagrams_arrive_with_a_grh() {
         .unwrap();
     d.post_send_ud(&mut gsi, 3, ah, b.qpn(), 0x2222, sge(0, 10))
         .unwrap();
-    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b, &mut gsi], 4);
+    let w = wait(&mut d, &mut cq, 4);
     let recvs: Vec<&Completion> = w.iter().filter(|c| c.qpn == b.qpn()).collect();
     assert_eq!(recvs.len(), 2, "{w:?}");
     for (r, from, slot) in [(recvs[0], a.qpn(), 1u64), (recvs[1], gsi.qpn(), 2)] {
@@ -389,26 +389,26 @@ fn error_statuses_arrive_as_cqes() {
     d.post_recv(&mut b, 1, sge(0x1000, 16)).unwrap();
     d.post_send(&mut a, &SendWr::new(2, SendOp::Send).sgl(&[sge(0, 64)]))
         .unwrap();
-    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 2);
+    let w = wait(&mut d, &mut cq, 2);
     let st = |q: Qpn| w.iter().find(|c| c.qpn == q).unwrap().status;
     assert_eq!(st(b.qpn()), WcStatus::LocLenErr);
     assert_eq!(st(a.qpn()), WcStatus::RemInvReqErr);
     // A fetch-and-add on an address that is not 8-byte aligned.
-    let (mut a, mut b) = pair(&mut d, &cq);
+    let (mut a, _b) = pair(&mut d, &cq);
     let fa = SendOp::AtomicFa {
         remote: remote(0x2004),
         add: 1,
     };
     d.post_send(&mut a, &SendWr::new(3, fa).sgl(&[sge(0x3000, 8)]))
         .unwrap();
-    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let w = wait(&mut d, &mut cq, 1);
     assert_eq!((w[0].wr_id, w[0].status), (3, WcStatus::RemInvReqErr));
     // A local SGE past the end of its MR.
-    let (mut a, mut b) = pair(&mut d, &cq);
+    let (mut a, _b) = pair(&mut d, &cq);
     let past = [sge(16 << 10, 8)];
     let wr = SendWr::new(4, SendOp::Write(remote(0))).sgl(&past);
     d.post_send(&mut a, &wr).unwrap();
-    let w = wait(&mut d, &mut cq, &mut [&mut a, &mut b], 1);
+    let w = wait(&mut d, &mut cq, 1);
     assert_eq!((w[0].wr_id, w[0].status), (4, WcStatus::LocProtErr));
 }
 
@@ -420,7 +420,7 @@ fn many_writes_land_before_they_complete(profile_spec: &str) {
     let path = serve(&format!("writes-{}", profile_spec.len()), profile_spec);
     let mut d = Driver::attach(&path, 16 << 20).unwrap();
     let mut cq = d.create_cq(8).unwrap(); // 256 CQEs: many wraps
-    let (mut a, mut b) = rc_pair(&mut d, &cq, 10);
+    let (mut a, _b) = rc_pair(&mut d, &cq, 10);
     let buf = d.alloc(2 << 20).unwrap();
     let mr = d.reg_mr(buf).unwrap();
     let n = 5000u64;
@@ -444,7 +444,7 @@ fn many_writes_land_before_they_complete(profile_spec: &str) {
                 .unwrap();
             posted += 1;
         }
-        let k = d.poll_cq(&mut cq, &mut [&mut a, &mut b], &mut out);
+        let k = d.poll_cq(&mut cq, &mut out);
         for w in &out[..k] {
             assert_eq!((w.wr_id, w.status), (done, WcStatus::Success));
             done += 1;

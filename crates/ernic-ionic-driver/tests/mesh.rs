@@ -10,7 +10,7 @@ use ernic_core::{
     Completion, Gid, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
 use ernic_ionic::function::IonicFunction;
-use ernic_ionic_driver::{Cq, Driver, Qp};
+use ernic_ionic_driver::{Cq, Driver};
 use ernic_mesh::{Mesh, MeshConfig, Spec};
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::Server;
@@ -31,12 +31,12 @@ fn serve(name: &str, mesh: Mesh, gid: Gid) -> std::path::PathBuf {
     path
 }
 
-fn wait(d: &mut Driver, cq: &mut Cq, qp: &mut Qp, n: usize) -> Vec<Completion> {
+fn wait(d: &mut Driver, cq: &mut Cq, n: usize) -> Vec<Completion> {
     let mut got = Vec::new();
     let mut buf = [Completion::EMPTY; 8];
     let end = Instant::now() + Duration::from_secs(10);
     while got.len() < n {
-        let k = d.poll_cq(cq, &mut [&mut *qp], &mut buf);
+        let k = d.poll_cq(cq, &mut buf);
         got.extend_from_slice(&buf[..k]);
         assert!(Instant::now() < end, "{} of {n} completions", got.len());
     }
@@ -109,12 +109,12 @@ fn qps_of_two_servers_talk_through_the_mesh() {
     .unwrap();
     da.post_send(&mut qa, &SendWr::new(1, SendOp::Send).sgl(&[sa(0, 15)]))
         .unwrap();
-    let r = wait(&mut db, &mut cb, &mut qb, 1);
+    let r = wait(&mut db, &mut cb, 1);
     assert_eq!(
         (r[0].wr_id, r[0].byte_len, r[0].opcode),
         (9, 15, WcOpcode::Recv)
     );
-    let s = wait(&mut da, &mut ca, &mut qa, 1);
+    let s = wait(&mut da, &mut ca, 1);
     assert_eq!((s[0].wr_id, s[0].status), (1, WcStatus::Success));
     let mut got = [0u8; 15];
     db.read(&bufb, 0x1000, &mut got);
@@ -138,7 +138,7 @@ fn qps_of_two_servers_talk_through_the_mesh() {
     };
     da.post_send(&mut qa, &SendWr::new(4, fa).sgl(&[sa(0x4008, 8)]))
         .unwrap();
-    let s = wait(&mut da, &mut ca, &mut qa, 3);
+    let s = wait(&mut da, &mut ca, 3);
     assert_eq!(s.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [2, 3, 4]);
     assert!(s.iter().all(|w| w.status == WcStatus::Success), "{s:?}");
     let mut six = [0u8; 6];
