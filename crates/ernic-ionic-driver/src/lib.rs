@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use ernic_core::{Completion, Gid, Qpn, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use ernic_ionic::fw::{self, admin_op, cqe, wqe};
 use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
-use ernic_vfio::client::{Client, ClientError, shared_memory};
-use ernic_vfio::pci::region;
+use ernic_vfio::client::{Client, ClientError, eventfd, shared_memory};
+use ernic_vfio::pci::{irq, region};
 use ernic_vfio::proto::{Capabilities, DMA_READ, DMA_WRITE};
 use ernic_vfio::shm::Mapping;
 
@@ -211,6 +211,12 @@ pub struct Driver {
     next_ah: u32,
     gid: Gid,
     qps: std::collections::HashMap<u32, QpBook>,
+    /// The event queue (vector 0) and how far it has been read.
+    eq: Ring,
+    eq_cons: u32,
+    /// Vector 0's eventfd, and how many interrupts it has counted.
+    event: std::fs::File,
+    interrupts: u64,
 }
 
 impl std::fmt::Debug for Driver {
@@ -266,6 +272,8 @@ impl Driver {
         let fd = shared_memory(c"ernic-driver", size)?;
         c.dma_map(BASE, size, 0, DMA_READ | DMA_WRITE, &fd)?;
         let mem = Mapping::new(&fd, 0, size as usize)?;
+        let event = eventfd()?;
+        c.irq_eventfds(irq::MSIX, 0, &[&event])?;
         // Shared doorbell pages, if the server offers them.
         let shared = match c.region_info(region::BAR2)? {
             (info, Some(dfd)) if !info.sparse.is_empty() => {
@@ -301,6 +309,14 @@ impl Driver {
             next_mr: 1,
             next_ah: 1,
             qps: std::collections::HashMap::new(),
+            eq: Ring {
+                off: 0,
+                depth_log2: 0,
+                stride_log2: 0,
+            },
+            eq_cons: 0,
+            event: std::fs::File::from(event),
+            interrupts: 0,
             gid: "::ffff:10.0.0.1".parse().expect("a literal GID"),
         };
         d.bring_up()?;
@@ -400,7 +416,60 @@ impl Driver {
         self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_ADMINQ, 0, &aq))?;
         self.aq = aq;
         self.acq = acq;
+        self.eq = eq;
         Ok(())
+    }
+
+    /// Arms `cq`: the next completion (or one already waiting: arming is
+    /// a level) puts an event on the EQ and raises its interrupt.
+    pub fn arm_cq(&mut self, cq: &Cq) -> Result<(), Error> {
+        let index = cq.cons & (cq.ring.depth() - 1);
+        // Where the CQ has been read to, then the arm.
+        self.ring_doorbell(None, qtype::RDMA_CQ, cq.id, 0, index)?;
+        self.ring_doorbell(None, qtype::RDMA_CQ, cq.id, 1, index)
+    }
+
+    /// Interrupts of the EQ's vector seen so far.
+    pub fn interrupts(&mut self) -> u64 {
+        self.take_interrupts();
+        self.interrupts
+    }
+
+    /// Adds what the eventfd counted since the last look; answers whether
+    /// it had counted anything.
+    fn take_interrupts(&mut self) -> bool {
+        use std::io::Read;
+        let mut count = [0u8; 8];
+        match self.event.read(&mut count) {
+            Ok(8) => {
+                self.interrupts += u64::from_le_bytes(count);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits up to `timeout` for a CQ event: answers the CQ's id, or
+    /// `None`. The EQ's interrupt (an eventfd) wakes the wait.
+    pub fn wait_cq_event(&mut self, timeout: Duration) -> Result<Option<u32>, Error> {
+        let end = Instant::now() + timeout;
+        loop {
+            let color = (self.eq_cons >> self.eq.depth_log2) & 1 == 0;
+            let mut e = [0u8; 4];
+            self.mem.read(self.eq.slot(self.eq_cons), &mut e);
+            let evt = u32::from_be_bytes(e);
+            if (evt & fw::eqe::COLOR != 0) == color {
+                self.eq_cons = self.eq_cons.wrapping_add(1);
+                return Ok(Some(evt >> fw::eqe::QID_SHIFT));
+            }
+            if Instant::now() >= end {
+                return Ok(None);
+            }
+            // The interrupt, or a short nap (the eventfd does not block).
+            if !self.take_interrupts() {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
     }
 
     /// A doorbell: into the shared page `page` (an offset in the shared
