@@ -211,6 +211,8 @@ pub struct Driver {
     next_ah: u32,
     gid: Gid,
     qps: std::collections::HashMap<u32, QpBook>,
+    /// Shared doorbell pages given to a QP or SRQ.
+    pages_used: std::collections::BTreeSet<usize>,
     /// The event queue (vector 0) and how far it has been read.
     eq: Ring,
     eq_cons: u32,
@@ -309,6 +311,7 @@ impl Driver {
             next_mr: 1,
             next_ah: 1,
             qps: std::collections::HashMap::new(),
+            pages_used: std::collections::BTreeSet::new(),
             eq: Ring {
                 off: 0,
                 depth_log2: 0,
@@ -697,11 +700,8 @@ impl Driver {
             self.next_qp += 1;
         }
         // A doorbell page of its own in the shared area (one per QP, so no
-        // two queues of a type share a word).
-        let db = self
-            .shared
-            .as_ref()
-            .map(|(_, len)| ((id as usize) * PAGE as usize) % len);
+        // two queues of a type share a word); trapped when none is left.
+        let db = self.take_page();
         self.qps.insert(
             id,
             QpBook {
@@ -802,7 +802,24 @@ impl Driver {
     pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), Error> {
         self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())?;
         self.qps.remove(&qp.id);
+        self.give_page(qp.db);
         Ok(())
+    }
+
+    /// A shared doorbell page no other queue uses (its offset in the shared
+    /// area), or `None` (trapped doorbells) when there is none left.
+    fn take_page(&mut self) -> Option<usize> {
+        let (_, len) = self.shared.as_ref()?;
+        let pages = len / PAGE as usize;
+        let free = (0..pages).find(|p| !self.pages_used.contains(p))?;
+        self.pages_used.insert(free);
+        Some(free * PAGE as usize)
+    }
+
+    fn give_page(&mut self, page: Option<usize>) {
+        if let Some(p) = page {
+            self.pages_used.remove(&(p / PAGE as usize));
+        }
     }
 
     /// Destroys a CQ no QP uses.
@@ -829,10 +846,7 @@ impl Driver {
         put(&mut b, f::DMA_ADDR, &ring.gpa().to_le_bytes());
         put(&mut b, f::LIMIT, &limit.to_le_bytes());
         let [id, _] = self.admin(fw::srq_op::CREATE_SRQ, &b)?;
-        let db = self
-            .shared
-            .as_ref()
-            .map(|(_, len)| ((id as usize) * PAGE as usize) % len);
+        let db = self.take_page();
         Ok(Srq {
             id,
             ring,
@@ -857,8 +871,9 @@ impl Driver {
 
     /// Destroys an SRQ no QP uses.
     pub fn destroy_srq(&mut self, srq: Srq) -> Result<(), Error> {
-        self.admin(fw::srq_op::DESTROY_SRQ, &srq.id.to_le_bytes())
-            .map(|_| ())
+        self.admin(fw::srq_op::DESTROY_SRQ, &srq.id.to_le_bytes())?;
+        self.give_page(srq.db);
+        Ok(())
     }
 
     /// Posts a receive on an SRQ; its completion names the QP that took it

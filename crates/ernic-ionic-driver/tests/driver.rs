@@ -521,3 +521,31 @@ fn an_armed_cq_raises_an_event() {
     }
     assert_eq!(wait(&mut d, &mut cq, 1)[0].wr_id, 3);
 }
+
+/// More QPs than shared doorbell pages (64): those past the pages ring
+/// trapped doorbells instead of sharing a page (which could lose one), and
+/// all of them move data.
+#[test]
+fn more_qps_than_shared_pages_all_work() {
+    let path = serve("many-qps", "compat,shared-doorbells");
+    let mut d = Driver::attach(&path, 32 << 20).unwrap();
+    let mut cq = d.create_cq(10).unwrap();
+    let buf = d.alloc(4096).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = [Sge {
+        addr: buf.addr(),
+        len: 8,
+        lkey: Lkey(mr.key),
+    }];
+    let mut pairs: Vec<(Qp, Qp)> = (0..40).map(|_| rc_pair(&mut d, &cq, 2)).collect();
+    for (i, (a, _)) in pairs.iter_mut().enumerate() {
+        let to = RemoteAddr {
+            addr: buf.addr() + 8 * (i as u64 % 500),
+            rkey: Rkey(mr.key),
+        };
+        d.post_send(a, &SendWr::new(i as u64, SendOp::Write(to)).sgl(&sge))
+            .unwrap();
+    }
+    let w = wait(&mut d, &mut cq, 40);
+    assert!(w.iter().all(|c| c.status == WcStatus::Success));
+}
