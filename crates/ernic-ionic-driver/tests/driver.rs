@@ -16,12 +16,18 @@ use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::Server;
 
 fn serve(name: &str, profile_spec: &str) -> std::path::PathBuf {
+    serve_with(name, profile_spec, "")
+}
+
+/// As `serve`, with `ini` (key = value lines) layered over the profile.
+fn serve_with(name: &str, profile_spec: &str, ini: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ernic-drv-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).unwrap();
-    let id = profile::load(profile_spec).unwrap();
+    let mut id = profile::load(profile_spec).unwrap();
+    profile::apply(&mut id, ini, "test").unwrap();
     std::thread::spawn(move || {
         let shared = id.shared_doorbell_pages;
         let f = IonicFunction::new(id)
@@ -548,4 +554,40 @@ fn more_qps_than_shared_pages_all_work() {
     }
     let w = wait(&mut d, &mut cq, 40);
     assert!(w.iter().all(|c| c.status == WcStatus::Success));
+}
+
+/// A SEND to a QP with no receive posted waits the profile's RNR timeout
+/// (here 200 ms), then completes with RNR retry exceeded; a receive posted
+/// in time lets the next one through.
+#[test]
+fn a_send_without_a_receive_ends_in_rnr_retry_exceeded() {
+    let path = serve_with("rnr", "compat", "rnr_timeout_ms = 200");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(6).unwrap();
+    let (mut a, mut b) = rc_pair(&mut d, &cq, 4);
+    let buf = d.alloc(8192).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    let sge = |off: u64| Sge {
+        addr: buf.addr() + off,
+        len: 8,
+        lkey: Lkey(mr.key),
+    };
+    // In time: the SEND waits for the receive posted 50 ms later.
+    d.post_send(&mut a, &SendWr::new(1, SendOp::Send).sgl(&[sge(0)]))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    d.post_recv(&mut b, 7, sge(4096)).unwrap();
+    let w = wait(&mut d, &mut cq, 2);
+    assert!(w.iter().all(|c| c.status == WcStatus::Success), "{w:?}");
+    // Never: after the timeout, RNR retry exceeded.
+    let t = Instant::now();
+    d.post_send(&mut a, &SendWr::new(2, SendOp::Send).sgl(&[sge(0)]))
+        .unwrap();
+    let w = wait(&mut d, &mut cq, 1);
+    assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::RnrRetryExcErr));
+    assert!(
+        t.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
 }

@@ -50,6 +50,9 @@ pub struct Identity {
     pub rdma_ahs: u32,
     /// Page-table entries per LIF (with 4 KiB pages, the largest MR).
     pub rdma_ptes: u32,
+    /// How long a SEND waits for its peer to post a receive before it
+    /// completes with RNR retry exceeded, in milliseconds.
+    pub rnr_timeout_ms: u32,
 }
 
 impl Default for Identity {
@@ -73,6 +76,7 @@ impl Default for Identity {
             rdma_ahs: 4096,
             // 2^30 entries of 4 KiB: a 4 TiB MR at most.
             rdma_ptes: 1 << 30,
+            rnr_timeout_ms: 5000,
         }
     }
 }

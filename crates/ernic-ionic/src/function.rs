@@ -106,6 +106,7 @@ impl IonicFunction {
                 cqs: id.rdma_cqs,
                 mrs: id.rdma_mrs,
                 ahs: id.rdma_ahs,
+                rnr_timeout: std::time::Duration::from_millis(u64::from(id.rnr_timeout_ms)),
             },
             Vec::new(),
         );

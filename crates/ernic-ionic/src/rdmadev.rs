@@ -295,6 +295,8 @@ pub struct RdmaLimits {
     pub mrs: u32,
     /// AHs.
     pub ahs: u32,
+    /// How long a SEND waits for a receive (then RNR retry exceeded).
+    pub rnr_timeout: std::time::Duration,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -367,6 +369,7 @@ impl RdmaDev {
             // the kernel uses key 0 for its own buffers.
             enforce_qp_state: false,
             allow_reserved_lkey: true,
+            rnr_timeout: limits.rnr_timeout,
             ..EngineConfig::default()
         };
         let mut engine = Engine::new(cfg, GuestMemory::default());
@@ -1447,7 +1450,14 @@ mod tests {
         fn hostile_guests_do_not_crash_the_rdma_side(acts in proptest::collection::vec(act(), 1..40)) {
             let mut m = dma();
             let b = boot();
-            let mut d = RdmaDev::new(RdmaLimits { qps: 64, cqs: 64, mrs: 256, ahs: 64 }, Vec::new());
+            let limits = RdmaLimits {
+                qps: 64,
+                cqs: 64,
+                mrs: 256,
+                ahs: 64,
+                rnr_timeout: std::time::Duration::from_millis(50),
+            };
+            let mut d = RdmaDev::new(limits, Vec::new());
             let mut prod = 0u16;
             objects(&mut d, &b, &mut m, &mut prod);
             let mut fire = Vec::new();
