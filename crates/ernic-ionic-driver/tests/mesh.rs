@@ -10,19 +10,24 @@ use ernic_core::{
     Completion, Gid, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
 use ernic_ionic::function::IonicFunction;
-use ernic_ionic_driver::{Cq, Driver};
+use ernic_ionic_driver::{Cq, Driver, Qp};
 use ernic_mesh::{Mesh, MeshConfig, Spec};
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::Server;
 
-fn serve(name: &str, mesh: Mesh, gid: Gid) -> std::path::PathBuf {
+fn serve(name: &str, mesh: Arc<Mesh>, gid: Gid) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ernic-drv-mesh-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).unwrap();
     std::thread::spawn(move || {
-        let f = IonicFunction::new(Default::default()).with_mesh(Arc::new(mesh), vec![gid]);
+        // Requests to a peer that stops answering give up after 300 ms.
+        let id = ernic_ionic::bar0::Identity {
+            request_timeout_ms: 300,
+            ..Default::default()
+        };
+        let f = IonicFunction::new(id).with_mesh(mesh, vec![gid]);
         let mut s = Server::new(f, Capabilities::default());
         if let Ok((c, _)) = listener.accept() {
             let _ = s.serve(&c);
@@ -43,8 +48,19 @@ fn wait(d: &mut Driver, cq: &mut Cq, n: usize) -> Vec<Completion> {
     got
 }
 
-#[test]
-fn qps_of_two_servers_talk_through_the_mesh() {
+/// Two servers joined by a mesh (manager a, worker b), a driver on each,
+/// an RC QP on each connected to the other.
+struct Pair {
+    da: Driver,
+    db: Driver,
+    ca: Cq,
+    cb: Cq,
+    qa: Qp,
+    qb: Qp,
+    worker: Arc<Mesh>,
+}
+
+fn pair(name: &str) -> Pair {
     let (ga, gb): (Gid, Gid) = (
         "::ffff:10.0.1.1".parse().unwrap(),
         "::ffff:10.0.1.2".parse().unwrap(),
@@ -55,23 +71,25 @@ fn qps_of_two_servers_talk_through_the_mesh() {
     })
     .unwrap();
     let port = manager.listen_addr().port();
-    let worker = Mesh::start(MeshConfig {
-        heartbeat: Duration::from_millis(100),
-        ..MeshConfig::new(Spec::Worker {
-            host: "127.0.0.1".into(),
-            port,
+    let worker = Arc::new(
+        Mesh::start(MeshConfig {
+            heartbeat: Duration::from_millis(100),
+            ..MeshConfig::new(Spec::Worker {
+                host: "127.0.0.1".into(),
+                port,
+            })
         })
-    })
-    .unwrap();
+        .unwrap(),
+    );
     assert!(worker.wait_registered(Duration::from_secs(10)).is_some());
-    let pa = serve("a", manager, ga);
-    let pb = serve("b", worker, gb);
+    let pa = serve(&format!("{name}-a"), Arc::new(manager), ga);
+    let pb = serve(&format!("{name}-b"), worker.clone(), gb);
     let mut da = Driver::attach(&pa, 4 << 20).unwrap();
     let mut db = Driver::attach(&pb, 4 << 20).unwrap();
     da.set_gid(ga).unwrap();
     db.set_gid(gb).unwrap();
-    let (mut ca, mut cb) = (da.create_cq(6).unwrap(), db.create_cq(6).unwrap());
-    let (mut qa, mut qb) = (da.create_qp(&ca, 5).unwrap(), db.create_qp(&cb, 5).unwrap());
+    let (ca, cb) = (da.create_cq(6).unwrap(), db.create_cq(6).unwrap());
+    let (qa, qb) = (da.create_qp(&ca, 5).unwrap(), db.create_qp(&cb, 5).unwrap());
     // The peers' GIDs reach each server through the mesh; until then a
     // connected QP cannot name them.
     let end = Instant::now() + Duration::from_secs(10);
@@ -83,6 +101,28 @@ fn qps_of_two_servers_talk_through_the_mesh() {
         assert!(Instant::now() < end, "server b never learned {ga}");
         std::thread::sleep(Duration::from_millis(20));
     }
+    Pair {
+        da,
+        db,
+        ca,
+        cb,
+        qa,
+        qb,
+        worker,
+    }
+}
+
+#[test]
+fn qps_of_two_servers_talk_through_the_mesh() {
+    let Pair {
+        mut da,
+        mut db,
+        mut ca,
+        mut cb,
+        mut qa,
+        mut qb,
+        worker: _worker,
+    } = pair("talk");
     let (bufa, bufb) = (da.alloc(64 << 10).unwrap(), db.alloc(64 << 10).unwrap());
     let (ma, mb) = (da.reg_mr(bufa).unwrap(), db.reg_mr(bufb).unwrap());
     let sa = |off: u64, len: u32| Sge {
@@ -151,4 +191,43 @@ fn qps_of_two_servers_talk_through_the_mesh() {
     assert_eq!(u64::from_le_bytes(v), 12);
     da.read(&bufa, 0x4008, &mut v);
     assert_eq!(u64::from_le_bytes(v), 7);
+}
+
+/// A peer server gone from the mesh (its mesh shut down) costs a request a
+/// transport retry exceeded completion — at once when its connection is
+/// gone, at the latest after the profile's request timeout (300 ms here) —
+/// never a hang.
+#[test]
+fn a_lost_peer_costs_retry_exceeded() {
+    let Pair {
+        mut da,
+        mut db,
+        mut ca,
+        cb: _cb,
+        mut qa,
+        qb: _qb,
+        worker,
+    } = pair("lost");
+    let (bufa, bufb) = (da.alloc(4096).unwrap(), db.alloc(4096).unwrap());
+    let (ma, mb) = (da.reg_mr(bufa).unwrap(), db.reg_mr(bufb).unwrap());
+    let sge = [Sge {
+        addr: bufa.addr(),
+        len: 8,
+        lkey: Lkey(ma.key),
+    }];
+    let to = RemoteAddr {
+        addr: bufb.addr(),
+        rkey: Rkey(mb.key),
+    };
+    da.post_send(&mut qa, &SendWr::new(1, SendOp::Write(to)).sgl(&sge))
+        .unwrap();
+    let w = wait(&mut da, &mut ca, 1);
+    assert_eq!((w[0].wr_id, w[0].status), (1, WcStatus::Success));
+    worker.shutdown();
+    let t = Instant::now();
+    da.post_send(&mut qa, &SendWr::new(2, SendOp::Write(to)).sgl(&sge))
+        .unwrap();
+    let w = wait(&mut da, &mut ca, 1);
+    assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::RetryExcErr));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }

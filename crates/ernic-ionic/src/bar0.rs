@@ -53,6 +53,9 @@ pub struct Identity {
     /// How long a SEND waits for its peer to post a receive before it
     /// completes with RNR retry exceeded, in milliseconds.
     pub rnr_timeout_ms: u32,
+    /// How long a request to another server waits for its answer before it
+    /// completes with transport retry exceeded, in milliseconds.
+    pub request_timeout_ms: u32,
 }
 
 impl Default for Identity {
@@ -77,6 +80,7 @@ impl Default for Identity {
             // 2^30 entries of 4 KiB: a 4 TiB MR at most.
             rdma_ptes: 1 << 30,
             rnr_timeout_ms: 5000,
+            request_timeout_ms: 30_000,
         }
     }
 }

@@ -107,6 +107,7 @@ impl IonicFunction {
                 mrs: id.rdma_mrs,
                 ahs: id.rdma_ahs,
                 rnr_timeout: std::time::Duration::from_millis(u64::from(id.rnr_timeout_ms)),
+                request_timeout: std::time::Duration::from_millis(u64::from(id.request_timeout_ms)),
             },
             Vec::new(),
         );

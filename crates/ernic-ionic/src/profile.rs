@@ -129,11 +129,13 @@ pub fn apply(id: &mut Identity, text: &str, origin: &str) -> Result<(), ProfileE
             "rdma_ahs" => id.rdma_ahs = u32v(1, 1 << 24).map_err(at)?,
             "rdma_ptes" => id.rdma_ptes = u32v(1, u32::MAX.into()).map_err(at)?,
             "rnr_timeout_ms" => id.rnr_timeout_ms = u32v(1, 600_000).map_err(at)?,
+            "request_timeout_ms" => id.request_timeout_ms = u32v(1, 600_000).map_err(at)?,
             other => {
                 return Err(at(ProfileError(format!(
                     "unknown key {other:?}: the keys are vectors, speed, fw_version, serial, \
                      mac, max_frame, eth_queues, doorbell_pages, shared_doorbell_pages, rdma_aqs, \
-                     rdma_qps, rdma_cqs, rdma_eqs, rdma_mrs, rdma_ahs, rdma_ptes, rnr_timeout_ms"
+                     rdma_qps, rdma_cqs, rdma_eqs, rdma_mrs, rdma_ahs, rdma_ptes, rnr_timeout_ms, \
+                     request_timeout_ms"
                 ))));
             }
         }

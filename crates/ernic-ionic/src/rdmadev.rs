@@ -297,6 +297,8 @@ pub struct RdmaLimits {
     pub ahs: u32,
     /// How long a SEND waits for a receive (then RNR retry exceeded).
     pub rnr_timeout: std::time::Duration,
+    /// How long a request to another server waits (then retry exceeded).
+    pub request_timeout: std::time::Duration,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -370,6 +372,7 @@ impl RdmaDev {
             enforce_qp_state: false,
             allow_reserved_lkey: true,
             rnr_timeout: limits.rnr_timeout,
+            request_timeout: limits.request_timeout,
             ..EngineConfig::default()
         };
         let mut engine = Engine::new(cfg, GuestMemory::default());
@@ -1456,6 +1459,7 @@ mod tests {
                 mrs: 256,
                 ahs: 64,
                 rnr_timeout: std::time::Duration::from_millis(50),
+                request_timeout: std::time::Duration::from_millis(50),
             };
             let mut d = RdmaDev::new(limits, Vec::new());
             let mut prod = 0u16;
