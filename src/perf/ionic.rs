@@ -234,19 +234,9 @@ fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result<
                 sent += 1;
             }
         }
-        if n > 0 {
-            last = Instant::now();
-        } else if last.elapsed() > STALL {
-            bail!("no completion for {} s", STALL.as_secs());
-        }
+        progress(n, &mut last)?;
     }
-    let secs = t.elapsed().max(Duration::from_nanos(1)).as_secs_f64();
-    let avg = (size * iters) as f64 / secs;
-    Ok(Measure::Bw {
-        avg,
-        peak: avg,
-        msg_rate: iters as f64 / secs,
-    })
+    Ok(bandwidth(size, iters, t))
 }
 
 /// WRITEs (or READs) from a to b's half of the buffer, `depth` in flight.
@@ -288,18 +278,30 @@ fn one_sided_bw(
                 bail!("request {} failed: {:?}", w.wr_id, w.status);
             }
         }
-        if n > 0 {
-            done += n as u64;
-            last = Instant::now();
-        } else if last.elapsed() > STALL {
-            bail!("no completion for {} s", STALL.as_secs());
-        }
+        done += n as u64;
+        progress(n, &mut last)?;
     }
+    Ok(bandwidth(size, iters, t))
+}
+
+/// Notes when completions last came (`n` of them now); fails after
+/// [`STALL`] without any.
+fn progress(n: usize, last: &mut Instant) -> Result<()> {
+    if n > 0 {
+        *last = Instant::now();
+    } else if last.elapsed() > STALL {
+        bail!("no completion for {} s", STALL.as_secs());
+    }
+    Ok(())
+}
+
+/// `iters` messages of `size` bytes since `t`, as a bandwidth.
+fn bandwidth(size: u64, iters: u64, t: Instant) -> Measure {
     let secs = t.elapsed().max(Duration::from_nanos(1)).as_secs_f64();
     let avg = (size * iters) as f64 / secs;
-    Ok(Measure::Bw {
+    Measure::Bw {
         avg,
         peak: avg,
         msg_rate: iters as f64 / secs,
-    })
+    }
 }

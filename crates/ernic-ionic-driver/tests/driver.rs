@@ -475,8 +475,9 @@ fn many_writes_land_before_they_complete_shared() {
 }
 
 /// CQ events: an armed CQ's first completion puts an EQE naming it on the
-/// EQ and raises the EQ's interrupt (the driver's eventfd counts it); arming again while completions wait
-/// fires at once (a level); unarmed, completions raise nothing.
+/// EQ and raises the EQ's interrupt (the driver's eventfd counts it);
+/// arming again while completions wait fires at once (a level); unarmed,
+/// completions raise nothing.
 #[test]
 fn an_armed_cq_raises_an_event() {
     let path = serve("events", "compat");
