@@ -320,6 +320,31 @@ impl IonicFunction {
     }
 }
 
+impl IonicFunction {
+    /// Rings every doorbell written into the shared pages since the last
+    /// look; answers whether there was one.
+    fn ring_shared(&mut self, io: &mut Io) -> bool {
+        let Some(s) = self.shared.take() else {
+            return false;
+        };
+        let mut rang = false;
+        for (at, offset) in s.words() {
+            let Some(v) = s.file.map().swap(at, UNRUNG) else {
+                continue;
+            };
+            if v == UNRUNG {
+                continue;
+            }
+            if let Some(d) = Doorbell::decode(offset, v) {
+                self.ring(io, d);
+                rang = true;
+            }
+        }
+        self.shared = Some(s);
+        rang
+    }
+}
+
 impl Device for IonicFunction {
     fn flags(&self) -> u32 {
         proto::DEVICE_FLAGS_PCI | proto::DEVICE_FLAGS_RESET
@@ -373,6 +398,9 @@ impl Device for IonicFunction {
     }
 
     fn write(&mut self, io: &mut Io, region: u32, offset: u64, data: &[u8]) -> Result<(), i32> {
+        // Stores to the shared pages that came before this one are seen
+        // first, as a CPU's earlier MMIO writes reach a device first.
+        self.ring_shared(io);
         match region {
             pci::region::BAR0 => {
                 for v in self.bar0.write(offset, data, io.dma) {
@@ -429,22 +457,7 @@ impl Device for IonicFunction {
         if work {
             self.signal_rdma(io);
         }
-        let Some(s) = self.shared.take() else {
-            return work;
-        };
-        for (at, offset) in s.words() {
-            let Some(v) = s.file.map().swap(at, UNRUNG) else {
-                continue;
-            };
-            if v == UNRUNG {
-                continue;
-            }
-            if let Some(d) = Doorbell::decode(offset, v) {
-                self.ring(io, d);
-                work = true;
-            }
-        }
-        self.shared = Some(s);
+        work |= self.ring_shared(io);
         work
     }
 

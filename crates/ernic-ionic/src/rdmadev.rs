@@ -971,7 +971,8 @@ impl RdmaDev {
             recv_cq: CqId(recv_cq),
             srq,
             caps,
-            sq_sig_all: true,
+            // Each WQE says whether it is signaled (IONIC_V1_FLAG_SIG).
+            sq_sig_all: false,
             qpn: Some(Qpn(id)),
         };
         if let Err(e) = self.engine.create_qp(self.dev, &init) {
