@@ -43,7 +43,7 @@ pub mod wr;
 pub use counters::{Counter, Counters};
 pub use engine::{AsyncEvent, Engine, EngineConfig, EngineError, GSI_QKEY, MAX_SGE, MrSpec};
 pub use memory::{DmaMemory, MemError, ProcessMemory};
-pub use qp::{QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
+pub use qp::{Dest, QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
 pub use remote::{Outgoing, Remote, RemoteStats, SendError};
 pub use types::{AhId, CqId, DeviceId, Gid, Lkey, NodeId, PdId, Qpn, Rkey, Route, SrqId};
 pub use wr::{

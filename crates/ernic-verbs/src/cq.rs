@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ernic_core::{Completion, CqId};
+use ernic_core::{Completion, CqId, DeviceId};
 
 use crate::Error;
-use crate::fabric::Device;
+use crate::fabric::{Device, Shared};
+use crate::provider::CqOps;
 
 /// The ring of one CQ.
 ///
@@ -113,22 +114,19 @@ impl CqRing {
     }
 }
 
-/// A completion queue.
-#[derive(Clone)]
-pub struct Cq {
-    pub(crate) inner: Arc<CqInner>,
-}
-
-pub(crate) struct CqInner {
-    pub dev: Device,
+/// The engine's CQ: a ring its completions are handed to under the fabric
+/// lock, polled without it.
+pub(crate) struct NativeCq {
+    pub shared: Arc<Shared>,
+    pub dev: DeviceId,
     pub id: CqId,
     pub ring: Arc<CqRing>,
 }
 
-impl Drop for CqInner {
+impl Drop for NativeCq {
     fn drop(&mut self) {
-        let (dev, id) = (self.dev.id(), self.id);
-        self.dev.shared().with(|st, _| {
+        let (dev, id) = (self.dev, self.id);
+        self.shared.with(|st, _| {
             let _ = st.engine.destroy_cq(dev, id);
             if let Some(Some(_)) = st.cqs[dev.0 as usize].get(id.0 as usize) {
                 st.cqs[dev.0 as usize][id.0 as usize] = None;
@@ -137,43 +135,26 @@ impl Drop for CqInner {
     }
 }
 
-impl std::fmt::Debug for Cq {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Cq({})", self.inner.id)
-    }
-}
-
-impl Cq {
-    pub(crate) fn new(dev: Device, id: CqId, ring: Arc<CqRing>) -> Cq {
-        Cq {
-            inner: Arc::new(CqInner { dev, id, ring }),
-        }
+impl CqOps for NativeCq {
+    fn id(&self) -> CqId {
+        self.id
     }
 
-    pub(crate) fn id(&self) -> CqId {
-        self.inner.id
-    }
-
-    /// Moves up to `out.len()` completions into `out`, oldest first, and
-    /// returns how many. Never blocks.
-    pub fn poll(&self, out: &mut [Completion]) -> Result<usize, Error> {
-        let n = self.inner.ring.pop_into(out)?;
+    fn poll(&self, out: &mut [Completion]) -> Result<usize, Error> {
+        let n = self.ring.pop_into(out)?;
         if n == 0 {
-            let shared = self.inner.dev.shared();
-            shared.progress();
-            if shared.has_timers() {
-                shared.run_timers();
+            self.shared.progress();
+            if self.shared.has_timers() {
+                self.shared.run_timers();
             }
-            return self.inner.ring.pop_into(out);
+            return self.ring.pop_into(out);
         }
         Ok(n)
     }
 
-    /// Waits up to `timeout` for at least one completion; returns how many
-    /// were moved into `out` (0 on timeout).
-    pub fn wait(&self, out: &mut [Completion], timeout: Duration) -> Result<usize, Error> {
+    fn wait(&self, out: &mut [Completion], timeout: Duration) -> Result<usize, Error> {
         let deadline = Instant::now() + timeout;
-        let ring = &self.inner.ring;
+        let ring = &self.ring;
         loop {
             let n = self.poll(out)?;
             if n > 0 || out.is_empty() {
@@ -186,7 +167,7 @@ impl Cq {
             // Sleep until a completion arrives, the deadline, or (when the
             // fabric has timers) a short tick to run them.
             let mut slice = deadline - now;
-            if self.inner.dev.shared().has_timers() {
+            if self.shared.has_timers() {
                 slice = slice.min(Duration::from_millis(5));
             }
             ring.waiters.fetch_add(1, Ordering::AcqRel);
@@ -198,24 +179,75 @@ impl Cq {
         }
     }
 
+    fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    fn depth(&self) -> u32 {
+        self.ring.depth
+    }
+}
+
+/// A completion queue.
+#[derive(Clone)]
+pub struct Cq {
+    inner: Arc<CqInner>,
+}
+
+struct CqInner {
+    // Dropped first: the CQ goes before the device's last handle.
+    ops: Box<dyn CqOps>,
+    _dev: Device,
+}
+
+impl std::fmt::Debug for Cq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cq({})", self.inner.ops.id())
+    }
+}
+
+impl Cq {
+    pub(crate) fn new(dev: Device, ops: Box<dyn CqOps>) -> Cq {
+        Cq {
+            inner: Arc::new(CqInner { ops, _dev: dev }),
+        }
+    }
+
+    pub(crate) fn id(&self) -> CqId {
+        self.inner.ops.id()
+    }
+
+    /// Moves up to `out.len()` completions into `out`, oldest first, and
+    /// returns how many. Never blocks.
+    pub fn poll(&self, out: &mut [Completion]) -> Result<usize, Error> {
+        self.inner.ops.poll(out)
+    }
+
+    /// Waits up to `timeout` for at least one completion; returns how many
+    /// were moved into `out` (0 on timeout).
+    pub fn wait(&self, out: &mut [Completion], timeout: Duration) -> Result<usize, Error> {
+        self.inner.ops.wait(out, timeout)
+    }
+
     /// Waits up to `timeout` for one completion.
     pub fn wait_one(&self, timeout: Duration) -> Result<Option<Completion>, Error> {
         let mut c = [Completion::EMPTY];
         Ok((self.wait(&mut c, timeout)? == 1).then_some(c[0]))
     }
 
-    /// Number of completions waiting.
+    /// Number of completions waiting (a device that completes several
+    /// requests with one entry counts entries).
     pub fn len(&self) -> usize {
-        self.inner.ring.len()
+        self.inner.ops.len()
     }
 
     /// Whether no completion is waiting.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.inner.ops.is_empty()
     }
 
     /// The CQ's depth.
     pub fn depth(&self) -> u32 {
-        self.inner.ring.depth
+        self.inner.ops.depth()
     }
 }

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 use ernic_mesh::Mesh;
 
-use ernic_core::{AsyncEvent, CqId, DeviceId, Engine, EngineConfig, Gid, ProcessMemory};
+use ernic_core::{AsyncEvent, DeviceId, Engine, EngineConfig, Gid, ProcessMemory};
 
 use crate::Error;
 use crate::cq::{Cq, CqRing};
+use crate::native::Native;
+use crate::provider::Provider;
 use crate::qp::Pd;
 
 /// The state behind the fabric's lock.
@@ -322,13 +324,11 @@ impl Fabric {
                 .collect();
             mesh.set_gids(all);
         }
-        Ok(Device {
-            inner: Arc::new(DeviceInner {
-                shared: self.shared.clone(),
-                id,
-                gid,
-            }),
-        })
+        Ok(Device::new(Arc::new(Native {
+            shared: self.shared.clone(),
+            id,
+            gid,
+        })))
     }
 
     /// Counters of the inter-node path (timeouts, malformed and stale
@@ -343,69 +343,47 @@ impl Fabric {
     }
 }
 
-pub(crate) struct DeviceInner {
-    pub shared: Arc<Shared>,
-    pub id: DeviceId,
-    pub gid: Gid,
-}
-
-/// A device on a fabric.
+/// A device: a fabric's, or another provider's (see [`Provider`]).
 #[derive(Clone)]
 pub struct Device {
-    pub(crate) inner: Arc<DeviceInner>,
+    provider: Arc<dyn Provider>,
 }
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Device({}, {})", self.inner.id, self.inner.gid)
+        write!(f, "Device({})", self.provider.describe())
     }
 }
 
 impl Device {
+    /// A device whose calls `provider` carries out.
+    pub fn new(provider: Arc<dyn Provider>) -> Device {
+        Device { provider }
+    }
+
     /// The device's GID.
     pub fn gid(&self) -> Gid {
-        self.inner.gid
+        self.provider.gid()
     }
 
     /// Allocates a protection domain.
     pub fn alloc_pd(&self) -> Result<Pd, Error> {
-        let id = self
-            .inner
-            .shared
-            .with(|st, _| st.engine.alloc_pd(self.inner.id))?;
+        let id = self.provider.alloc_pd()?;
         Ok(Pd::new(self.clone(), id))
     }
 
     /// Creates a completion queue that holds `depth` completions.
     pub fn create_cq(&self, depth: u32) -> Result<Cq, Error> {
-        let dev = self.inner.id;
-        let ring = Arc::new(CqRing::new(depth));
-        let id = self.inner.shared.with(|st, _| -> Result<CqId, Error> {
-            let id = st.engine.create_cq(dev, None, depth)?;
-            let v = &mut st.cqs[dev.0 as usize];
-            if v.len() <= id.0 as usize {
-                v.resize(id.0 as usize + 1, None);
-            }
-            v[id.0 as usize] = Some(ring.clone());
-            Ok(id)
-        })?;
-        Ok(Cq::new(self.clone(), id, ring))
+        let ops = self.provider.create_cq(depth)?;
+        Ok(Cq::new(self.clone(), ops))
     }
 
     /// The device's counters, by `hw_counters` name.
     pub fn counters(&self) -> ernic_core::Counters {
-        let st = self.inner.shared.lock();
-        st.engine
-            .device_counters(self.inner.id)
-            .cloned()
-            .unwrap_or_default()
+        self.provider.counters()
     }
 
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.inner.shared
-    }
-
-    pub(crate) fn id(&self) -> DeviceId {
-        self.inner.id
+    pub(crate) fn provider(&self) -> &dyn Provider {
+        &*self.provider
     }
 }

@@ -15,6 +15,11 @@
 //! that it can never be freed while a key still names it. Read and write it
 //! with [`Mr::read`] and [`Mr::write`].
 //!
+//! A [`Device`] hands every call to a [`Provider`], as libibverbs hands them
+//! to rdma-core's providers: a fabric's devices use the native one; the
+//! `ernic-ionic-driver` crate has one that drives an emulated ionic NIC
+//! through its rings, so the same program runs on either.
+//!
 //! ```
 //! use ernic_verbs::{Access, Fabric, QpType, SendOp, SendWr, WcStatus};
 //!
@@ -52,20 +57,26 @@ mod fabric;
 #[allow(unsafe_code)]
 mod mr;
 #[allow(unsafe_code)]
+mod native;
+#[allow(unsafe_code)]
+mod provider;
+#[allow(unsafe_code)]
 mod qp;
 
 pub use buffer::PAGE;
 pub use cq::Cq;
 pub use fabric::{Device, Fabric};
 pub use mr::{FastMr, Mr};
+pub use provider::{CqOps, MrMemory, Provider};
 pub use qp::{Ah, Pd, Qp, Srq};
 
 pub use ernic_mesh::{Mesh, MeshConfig, Spec as MeshSpec};
 
 pub use ernic_core::{
-    Access, AsyncEvent, Completion as Wc, Counter, Counters, EngineConfig as Config, EngineError,
-    Gid, Lkey, NodeId, PageSource, QpAttr, QpCaps, QpInfo, QpState, QpType, Qpn, RecvWr, RegMr,
-    RemoteAddr, Rkey, SendFlags, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
+    Access, AhId, AsyncEvent, Completion as Wc, Counter, Counters, CqId, EngineConfig as Config,
+    EngineError, Gid, Lkey, NodeId, PageSource, PdId, QpAttr, QpCaps, QpInfo, QpInit, QpState,
+    QpType, Qpn, RecvWr, RegMr, RemoteAddr, Rkey, SendFlags, SendOp, SendWr, Sge, SrqId, UdDest,
+    WcOpcode, WcStatus,
 };
 
 /// What went wrong in a verbs call.
@@ -90,6 +101,12 @@ pub enum Error {
         /// The region's size.
         size: usize,
     },
+    /// The device does not offer what was asked.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// The device failed (a provider's own error).
+    #[error(transparent)]
+    Device(Box<dyn std::error::Error + Send + Sync>),
     /// The CQ overflowed: completions were lost, as with a hardware CQ overrun.
     #[error("completion queue overrun: more than {depth} completions were waiting")]
     CqOverrun {

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use ernic_core::{Access, Lkey, MrSpec, PageSource, RegMr, RemoteAddr, Rkey, SendOp, SendWr, Sge};
+use ernic_core::{Access, Lkey, PageSource, RegMr, RemoteAddr, Rkey, SendOp, SendWr, Sge};
 
 use crate::Error;
-use crate::buffer::Buffer;
+use crate::provider::MrMemory;
 use crate::qp::Pd;
 
 /// A registered memory region over a buffer the fabric allocated.
@@ -21,18 +21,19 @@ pub struct Mr {
 struct MrInner {
     pd: Pd,
     key: u32,
-    buf: Buffer,
+    mem: MrMemory,
+    /// The memory came from the provider (and goes back to it).
+    provided: bool,
     access: Access,
 }
 
 impl Drop for MrInner {
     fn drop(&mut self) {
-        let dev = self.pd.dev().id();
-        let (key, ptr, len) = (self.key, self.buf.ptr(), self.buf.len());
-        self.pd.dev().shared().with(|st, _| {
-            let _ = st.engine.dereg_mr(dev, key);
-            st.engine.memory_mut().remove(ptr, len);
-        });
+        let p = self.pd.dev().provider();
+        p.dereg_mr(self.key, Some(&self.mem));
+        if self.provided {
+            p.free_memory(&self.mem);
+        }
     }
 }
 
@@ -50,36 +51,32 @@ impl std::fmt::Debug for Mr {
 
 impl Mr {
     pub(crate) fn register(pd: &Pd, len: usize, access: Access) -> Result<Mr, Error> {
-        let buf = Buffer::new(len).ok_or(Error::Alloc { len })?;
-        Mr::register_buffer(pd, buf, access)
+        let mem = pd.dev().provider().alloc_memory(len)?;
+        Mr::register_memory(pd, mem, true, access)
     }
 
-    pub(crate) fn register_buffer(pd: &Pd, buf: Buffer, access: Access) -> Result<Mr, Error> {
-        let len = buf.len();
-        let ptr = buf.ptr();
-        let addr = ptr.as_ptr() as u64;
-        let dev = pd.dev().id();
-        let pd_id = pd.id();
-        let key = pd.dev().shared().with(|st, _| {
-            // SAFETY: `buf` is live memory of `len` bytes (an allocation
-            // of ours, or the caller's under `reg_user_mr`'s contract); it
-            // is removed from the registry in `MrInner::drop` (or just
-            // below, on failure) before it is freed.
-            unsafe { st.engine.memory_mut().add(ptr, len) };
-            let r = st.engine.reg_mr(
-                dev,
-                MrSpec::contiguous(pd_id, addr, len as u64, access, addr),
-            );
-            if r.is_err() {
-                st.engine.memory_mut().remove(ptr, len);
+    pub(crate) fn register_memory(
+        pd: &Pd,
+        mem: MrMemory,
+        provided: bool,
+        access: Access,
+    ) -> Result<Mr, Error> {
+        let p = pd.dev().provider();
+        let key = match p.reg_mr(pd.id(), &mem, access) {
+            Ok(k) => k,
+            Err(e) => {
+                if provided {
+                    p.free_memory(&mem);
+                }
+                return Err(e);
             }
-            r
-        })?;
+        };
         Ok(Mr {
             inner: Arc::new(MrInner {
                 pd: pd.clone(),
                 key,
-                buf,
+                mem,
+                provided,
                 access,
             }),
         })
@@ -95,14 +92,15 @@ impl Mr {
         Rkey(self.inner.key)
     }
 
-    /// The region's first virtual address.
+    /// The region's first address, as the device knows it (what SGEs and
+    /// remote addresses name; on a fabric, the buffer's own address).
     pub fn addr(&self) -> u64 {
-        self.inner.buf.ptr().as_ptr() as u64
+        self.inner.mem.iova()
     }
 
     /// The region's length.
     pub fn len(&self) -> usize {
-        self.inner.buf.len()
+        self.inner.mem.len()
     }
 
     /// Whether the region is empty.
@@ -145,20 +143,28 @@ impl Mr {
         })
     }
 
-    /// Copies bytes out of the region. Taken under the fabric lock, so the
-    /// copy never overlaps one the device makes.
+    /// Copies bytes out of the region. On a fabric this is taken under the
+    /// fabric lock, so the copy never overlaps one the device makes.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
         self.check(offset, out.len())?;
-        let _st = self.inner.pd.dev().shared().lock();
-        self.inner.buf.read(offset, out);
+        let buf = self.inner.mem.buffer();
+        self.inner
+            .pd
+            .dev()
+            .provider()
+            .exclusive(&mut || buf.read(offset, out));
         Ok(())
     }
 
-    /// Copies bytes into the region, under the fabric lock.
+    /// Copies bytes into the region (on a fabric, under the fabric lock).
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
         self.check(offset, data.len())?;
-        let _st = self.inner.pd.dev().shared().lock();
-        self.inner.buf.write(offset, data);
+        let buf = self.inner.mem.buffer();
+        self.inner
+            .pd
+            .dev()
+            .provider()
+            .exclusive(&mut || buf.write(offset, data));
         Ok(())
     }
 
@@ -166,13 +172,13 @@ impl Mr {
     /// writes (as perftest's `write_lat` polls its buffer).
     pub fn poll_byte(&self, offset: usize) -> Result<u8, Error> {
         self.check(offset, 1)?;
-        Ok(self.inner.buf.read_volatile(offset))
+        Ok(self.inner.mem.buffer().read_volatile(offset))
     }
 
     /// Writes one byte without the fabric lock (the local half of `poll_byte`).
     pub fn set_byte(&self, offset: usize, v: u8) -> Result<(), Error> {
         self.check(offset, 1)?;
-        self.inner.buf.write(offset, &[v]);
+        self.inner.mem.buffer().write(offset, &[v]);
         Ok(())
     }
 }
@@ -197,22 +203,13 @@ impl std::fmt::Debug for FastMr {
 
 impl Drop for FastMr {
     fn drop(&mut self) {
-        let dev = self.pd.dev().id();
-        let key = self.key;
-        self.pd.dev().shared().with(|st, _| {
-            let _ = st.engine.dereg_mr(dev, key);
-        });
+        self.pd.dev().provider().dereg_mr(self.key, None);
     }
 }
 
 impl FastMr {
     pub(crate) fn alloc(pd: &Pd, max_len: u64) -> Result<FastMr, Error> {
-        let dev = pd.dev().id();
-        let pd_id = pd.id();
-        let key = pd
-            .dev()
-            .shared()
-            .with(|st, _| st.engine.alloc_fast_mr(dev, pd_id, None, max_len))?;
+        let key = pd.dev().provider().alloc_fast_mr(pd.id(), max_len)?;
         Ok(FastMr {
             pd: pd.clone(),
             key,

@@ -10,6 +10,7 @@ use ernic_core::{
 use crate::cq::Cq;
 use crate::fabric::Device;
 use crate::mr::{FastMr, Mr};
+use crate::provider::MrMemory;
 use crate::{Access, Error};
 
 /// A protection domain.
@@ -25,10 +26,7 @@ struct PdInner {
 
 impl Drop for PdInner {
     fn drop(&mut self) {
-        let (dev, id) = (self.dev.id(), self.id);
-        self.dev.shared().with(|st, _| {
-            let _ = st.engine.dealloc_pd(dev, id);
-        });
+        self.dev.provider().dealloc_pd(self.id);
     }
 }
 
@@ -73,9 +71,10 @@ impl Pd {
         len: usize,
         access: Access,
     ) -> Result<Mr, Error> {
-        // SAFETY: the caller's contract is `Buffer::borrowed`'s.
-        let buf = unsafe { crate::buffer::Buffer::borrowed(ptr, len) };
-        Mr::register_buffer(self, buf, access)
+        // SAFETY: the caller's contract is `MrMemory::borrowed`'s; the
+        // device knows the memory by its own address.
+        let mem = unsafe { MrMemory::borrowed(ptr, len, ptr.as_ptr() as u64) };
+        Mr::register_memory(self, mem, false, access)
     }
 
     /// Allocates an MR for fast registration of up to `max_len` bytes.
@@ -114,11 +113,7 @@ impl Pd {
             sq_sig_all,
             qpn: None,
         };
-        let dev = self.dev().id();
-        let qpn = self
-            .dev()
-            .shared()
-            .with(|st, _| st.engine.create_qp(dev, &init))?;
+        let qpn = self.dev().provider().create_qp(&init)?;
         Ok(Qp {
             inner: Arc::new(QpInner {
                 pd: self.clone(),
@@ -132,12 +127,10 @@ impl Pd {
 
     /// Creates a shared receive queue of `depth` receives of up to `max_sge` SGEs.
     pub fn create_srq(&self, depth: u32, max_sge: u32) -> Result<Srq, Error> {
-        let dev = self.dev().id();
-        let pd = self.id();
         let id = self
             .dev()
-            .shared()
-            .with(|st, _| st.engine.create_srq(dev, None, pd, depth, max_sge))?;
+            .provider()
+            .create_srq(self.id(), depth, max_sge)?;
         Ok(Srq {
             inner: Arc::new(SrqInner {
                 pd: self.clone(),
@@ -148,12 +141,7 @@ impl Pd {
 
     /// Creates an address handle for datagrams to `dgid`.
     pub fn create_ah(&self, dgid: Gid) -> Result<Ah, Error> {
-        let dev = self.dev().id();
-        let pd = self.id();
-        let id = self
-            .dev()
-            .shared()
-            .with(|st, _| st.engine.create_ah(dev, None, pd, dgid))?;
+        let id = self.dev().provider().create_ah(self.id(), dgid)?;
         Ok(Ah {
             inner: Arc::new(AhInner {
                 pd: self.clone(),
@@ -179,10 +167,7 @@ struct QpInner {
 
 impl Drop for QpInner {
     fn drop(&mut self) {
-        let (dev, qpn) = (self.pd.dev().id(), self.qpn);
-        self.pd.dev().shared().with(|st, _| {
-            let _ = st.engine.destroy_qp(dev, qpn);
-        });
+        self.pd.dev().provider().destroy_qp(self.qpn);
     }
 }
 
@@ -209,11 +194,7 @@ impl Qp {
 
     /// Changes attributes and state (`ibv_modify_qp`).
     pub fn modify(&self, attr: &QpAttr) -> Result<(), Error> {
-        let (dev, qpn) = (self.dev().id(), self.qpn());
-        Ok(self
-            .dev()
-            .shared()
-            .with(|st, now| st.engine.modify_qp(dev, qpn, attr, now))?)
+        self.dev().provider().modify_qp(self.qpn(), attr)
     }
 
     /// Moves to the error state: everything outstanding is flushed.
@@ -257,44 +238,30 @@ impl Qp {
 
     /// Posts a send work request (`ibv_post_send`).
     pub fn post_send(&self, wr: &SendWr<'_>) -> Result<(), Error> {
-        let (dev, qpn) = (self.dev().id(), self.qpn());
-        Ok(self
-            .dev()
-            .shared()
-            .with(|st, now| st.engine.post_send(dev, qpn, wr, now))?)
+        self.dev().provider().post_send(self.qpn(), wr)
     }
 
     /// Posts a receive work request (`ibv_post_recv`).
     pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<(), Error> {
-        let (dev, qpn) = (self.dev().id(), self.qpn());
         let wr = RecvWr { wr_id, sgl };
-        Ok(self
-            .dev()
-            .shared()
-            .with(|st, now| st.engine.post_recv(dev, qpn, &wr, now))?)
+        self.dev().provider().post_recv(self.qpn(), &[wr])
     }
 
-    /// Posts several receives under one acquisition of the fabric lock, as
-    /// `ibv_post_recv` takes a list. Stops at the first refused request and
-    /// returns its error; the ones before it stay posted.
+    /// Posts several receives at once (under one acquisition of the fabric
+    /// lock), as `ibv_post_recv` takes a list. Stops at the first refused
+    /// request and returns its error; the ones before it stay posted.
     pub fn post_recv_list(&self, wrs: &[RecvWr<'_>]) -> Result<(), Error> {
-        let (dev, qpn) = (self.dev().id(), self.qpn());
-        Ok(self.dev().shared().with(|st, now| {
-            wrs.iter()
-                .try_for_each(|wr| st.engine.post_recv(dev, qpn, wr, now))
-        })?)
+        self.dev().provider().post_recv(self.qpn(), wrs)
     }
 
     /// The QP's attributes (`ibv_query_qp`).
     pub fn query(&self) -> Result<QpInfo, Error> {
-        let st = self.dev().shared().lock();
-        Ok(st.engine.query_qp(self.dev().id(), self.qpn())?)
+        self.dev().provider().query_qp(self.qpn())
     }
 
     /// The QP's counters.
     pub fn counters(&self) -> Result<ernic_core::Counters, Error> {
-        let st = self.dev().shared().lock();
-        Ok(st.engine.qp_counters(self.dev().id(), self.qpn())?.clone())
+        self.dev().provider().qp_counters(self.qpn())
     }
 }
 
@@ -311,10 +278,7 @@ struct SrqInner {
 
 impl Drop for SrqInner {
     fn drop(&mut self) {
-        let (dev, id) = (self.pd.dev().id(), self.id);
-        self.pd.dev().shared().with(|st, _| {
-            let _ = st.engine.destroy_srq(dev, id);
-        });
+        self.pd.dev().provider().destroy_srq(self.id);
     }
 }
 
@@ -327,34 +291,27 @@ impl std::fmt::Debug for Srq {
 impl Srq {
     /// Posts a receive (`ibv_post_srq_recv`).
     pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<(), Error> {
-        let (dev, id) = (self.inner.pd.dev().id(), self.inner.id);
         let wr = RecvWr { wr_id, sgl };
-        Ok(self
-            .inner
+        self.inner
             .pd
             .dev()
-            .shared()
-            .with(|st, now| st.engine.post_srq_recv(dev, id, &wr, now))?)
+            .provider()
+            .post_srq_recv(self.inner.id, &wr)
     }
 
     /// Arms the low watermark: an [`AsyncEvent::SrqLimitReached`](crate::AsyncEvent)
     /// fires once when fewer than `limit` receives remain.
     pub fn set_limit(&self, limit: u32) -> Result<(), Error> {
-        let (dev, id) = (self.inner.pd.dev().id(), self.inner.id);
-        Ok(self
-            .inner
+        self.inner
             .pd
             .dev()
-            .shared()
-            .with(|st, _| st.engine.modify_srq(dev, id, limit))?)
+            .provider()
+            .modify_srq(self.inner.id, limit)
     }
 
     /// The armed limit (0 when disarmed) and the receives posted.
     pub fn query(&self) -> Result<(u32, u32), Error> {
-        let st = self.inner.pd.dev().shared().lock();
-        Ok(st
-            .engine
-            .query_srq(self.inner.pd.dev().id(), self.inner.id)?)
+        self.inner.pd.dev().provider().query_srq(self.inner.id)
     }
 }
 
@@ -371,10 +328,7 @@ struct AhInner {
 
 impl Drop for AhInner {
     fn drop(&mut self) {
-        let (dev, id) = (self.pd.dev().id(), self.id);
-        self.pd.dev().shared().with(|st, _| {
-            let _ = st.engine.destroy_ah(dev, id);
-        });
+        self.pd.dev().provider().destroy_ah(self.id);
     }
 }
 
