@@ -1,25 +1,30 @@
 //! `ernic perf TEST --device vfio-user:SOCKET`: every test through the
-//! whole guest-facing path — ernic-ionic-driver writes WQEs into rings in
-//! its memory and rings doorbells (trapped, or in the server's shared
-//! doorbell pages when its profile offers them), the server decodes and
-//! executes them in ernic-core and writes CQEs back. Both sides are QPs of
-//! one driver, in this process, driven by one thread; the server is the
-//! one at SOCKET (`ernic-server --socket SOCKET`).
+//! whole guest-facing path, written against `ernic-verbs` as any verbs
+//! program is — the device is ernic-ionic-driver's provider, which writes
+//! WQEs into rings in its memory and rings doorbells (trapped, or in the
+//! server's shared doorbell pages when its profile offers them); the
+//! server decodes and executes them in ernic-core and writes CQEs back.
+//! Both sides are QPs of one device, in this process, driven by one
+//! thread (a second spinning thread would share two cores with the
+//! server's); the server is the one at SOCKET (`ernic-server --socket
+//! SOCKET`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use ernic_core::{Completion, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus};
-use ernic_ionic_driver::{Cq, Driver, Mr, Qp};
+use ernic_verbs::{
+    Access, Cq, EngineError, Mr, Qp, QpCaps, QpType, RemoteAddr, SendOp, SendWr, Sge, Wc, WcOpcode,
+    WcStatus,
+};
 
 use super::report::Row;
 use super::tests::{Measure, STALL};
 use super::{Plan, Test, baseline};
 
-/// The two QPs, their CQ and a registered buffer.
+/// The two QPs, their CQ and a registered buffer (a's half first, then
+/// b's), all through `ernic-verbs` on the ionic provider.
 struct Rig {
-    d: Driver,
     cq: Cq,
     a: Qp,
     b: Qp,
@@ -27,22 +32,22 @@ struct Rig {
 }
 
 impl Rig {
-    fn sge(&self, off: u64, len: u32) -> Sge {
-        Sge {
-            addr: self.mr.buf.addr() + off,
-            len,
-            lkey: Lkey(self.mr.key),
-        }
+    fn sge(&self, off: u64, len: u32) -> Result<Sge> {
+        Ok(self.mr.sge(off as usize, len)?)
+    }
+
+    fn remote(&self, off: u64) -> Result<RemoteAddr> {
+        Ok(self.mr.remote(off as usize)?)
     }
 
     /// Polls until a completion for which `want` holds, failing on an
     /// error completion or no progress for [`STALL`].
-    fn until(&mut self, want: impl Fn(&Completion) -> bool) -> Result<()> {
-        let mut wc = [Completion::EMPTY; 16];
+    fn until(&mut self, want: impl Fn(&Wc) -> bool) -> Result<()> {
+        let mut wc = [Wc::EMPTY; 16];
         let end = Instant::now() + STALL;
         let mut spins = 0u32;
         loop {
-            let n = self.d.poll_cq(&mut self.cq, &mut wc);
+            let n = self.cq.poll(&mut wc)?;
             let mut hit = false;
             for w in &wc[..n] {
                 if w.status != WcStatus::Success {
@@ -61,6 +66,15 @@ impl Rig {
     }
 }
 
+/// Posts `wr` on `qp`: `Ok(false)` when its send queue is full.
+fn try_post(qp: &Qp, wr: &SendWr<'_>) -> Result<bool> {
+    match qp.post_send(wr) {
+        Ok(()) => Ok(true),
+        Err(ernic_verbs::Error::Engine(EngineError::QueueFull { .. })) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Runs the plan against the server at `socket`.
 pub fn run(
     plan: &Plan,
@@ -72,16 +86,23 @@ pub fn run(
     if max > (16 << 20) {
         bail!("--device vfio-user: sizes up to 16M");
     }
-    let mut d = Driver::attach(socket, 2 * max + (32 << 20))
+    let dev = ernic_ionic_driver::verbs::open(socket, 2 * max + (32 << 20), None)
         .with_context(|| format!("attaching to {}", socket.display()))?;
-    let cq = d.create_cq(12)?;
-    let a = d.create_qp(&cq, 10)?;
-    let b = d.create_qp(&cq, 10)?;
-    d.connect(&a, b.qpn())?;
-    d.connect(&b, a.qpn())?;
-    let buf = d.alloc(2 * max)?;
-    let mr = d.reg_mr(buf)?;
-    let mut r = Rig { d, cq, a, b, mr };
+    let pd = dev.alloc_pd()?;
+    let cq = dev.create_cq(4096)?;
+    let caps = QpCaps {
+        max_send_wr: 1023,
+        max_recv_wr: 1023,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let a = pd.create_qp(QpType::Rc, &cq, &cq, caps)?;
+    let b = pd.create_qp(QpType::Rc, &cq, &cq, caps)?;
+    a.connect(dev.gid(), b.qpn(), Access::ALL)?;
+    b.connect(dev.gid(), a.qpn(), Access::ALL)?;
+    let mr = pd.reg_mr(2 * max as usize, Access::ALL)?;
+    let mut r = Rig { cq, a, b, mr };
     for &size in &plan.sizes {
         let m = match plan.test {
             Test::SendLat => send_lat(&mut r, size, plan.iters, max)?,
@@ -111,20 +132,20 @@ pub fn run(
 fn send_lat(r: &mut Rig, size: u64, iters: u64, half: u64) -> Result<Measure> {
     let len = size as u32;
     // Sent from the first half, received into the second.
-    let (ra, rb) = (r.sge(half, len), r.sge(half, len));
-    r.d.post_recv(&mut r.b, 0, rb)?;
-    r.d.post_recv(&mut r.a, 0, ra)?;
+    let (ra, rb) = ([r.sge(half, len)?], [r.sge(half, len)?]);
+    r.b.post_recv(0, &rb)?;
+    r.a.post_recv(0, &ra)?;
     let (qa, qb) = (r.a.qpn(), r.b.qpn());
     let mut lat = Vec::with_capacity(iters as usize);
     for i in 0..iters {
         let t = Instant::now();
-        let s = r.sge(0, len);
-        r.d.post_send(&mut r.a, &SendWr::new(i, SendOp::Send).sgl(&[s]))?;
+        let s = [r.sge(0, len)?];
+        r.a.post_send(&SendWr::new(i, SendOp::Send).sgl(&s))?;
         r.until(|w| w.qpn == qb && w.opcode == WcOpcode::Recv)?;
-        r.d.post_recv(&mut r.b, 0, rb)?;
-        r.d.post_send(&mut r.b, &SendWr::new(i, SendOp::Send).sgl(&[s]))?;
+        r.b.post_recv(0, &rb)?;
+        r.b.post_send(&SendWr::new(i, SendOp::Send).sgl(&s))?;
         r.until(|w| w.qpn == qa && w.opcode == WcOpcode::Recv)?;
-        r.d.post_recv(&mut r.a, 0, ra)?;
+        r.a.post_recv(0, &ra)?;
         lat.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
     }
     lat.sort_by(f64::total_cmp);
@@ -138,28 +159,19 @@ fn send_lat(r: &mut Rig, size: u64, iters: u64, half: u64) -> Result<Measure> {
 fn write_lat(r: &mut Rig, size: u64, iters: u64, half: u64) -> Result<Measure> {
     let len = size.max(1);
     let (qa, qb) = (r.a.qpn(), r.b.qpn());
-    let to_b = RemoteAddr {
-        addr: r.mr.buf.addr() + half,
-        rkey: Rkey(r.mr.key),
-    };
-    let to_a = RemoteAddr {
-        addr: r.mr.buf.addr(),
-        rkey: Rkey(r.mr.key),
-    };
-    let (src_a, src_b) = ([r.sge(0, len as u32)], [r.sge(half, len as u32)]);
+    let (to_b, to_a) = (r.remote(half)?, r.remote(0)?);
+    let (src_a, src_b) = ([r.sge(0, len as u32)?], [r.sge(half, len as u32)?]);
     let mut lat = Vec::with_capacity(iters as usize);
-    let mut mark = [0u8; 1];
     for i in 0..iters {
         let m = (i % 255 + 1) as u8;
         let t = Instant::now();
-        r.d.write(&r.mr.buf, len - 1, &[m]);
-        r.d.post_send(&mut r.a, &SendWr::new(i, SendOp::Write(to_b)).sgl(&src_a))?;
+        r.mr.set_byte((len - 1) as usize, m)?;
+        r.a.post_send(&SendWr::new(i, SendOp::Write(to_b)).sgl(&src_a))?;
         r.until(|w| w.qpn == qa)?;
-        r.d.read(&r.mr.buf, half + len - 1, &mut mark);
-        if mark[0] != m {
+        if r.mr.poll_byte((half + len - 1) as usize)? != m {
             bail!("the WRITE's last byte did not arrive");
         }
-        r.d.post_send(&mut r.b, &SendWr::new(i, SendOp::Write(to_a)).sgl(&src_b))?;
+        r.b.post_send(&SendWr::new(i, SendOp::Write(to_a)).sgl(&src_b))?;
         r.until(|w| w.qpn == qb)?;
         lat.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
     }
@@ -171,11 +183,8 @@ fn write_lat(r: &mut Rig, size: u64, iters: u64, half: u64) -> Result<Measure> {
 /// round trip, as perftest's read_lat and atomic_lat report it.
 fn one_sided_lat(r: &mut Rig, size: u64, iters: u64, atomic: bool, half: u64) -> Result<Measure> {
     let qa = r.a.qpn();
-    let remote = RemoteAddr {
-        addr: r.mr.buf.addr() + half,
-        rkey: Rkey(r.mr.key),
-    };
-    let local = [r.sge(0, size.max(1) as u32)];
+    let remote = r.remote(half)?;
+    let local = [r.sge(0, size.max(1) as u32)?];
     let mut lat = Vec::with_capacity(iters as usize);
     for i in 0..iters {
         let op = if atomic {
@@ -184,7 +193,7 @@ fn one_sided_lat(r: &mut Rig, size: u64, iters: u64, atomic: bool, half: u64) ->
             SendOp::Read(remote)
         };
         let t = Instant::now();
-        r.d.post_send(&mut r.a, &SendWr::new(i, op).sgl(&local))?;
+        r.a.post_send(&SendWr::new(i, op).sgl(&local))?;
         r.until(|w| w.qpn == qa)?;
         lat.push(t.elapsed().as_secs_f64() * 1e6);
     }
@@ -197,29 +206,25 @@ fn one_sided_lat(r: &mut Rig, size: u64, iters: u64, atomic: bool, half: u64) ->
 fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result<Measure> {
     let depth = u64::from(depth.min(256));
     let (qa, qb) = (r.a.qpn(), r.b.qpn());
-    let recv = r.sge(half, size.max(1) as u32);
+    let recv = [r.sge(half, size.max(1) as u32)?];
     let rx = iters.min(512);
     for _ in 0..rx {
-        r.d.post_recv(&mut r.b, 0, recv)?;
+        r.b.post_recv(0, &recv)?;
     }
     let (mut posted_rx, mut got) = (rx, 0u64);
-    let s = [r.sge(0, size as u32)];
-    let mut wc = [Completion::EMPTY; 64];
+    let s = [r.sge(0, size as u32)?];
+    let mut wc = [Wc::EMPTY; 64];
     let (mut posted, mut sent) = (0u64, 0u64);
     let t = Instant::now();
     let mut last = Instant::now();
     while got < iters || sent < iters {
         while posted < iters && posted - sent < depth && posted < got + rx {
-            match r
-                .d
-                .post_send(&mut r.a, &SendWr::new(posted, SendOp::Send).sgl(&s))
-            {
-                Ok(()) => posted += 1,
-                Err(ernic_ionic_driver::Error::Full) => break,
-                Err(e) => return Err(e.into()),
+            if !try_post(&r.a, &SendWr::new(posted, SendOp::Send).sgl(&s))? {
+                break;
             }
+            posted += 1;
         }
-        let n = r.d.poll_cq(&mut r.cq, &mut wc);
+        let n = r.cq.poll(&mut wc)?;
         for w in &wc[..n] {
             if w.status != WcStatus::Success {
                 bail!("work request {} failed: {:?}", w.wr_id, w.status);
@@ -227,7 +232,7 @@ fn send_bw(r: &mut Rig, size: u64, iters: u64, depth: u32, half: u64) -> Result<
             if w.qpn == qb {
                 got += 1;
                 if posted_rx < iters {
-                    r.d.post_recv(&mut r.b, 0, recv)?;
+                    r.b.post_recv(0, &recv)?;
                     posted_rx += 1;
                 }
             } else if w.qpn == qa {
@@ -249,12 +254,9 @@ fn one_sided_bw(
     read: bool,
 ) -> Result<Measure> {
     let depth = u64::from(depth.min(512));
-    let target = RemoteAddr {
-        addr: r.mr.buf.addr() + half,
-        rkey: Rkey(r.mr.key),
-    };
-    let s = [r.sge(0, size as u32)];
-    let mut wc = [Completion::EMPTY; 64];
+    let target = r.remote(half)?;
+    let s = [r.sge(0, size as u32)?];
+    let mut wc = [Wc::EMPTY; 64];
     let (mut posted, mut done) = (0u64, 0u64);
     let t = Instant::now();
     let mut last = Instant::now();
@@ -266,13 +268,12 @@ fn one_sided_bw(
                 SendOp::Write(target)
             };
             let wr = SendWr::new(posted, op).sgl(&s);
-            match r.d.post_send(&mut r.a, &wr) {
-                Ok(()) => posted += 1,
-                Err(ernic_ionic_driver::Error::Full) => break,
-                Err(e) => return Err(e.into()),
+            if !try_post(&r.a, &wr)? {
+                break;
             }
+            posted += 1;
         }
-        let n = r.d.poll_cq(&mut r.cq, &mut wc);
+        let n = r.cq.poll(&mut wc)?;
         for w in &wc[..n] {
             if w.status != WcStatus::Success {
                 bail!("request {} failed: {:?}", w.wr_id, w.status);

@@ -22,11 +22,17 @@
 //! # Ok::<(), ernic_ionic_driver::Error>(())
 //! ```
 
+#[allow(unsafe_code)]
+pub mod verbs;
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ernic_core::{Completion, Gid, Qpn, SendOp, SendWr, Sge, WcOpcode, WcStatus};
+use ernic_core::{
+    Access, Completion, Counter, Counters, Dest, DeviceId, Gid, PageSource, QpAttr, QpCaps, QpInfo,
+    QpState, QpType, Qpn, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
+};
 use ernic_ionic::fw::{self, admin_op, cqe, wqe};
 use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
 use ernic_vfio::client::{Client, ClientError, eventfd, shared_memory};
@@ -40,6 +46,8 @@ const BASE: u64 = 0x1_0000_0000;
 const PAGE: u64 = 4096;
 /// How long an admin command may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest WQE this driver writes.
+const MAX_WQE: usize = 512;
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +101,14 @@ impl Ring {
         1 << self.depth_log2
     }
 
+    fn stride(&self) -> usize {
+        1 << self.stride_log2
+    }
+
+    fn bytes(&self) -> u64 {
+        1 << (self.depth_log2 + self.stride_log2)
+    }
+
     fn slot(&self, i: u32) -> usize {
         (self.off + (u64::from(i & (self.depth() - 1)) << self.stride_log2)) as usize
     }
@@ -124,12 +140,20 @@ pub struct Cq {
     id: u32,
     ring: Ring,
     cons: u32,
+    /// Completions read from CQEs that did not fit the caller's array
+    /// (one MSN CQE completes many requests).
+    pending: VecDeque<Completion>,
 }
 
 impl Cq {
     /// The device's id for it.
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// Entries it holds.
+    pub fn depth(&self) -> u32 {
+        self.ring.depth()
     }
 }
 
@@ -139,26 +163,61 @@ impl Cq {
 #[derive(Debug)]
 pub struct Qp {
     id: u32,
+    qp_type: QpType,
     sq: Ring,
-    rq: Ring,
+    /// No ring when receives come from an SRQ.
+    rq: Option<Ring>,
     sq_prod: u32,
     rq_prod: u32,
     /// Doorbell page offset in the shared area, when there is one.
     db: Option<usize>,
 }
 
+/// A posted send request, until its completion is read.
+#[derive(Debug, Clone, Copy)]
+struct SendMeta {
+    /// Its WQE's index (what a by-id CQE names).
+    idx: u32,
+    wr_id: u64,
+    opcode: WcOpcode,
+    signaled: bool,
+    /// The sequence number it completes by, for requests of connected QPs
+    /// that reach the peer; `None` for local ones and datagrams.
+    msn: Option<u32>,
+    byte_len: u32,
+}
+
 /// The driver's book of a QP, for turning its CQEs into completions.
 #[derive(Debug)]
 struct QpBook {
-    /// wr_ids of posted requests that complete by message sequence number.
-    remote: VecDeque<u64>,
-    msn: u32,
-    /// wr_ids of posted receives, by ring slot.
-    recv_ids: Vec<u64>,
+    /// Send requests in the order they were posted (and complete).
+    sq: VecDeque<SendMeta>,
+    /// Sequence numbers handed out.
+    msn_prod: u32,
+    /// Posted receives in order: (ring index, wr_id).
+    rq: VecDeque<(u32, u64)>,
     /// Receives come from an SRQ (their completions carry the wr_id).
     srq: bool,
     /// A datagram QP (receives start with a 40-byte GRH).
     ud: bool,
+    /// Attributes the device does not report back.
+    caps: QpCaps,
+    dest: Option<(Gid, Qpn)>,
+}
+
+/// What [`Driver::create_qp_with`] creates.
+#[derive(Debug, Clone, Copy)]
+pub struct QpSpec<'a> {
+    /// RC, UC, UD or GSI (which becomes QP 1).
+    pub qp_type: QpType,
+    /// Where send completions go.
+    pub send_cq: &'a Cq,
+    /// Where receive completions go.
+    pub recv_cq: &'a Cq,
+    /// Receives drawn from this SRQ instead of a ring of the QP's own.
+    pub srq: Option<&'a Srq>,
+    /// Queue sizes; depths round up to powers of two.
+    pub caps: QpCaps,
 }
 
 /// A shared receive queue.
@@ -199,7 +258,8 @@ pub struct Driver {
     mem: Mapping,
     _mem_fd: std::os::fd::OwnedFd,
     size: u64,
-    next: u64,
+    /// Free runs of driver memory: offset to length.
+    free: std::collections::BTreeMap<u64, u64>,
     aq: Ring,
     aq_prod: u32,
     acq: Ring,
@@ -249,6 +309,18 @@ fn read_cqe(mem: &Mapping, slot: usize, color: bool, c: &mut [u8; cqe::LEN]) -> 
     true
 }
 
+/// Caps whose rings are `2^depth_log2` 64-byte WQEs deep.
+fn caps_of_depth(depth_log2: u8) -> QpCaps {
+    let n = (1u32 << depth_log2) - 1;
+    QpCaps {
+        max_send_wr: n,
+        max_recv_wr: n,
+        max_send_sge: 2,
+        max_recv_sge: 2,
+        max_inline_data: 0,
+    }
+}
+
 fn put(b: &mut [u8], at: usize, v: &[u8]) {
     b[at..at + v.len()].copy_from_slice(v);
 }
@@ -292,7 +364,7 @@ impl Driver {
             mem,
             _mem_fd: fd,
             size,
-            next: 0,
+            free: std::collections::BTreeMap::from([(0, size)]),
             aq: Ring {
                 off: 0,
                 depth_log2: 0,
@@ -331,18 +403,49 @@ impl Driver {
         self.shared.is_some()
     }
 
-    /// Carves `len` bytes (page-aligned) from the driver's memory.
+    /// Carves `len` bytes (page-aligned, zeroed) from the driver's memory.
     pub fn alloc(&mut self, len: u64) -> Result<Buf, Error> {
-        let len = len.max(1).next_multiple_of(PAGE);
-        if self.next + len > self.size {
-            return Err(Error::NoMemory(len));
+        let len = len
+            .max(1)
+            .checked_next_multiple_of(PAGE)
+            .ok_or(Error::NoMemory(len))?;
+        let (&off, &run) = self
+            .free
+            .iter()
+            .find(|&(_, &run)| run >= len)
+            .ok_or(Error::NoMemory(len))?;
+        self.free.remove(&off);
+        if run > len {
+            self.free.insert(off + len, run - len);
         }
-        let b = Buf {
-            off: self.next,
-            len,
-        };
-        self.next += len;
-        Ok(b)
+        self.mem.fill(off as usize, len as usize, 0);
+        Ok(Buf { off, len })
+    }
+
+    /// Gives `buf` back to the driver's memory (it must not be used after).
+    pub fn free(&mut self, buf: Buf) {
+        let (mut off, mut len) = (buf.off, buf.len);
+        if len == 0 || off.checked_add(len).is_none_or(|e| e > self.size) {
+            return;
+        }
+        // Joined with the free runs on either side.
+        if let Some((&p, &plen)) = self.free.range(..off).next_back()
+            && p + plen == off
+        {
+            self.free.remove(&p);
+            (off, len) = (p, plen + len);
+        }
+        if let Some(&nlen) = self.free.get(&(off + len)) {
+            self.free.remove(&(off + len));
+            len += nlen;
+        }
+        self.free.insert(off, len);
+    }
+
+    /// Where `buf`'s bytes are in this process (valid while the driver
+    /// lives); `None` for a buffer not of this driver.
+    pub fn host_ptr(&self, buf: &Buf) -> Option<std::ptr::NonNull<u8>> {
+        self.mem.ptr_at(buf.off as usize)
     }
 
     /// Copies `data` into `buf` at `at`.
@@ -353,6 +456,13 @@ impl Driver {
     /// Copies bytes of `buf` at `at` out.
     pub fn read(&self, buf: &Buf, at: u64, out: &mut [u8]) -> bool {
         at + out.len() as u64 <= buf.len && self.mem.read((buf.off + at) as usize, out)
+    }
+
+    fn free_ring(&mut self, r: &Ring) {
+        self.free(Buf {
+            off: r.off,
+            len: r.bytes().next_multiple_of(PAGE),
+        });
     }
 
     fn ring(&mut self, depth_log2: u8, stride_log2: u8) -> Result<Ring, Error> {
@@ -553,14 +663,28 @@ impl Driver {
         put(&mut b, fw::create_cq::ID_VER, &id.to_le_bytes());
         put(&mut b, fw::create_cq::MAP_COUNT, &1u32.to_le_bytes());
         put(&mut b, fw::create_cq::DMA_ADDR, &ring.gpa().to_le_bytes());
-        self.admin(admin_op::CREATE_CQ, &b)?;
+        if let Err(e) = self.admin(admin_op::CREATE_CQ, &b) {
+            self.free_ring(&ring);
+            return Err(e);
+        }
         self.next_cq += 1;
-        Ok(Cq { id, ring, cons: 0 })
+        Ok(Cq {
+            id,
+            ring,
+            cons: 0,
+            pending: VecDeque::new(),
+        })
     }
 
     /// Creates an RC QP on `cq` (sends and receives) with 64-byte WQEs.
     pub fn create_qp(&mut self, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
-        self.create_qp_on(cq, depth_log2, None)
+        self.create_qp_with(&QpSpec {
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            caps: caps_of_depth(depth_log2),
+        })
     }
 
     /// Creates a datagram QP on `cq`: UD, or with `gsi` the GSI QP (QP 1),
@@ -572,27 +696,22 @@ impl Driver {
         gsi: bool,
         qkey: u32,
     ) -> Result<Qp, Error> {
-        let saved = self.next_qp;
-        if gsi {
-            self.next_qp = fw::GSI_QPID;
-        }
-        let qp = self.create_qp_typed(cq, depth_log2, None, fw::qpt::UD);
-        if gsi {
-            self.next_qp = saved;
-        }
-        let qp = qp?;
-        use fw::{attr, mod_qp as f};
-        for (mask, state) in [
-            (attr::STATE | attr::QKEY, fw::qps::INIT),
-            (attr::STATE, fw::qps::RTR),
-            (attr::STATE, fw::qps::RTS),
-        ] {
-            let mut b = [0u8; f::LEN];
-            put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
-            put(&mut b, f::QKEY_DEST_QPN, &qkey.to_le_bytes());
-            b[f::TYPE_STATE] = state;
-            put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
-            self.admin(admin_op::MODIFY_QP, &b)?;
+        let qp = self.create_qp_with(&QpSpec {
+            qp_type: if gsi { QpType::Gsi } else { QpType::Ud },
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            caps: caps_of_depth(depth_log2),
+        })?;
+        for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            self.modify_qp(
+                &qp,
+                &QpAttr {
+                    state: Some(state),
+                    qkey: (state == QpState::Init).then_some(qkey),
+                    ..QpAttr::default()
+                },
+            )?;
         }
         Ok(qp)
     }
@@ -628,98 +747,153 @@ impl Driver {
         qkey: u32,
         sge: Sge,
     ) -> Result<(), Error> {
-        let mut w = [0u8; 64];
-        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
-        w[wqe::OP] = fw::op::SEND;
-        w[wqe::NUM_SGE_KEY] = 1;
-        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
-        put(&mut w, wqe::AH_ID_BE, &ah.to_be_bytes());
-        put(&mut w, wqe::DEST_QPN_BE, &dest.0.to_be_bytes());
-        put(&mut w, wqe::DEST_QKEY_BE, &qkey.to_be_bytes());
-        put(&mut w, wqe::LENGTH_BE, &sge.len.to_be_bytes());
-        put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
-        put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
-        put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
-        self.post_local(qp, &w)
+        let sgl = [sge];
+        let mut wr = SendWr::new(wr_id, SendOp::Send).sgl(&sgl);
+        wr.ud = Some(ernic_core::UdDest {
+            ah: ernic_core::AhId(ah),
+            remote_qpn: dest,
+            remote_qkey: qkey,
+        });
+        self.post_send(qp, &wr)
     }
 
     /// As [`create_qp`](Driver::create_qp), its receives drawn from `srq`.
     pub fn create_qp_with_srq(&mut self, cq: &Cq, depth_log2: u8, srq: &Srq) -> Result<Qp, Error> {
-        self.create_qp_on(cq, depth_log2, Some(srq))
+        self.create_qp_with(&QpSpec {
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: Some(srq),
+            caps: caps_of_depth(depth_log2),
+        })
     }
 
-    fn create_qp_on(&mut self, cq: &Cq, depth_log2: u8, srq: Option<&Srq>) -> Result<Qp, Error> {
-        self.create_qp_typed(cq, depth_log2, srq, fw::qpt::RC)
-    }
-
-    fn create_qp_typed(
-        &mut self,
-        cq: &Cq,
-        depth_log2: u8,
-        srq: Option<&Srq>,
-        qpt: u8,
-    ) -> Result<Qp, Error> {
-        let sq = self.ring(depth_log2, 6)?;
-        let rq = self.ring(depth_log2, 6)?;
-        let id = self.next_qp;
+    /// Creates a QP in the RESET state as `spec` describes: rings sized
+    /// for its caps (WQEs of 64 bytes, or larger for more SGEs or inline
+    /// data), and a shared doorbell page of its own when one is left.
+    pub fn create_qp_with(&mut self, spec: &QpSpec<'_>) -> Result<Qp, Error> {
+        let c = spec.caps;
+        let depth_log2 = |n: u32| -> Result<u8, Error> {
+            let d = n.saturating_add(1).max(4).checked_next_power_of_two();
+            match d {
+                Some(d) if d <= 1 << 16 => Ok(d.trailing_zeros() as u8),
+                _ => Err(Error::Unsupported("a queue deeper than 65536")),
+            }
+        };
+        let stride_log2 = |body: usize| -> Result<u8, Error> {
+            let s = (wqe::PLD + body).max(64).next_power_of_two();
+            if s > 4096 {
+                return Err(Error::Unsupported("WQEs over 4096 bytes"));
+            }
+            Ok(s.trailing_zeros() as u8)
+        };
+        let sq_body =
+            (c.max_send_sge.max(1) as usize * wqe::SGE_LEN).max(c.max_inline_data as usize);
+        let rq_body = c.max_recv_sge.max(1) as usize * wqe::SGE_LEN;
+        let qpt = match spec.qp_type {
+            QpType::Rc => fw::qpt::RC,
+            QpType::Uc => fw::qpt::UC,
+            QpType::Ud | QpType::Gsi => fw::qpt::UD,
+        };
+        let gsi = spec.qp_type == QpType::Gsi;
+        let id = if gsi { fw::GSI_QPID } else { self.next_qp };
+        if self.qps.contains_key(&id) {
+            return Err(Error::Unsupported("the GSI QP exists already"));
+        }
+        let sq = self.ring(depth_log2(c.max_send_wr)?, stride_log2(sq_body)?)?;
+        let rq = match spec.srq {
+            Some(_) => None,
+            None => match depth_log2(c.max_recv_wr).and_then(|d| Ok((d, stride_log2(rq_body)?))) {
+                Ok((d, st)) => match self.ring(d, st) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        self.free_ring(&sq);
+                        return Err(e);
+                    }
+                },
+                Err(e) => {
+                    self.free_ring(&sq);
+                    return Err(e);
+                }
+            },
+        };
         use fw::create_qp as f;
         let mut b = [0u8; f::LEN];
-        for (cq_at, d, s, n, a, r) in [
+        put(&mut b, f::SQ_CQ_ID, &spec.send_cq.id.to_le_bytes());
+        put(&mut b, f::RQ_CQ_ID, &spec.recv_cq.id.to_le_bytes());
+        for (d, st, n, a, r) in [
             (
-                f::SQ_CQ_ID,
                 f::SQ_DEPTH_LOG2,
                 f::SQ_STRIDE_LOG2,
                 f::SQ_MAP_COUNT,
                 f::SQ_DMA_ADDR,
-                &sq,
+                Some(&sq),
             ),
             (
-                f::RQ_CQ_ID,
                 f::RQ_DEPTH_LOG2,
                 f::RQ_STRIDE_LOG2,
                 f::RQ_MAP_COUNT,
                 f::RQ_DMA_ADDR,
-                &rq,
+                rq.as_ref(),
             ),
         ] {
-            put(&mut b, cq_at, &cq.id.to_le_bytes());
-            if srq.is_some() && cq_at == f::RQ_CQ_ID {
-                continue; // no RQ ring of its own
-            }
+            let Some(r) = r else { continue }; // no RQ ring of its own
             b[d] = r.depth_log2;
-            b[s] = r.stride_log2;
+            b[st] = r.stride_log2;
             put(&mut b, n, &1u32.to_le_bytes());
             put(&mut b, a, &r.gpa().to_le_bytes());
         }
-        let srq_id = srq.map_or(u32::MAX, |s| s.id);
+        let srq_id = spec.srq.map_or(u32::MAX, |s| s.id);
         put(&mut b, f::RQ_TBL_INDEX_SRQ_ID, &srq_id.to_le_bytes());
         put(&mut b, f::ID_VER, &id.to_le_bytes());
         b[f::TYPE_STATE] = qpt;
-        self.admin(admin_op::CREATE_QP, &b)?;
-        if id != fw::GSI_QPID {
+        if let Err(e) = self.admin(admin_op::CREATE_QP, &b) {
+            self.free_ring(&sq);
+            if let Some(r) = &rq {
+                self.free_ring(r);
+            }
+            return Err(e);
+        }
+        if !gsi {
             self.next_qp += 1;
         }
         // A doorbell page of its own in the shared area (one per QP, so no
         // two queues of a type share a word); trapped when none is left.
         let db = self.take_page();
+        let caps = QpCaps {
+            max_send_wr: sq.depth() - 1,
+            max_recv_wr: rq.map_or(0, |r| r.depth() - 1),
+            max_send_sge: ((sq.stride() - wqe::PLD) / wqe::SGE_LEN) as u32,
+            max_recv_sge: rq.map_or(0, |r| ((r.stride() - wqe::PLD) / wqe::SGE_LEN) as u32),
+            max_inline_data: (sq.stride() - wqe::PLD) as u32,
+        };
         self.qps.insert(
             id,
             QpBook {
-                remote: VecDeque::new(),
-                msn: 0,
-                recv_ids: vec![0; 1 << depth_log2],
-                srq: srq.is_some(),
+                sq: VecDeque::with_capacity(sq.depth() as usize),
+                msn_prod: 0,
+                rq: VecDeque::with_capacity(rq.map_or(0, |r| r.depth() as usize)),
+                srq: spec.srq.is_some(),
                 ud: qpt == fw::qpt::UD,
+                caps,
+                dest: None,
             },
         );
         Ok(Qp {
             id,
+            qp_type: spec.qp_type,
             sq,
             rq,
             sq_prod: 0,
             rq_prod: 0,
             db,
         })
+    }
+
+    /// The sizes `qp` was created with (depths and SGE counts as the rings
+    /// allow, which may exceed what was asked).
+    pub fn qp_caps(&self, qp: &Qp) -> QpCaps {
+        self.qps.get(&qp.id).map_or(QpCaps::default(), |b| b.caps)
     }
 
     /// Allocates an MR for fast registration of up to `max_pages` 4 KiB
@@ -757,45 +931,21 @@ impl Driver {
         len: u64,
     ) -> Result<u32, Error> {
         let key = mr & !0xff | u32::from(variant);
-        let mut w = [0u8; 64];
-        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
-        w[wqe::OP] = fw::op::REG_MR;
-        w[wqe::NUM_SGE_KEY] = variant;
-        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
-        put(&mut w, wqe::IMM_DATA_KEY_BE, &key.to_be_bytes());
-        put(&mut w, wqe::REG_VA_BE, &buf.addr().to_be_bytes());
-        put(&mut w, wqe::REG_LENGTH_BE, &len.to_be_bytes());
-        put(&mut w, wqe::REG_DMA_ADDR_BE, &buf.addr().to_be_bytes());
-        put(&mut w, wqe::REG_MAP_COUNT_BE, &1u32.to_be_bytes());
-        let rights = fw::mrf::LOCAL_WRITE
-            | fw::mrf::REMOTE_WRITE
-            | fw::mrf::REMOTE_READ
-            | fw::mrf::REMOTE_ATOMIC;
-        put(&mut w, wqe::REG_FLAGS_BE, &rights.to_be_bytes());
-        w[wqe::REG_PAGE_SIZE_LOG2] = 12;
-        self.post_local(qp, &w)?;
+        let op = SendOp::RegMr(ernic_core::RegMr {
+            key: ernic_core::Lkey(key),
+            iova: buf.addr(),
+            len,
+            access: Access::ALL,
+            pages: PageSource::Contiguous { dma: buf.addr() },
+        });
+        self.post_send(qp, &SendWr::new(wr_id, op))?;
         Ok(key)
     }
 
     /// Posts a local invalidation of `key`.
     pub fn post_local_inv(&mut self, qp: &mut Qp, wr_id: u64, key: u32) -> Result<(), Error> {
-        let mut w = [0u8; 64];
-        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
-        w[wqe::OP] = fw::op::LOCAL_INV;
-        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
-        put(&mut w, wqe::IMM_DATA_KEY_BE, &key.to_be_bytes());
-        self.post_local(qp, &w)
-    }
-
-    /// A WQE that completes by its id (a local operation), not by MSN.
-    fn post_local(&mut self, qp: &mut Qp, w: &[u8; 64]) -> Result<(), Error> {
-        if self.outstanding(qp) >= qp.sq.depth() - 1 {
-            return Err(Error::Full);
-        }
-        self.mem.write(qp.sq.slot(qp.sq_prod), w);
-        qp.sq_prod = qp.sq_prod.wrapping_add(1);
-        let index = qp.sq_prod & (qp.sq.depth() - 1);
-        self.ring_doorbell(qp.db, qtype::RDMA_SQ, qp.id, 0, index)
+        let op = SendOp::LocalInv(ernic_core::Lkey(key));
+        self.post_send(qp, &SendWr::new(wr_id, op))
     }
 
     /// Destroys a QP.
@@ -803,6 +953,10 @@ impl Driver {
         self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())?;
         self.qps.remove(&qp.id);
         self.give_page(qp.db);
+        self.free_ring(&qp.sq);
+        if let Some(r) = &qp.rq {
+            self.free_ring(r);
+        }
         Ok(())
     }
 
@@ -824,14 +978,14 @@ impl Driver {
 
     /// Destroys a CQ no QP uses.
     pub fn destroy_cq(&mut self, cq: Cq) -> Result<(), Error> {
-        self.admin(admin_op::DESTROY_CQ, &cq.id.to_le_bytes())
-            .map(|_| ())
+        self.admin(admin_op::DESTROY_CQ, &cq.id.to_le_bytes())?;
+        self.free_ring(&cq.ring);
+        Ok(())
     }
 
     /// Deregisters an MR.
     pub fn dereg_mr(&mut self, mr: Mr) -> Result<(), Error> {
-        self.admin(admin_op::DESTROY_MR, &mr.key.to_le_bytes())
-            .map(|_| ())
+        self.dereg_key(mr.key)
     }
 
     /// Creates a shared receive queue of `2^depth_log2` 64-byte WQEs with
@@ -873,18 +1027,28 @@ impl Driver {
     pub fn destroy_srq(&mut self, srq: Srq) -> Result<(), Error> {
         self.admin(fw::srq_op::DESTROY_SRQ, &srq.id.to_le_bytes())?;
         self.give_page(srq.db);
+        self.free_ring(&srq.ring);
         Ok(())
     }
 
     /// Posts a receive on an SRQ; its completion names the QP that took it
     /// and carries `wr_id`.
     pub fn post_srq_recv(&mut self, srq: &mut Srq, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        self.post_srq_recv_sgl(srq, wr_id, &[sge])
+    }
+
+    /// As [`post_srq_recv`](Driver::post_srq_recv), into several SGEs (as
+    /// many as fit the SRQ's 64-byte WQEs: two).
+    pub fn post_srq_recv_sgl(
+        &mut self,
+        srq: &mut Srq,
+        wr_id: u64,
+        sgl: &[Sge],
+    ) -> Result<(), Error> {
         let mut w = [0u8; 64];
-        put(&mut w, wqe::WQE_ID, &wr_id.to_le_bytes());
-        w[wqe::NUM_SGE_KEY] = 1;
-        put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
-        put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
-        put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
+        if !recv_wqe(&mut w, wr_id, sgl) {
+            return Err(Error::Unsupported("more SGEs than the SRQ's WQEs hold"));
+        }
         self.mem.write(srq.ring.slot(srq.prod), &w);
         srq.prod = srq.prod.wrapping_add(1);
         let index = srq.prod & (srq.ring.depth() - 1);
@@ -912,254 +1076,672 @@ impl Driver {
     /// As [`connect`](Driver::connect), to QP `peer` at `peer_gid` (a QP of
     /// another server's guest, over the mesh).
     pub fn connect_to(&mut self, qp: &Qp, peer_gid: Gid, peer: Qpn) -> Result<(), Error> {
-        // A RoCE v2 IPv4 header template: this driver's GID to the peer's.
-        let (Some(src), Some(dst)) = (self.gid.to_ipv4(), peer_gid.to_ipv4()) else {
-            return Err(Error::Unsupported("IPv4-mapped GIDs only"));
-        };
-        let hdr = self.alloc(PAGE)?;
-        let h = ipv4_template(src.octets(), dst.octets());
-        self.write(&hdr, 0, &h);
-        use fw::{attr, mod_qp as f};
-        for (mask, state) in [
-            (attr::STATE | attr::ACCESS_FLAGS, fw::qps::INIT),
-            (
-                attr::STATE | attr::AV | attr::PATH_MTU | attr::DEST_QPN,
-                fw::qps::RTR,
-            ),
-            (attr::STATE, fw::qps::RTS),
+        let rights = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+        for (state, access, dest) in [
+            (QpState::Init, Some(rights), None),
+            (QpState::Rtr, None, Some((peer_gid, peer))),
+            (QpState::Rts, None, None),
         ] {
-            let mut b = [0u8; f::LEN];
-            put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
-            let rights = fw::qpf::REMOTE_WRITE | fw::qpf::REMOTE_READ | fw::qpf::REMOTE_ATOMIC;
-            put(&mut b, f::ACCESS_FLAGS_BE, &rights.to_be_bytes());
-            put(&mut b, f::QKEY_DEST_QPN, &peer.0.to_le_bytes());
-            b[f::PMTU] = 5 + 7; // 4096
-            put(&mut b, f::AH_ID_LEN, &(h.len() as u32).to_le_bytes());
-            b[f::TYPE_STATE] = state;
-            put(&mut b, f::DMA_ADDR, &hdr.addr().to_le_bytes());
-            put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
-            self.admin(admin_op::MODIFY_QP, &b)?;
+            self.modify_qp(
+                qp,
+                &QpAttr {
+                    state: Some(state),
+                    access,
+                    dest,
+                    path_mtu: dest.map(|_| 4096),
+                    ..QpAttr::default()
+                },
+            )?;
         }
         Ok(())
+    }
+
+    /// Changes `qp`'s attributes and state through MODIFY_QP, as the
+    /// kernel's `ionic_modify_qp` does: a destination becomes a RoCE v2
+    /// IPv4 header template from this driver's GID to it.
+    pub fn modify_qp(&mut self, qp: &Qp, a: &QpAttr) -> Result<(), Error> {
+        use fw::{attr, mod_qp as f};
+        let mut b = [0u8; f::LEN];
+        let mut mask = 0u32;
+        if let Some(state) = a.state {
+            mask |= attr::STATE;
+            b[f::TYPE_STATE] = match state {
+                QpState::Reset => fw::qps::RESET,
+                QpState::Init => fw::qps::INIT,
+                QpState::Rtr => fw::qps::RTR,
+                QpState::Rts => fw::qps::RTS,
+                QpState::Sqd => fw::qps::SQD,
+                QpState::Sqe => fw::qps::SQE,
+                QpState::Err => fw::qps::ERR,
+            };
+        }
+        if let Some(access) = a.access {
+            mask |= attr::ACCESS_FLAGS;
+            let mut flags = 0u16;
+            for (right, bit) in [
+                (Access::REMOTE_WRITE, fw::qpf::REMOTE_WRITE),
+                (Access::REMOTE_READ, fw::qpf::REMOTE_READ),
+                (Access::REMOTE_ATOMIC, fw::qpf::REMOTE_ATOMIC),
+            ] {
+                if access.contains(right) {
+                    flags |= bit;
+                }
+            }
+            put(&mut b, f::ACCESS_FLAGS_BE, &flags.to_be_bytes());
+        }
+        if let Some(qkey) = a.qkey {
+            mask |= attr::QKEY;
+            put(&mut b, f::QKEY_DEST_QPN, &qkey.to_le_bytes());
+        }
+        if let Some(mtu) = a.path_mtu {
+            if !mtu.is_power_of_two() || !(256..=4096).contains(&mtu) {
+                return Err(Error::Unsupported(
+                    "a path MTU of 256, 512, 1024, 2048 or 4096",
+                ));
+            }
+            mask |= attr::PATH_MTU;
+            b[f::PMTU] = mtu.trailing_zeros() as u8;
+        }
+        if let Some(psn) = a.rq_psn {
+            mask |= attr::RQ_PSN;
+            put(&mut b, f::RQ_PSN, &psn.to_le_bytes());
+        }
+        if let Some(psn) = a.sq_psn {
+            mask |= attr::SQ_PSN;
+            put(&mut b, f::SQ_PSN, &psn.to_le_bytes());
+        }
+        let mut hdr = None;
+        if let Some((gid, peer)) = a.dest {
+            let (Some(src), Some(dst)) = (self.gid.to_ipv4(), gid.to_ipv4()) else {
+                return Err(Error::Unsupported("IPv4-mapped GIDs only"));
+            };
+            let page = self.alloc(PAGE)?;
+            let h = ipv4_template(src.octets(), dst.octets());
+            self.write(&page, 0, &h);
+            mask |= attr::AV | attr::DEST_QPN;
+            put(&mut b, f::QKEY_DEST_QPN, &peer.0.to_le_bytes());
+            put(&mut b, f::AH_ID_LEN, &(h.len() as u32).to_le_bytes());
+            put(&mut b, f::DMA_ADDR, &page.addr().to_le_bytes());
+            hdr = Some(page);
+        }
+        put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
+        put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+        let r = self.admin(admin_op::MODIFY_QP, &b);
+        // The device reads the template during the command.
+        if let Some(page) = hdr {
+            self.free(page);
+        }
+        r?;
+        if let (Some(dest), Some(book)) = (a.dest, self.qps.get_mut(&qp.id)) {
+            book.dest = Some(dest);
+        }
+        Ok(())
+    }
+
+    /// `qp`'s attributes: what QUERY_QP reports (state, rights, path MTU,
+    /// PSNs, Q_Key or peer QP), with what the driver knows (type, caps,
+    /// the peer's GID, requests and receives outstanding).
+    pub fn query_qp(&mut self, qp: &Qp) -> Result<QpInfo, Error> {
+        use fw::query_qp as f;
+        let bufs = self.alloc(PAGE)?;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::SQ_DMA_ADDR, &bufs.addr().to_le_bytes());
+        put(&mut b, f::RQ_DMA_ADDR, &(bufs.addr() + 64).to_le_bytes());
+        put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+        let r = self.admin(admin_op::QUERY_QP, &b);
+        let (mut sq, mut rq) = ([0u8; 20], [0u8; 12]);
+        self.read(&bufs, 0, &mut sq);
+        self.read(&bufs, 64, &mut rq);
+        self.free(bufs);
+        r?;
+        let book = self
+            .qps
+            .get(&qp.id)
+            .ok_or(Error::Unsupported("no such QP"))?;
+        let state = match rq[0] >> 4 {
+            fw::qps::RESET => QpState::Reset,
+            fw::qps::INIT => QpState::Init,
+            fw::qps::RTR => QpState::Rtr,
+            fw::qps::RTS => QpState::Rts,
+            fw::qps::SQD => QpState::Sqd,
+            fw::qps::SQE => QpState::Sqe,
+            _ => QpState::Err,
+        };
+        let flags = u16::from_be_bytes([sq[2], sq[3]]);
+        let mut access = Access::default();
+        for (right, bit) in [
+            (Access::REMOTE_WRITE, fw::qpf::REMOTE_WRITE),
+            (Access::REMOTE_READ, fw::qpf::REMOTE_READ),
+            (Access::REMOTE_ATOMIC, fw::qpf::REMOTE_ATOMIC),
+        ] {
+            if flags & bit != 0 {
+                access = access | right;
+            }
+        }
+        let qkey_dest = u32::from_be_bytes(sq[8..12].try_into().expect("4"));
+        let datagram = qp.qp_type.is_datagram();
+        Ok(QpInfo {
+            qpn: Qpn(qp.id),
+            qp_type: qp.qp_type,
+            state,
+            access,
+            qkey: datagram.then_some(qkey_dest),
+            // The device says which QP; where it lives it does not say.
+            dest: book
+                .dest
+                .filter(|_| !datagram && matches!(state, QpState::Rtr | QpState::Rts))
+                .map(|(gid, qpn)| Dest {
+                    gid,
+                    qpn,
+                    route: Route::Local(DeviceId(0)),
+                }),
+            path_mtu: 1 << (rq[0] & 0xf).clamp(8, 12),
+            rq_psn: u32::from_be_bytes(sq[16..20].try_into().expect("4")),
+            sq_psn: u32::from_be_bytes(rq[4..8].try_into().expect("4")),
+            caps: book.caps,
+            sq_outstanding: book.sq.len() as u32,
+            rq_outstanding: book.rq.len() as u32,
+        })
+    }
+
+    /// The device's counters (STATS_HDRS and STATS_VALS), or with `qp`
+    /// that QP's (QP_STATS_VALS), matched to ernic's by name.
+    pub fn counters(&mut self, qp: Option<&Qp>) -> Result<Counters, Error> {
+        use fw::{stat, stats_hdr as f};
+        let n = Counter::ALL.len() + 1;
+        let bufs = self.alloc((n * stat::LEN + n * 8) as u64)?;
+        let vals_at = (n * stat::LEN) as u64;
+        let cmd = |addr: u64, len: usize, id: u32| {
+            let mut b = [0u8; f::LEN];
+            put(&mut b, f::DMA_ADDR, &addr.to_le_bytes());
+            put(&mut b, f::LENGTH, &(len as u32).to_le_bytes());
+            put(&mut b, f::ID_VER, &id.to_le_bytes());
+            b
+        };
+        let (hdrs_op, vals_op, id) = match qp {
+            Some(q) => (admin_op::QP_STATS_HDRS, admin_op::QP_STATS_VALS, q.id),
+            None => (admin_op::STATS_HDRS, admin_op::STATS_VALS, 0),
+        };
+        let r = self
+            .admin(hdrs_op, &cmd(bufs.addr(), n * stat::LEN, id))
+            .and_then(|_| self.admin(vals_op, &cmd(bufs.addr() + vals_at, n * 8, id)));
+        let mut raw = vec![0u8; bufs.len as usize];
+        self.read(&bufs, 0, &mut raw);
+        self.free(bufs);
+        r?;
+        let mut out = Counters::default();
+        for h in raw[..n * stat::LEN].chunks_exact(stat::LEN) {
+            let type_off = u32::from_be_bytes(h[..4].try_into().expect("4"));
+            if type_off >> stat::TYPE_SHIFT != stat::TYPE_LE64 {
+                break;
+            }
+            let at = vals_at as usize + (type_off & 0xffff) as usize;
+            let name = &h[stat::NAME..stat::NAME + stat::NAME_LEN];
+            let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+            let (Some(k), Some(v)) = (
+                Counter::ALL.iter().find(|k| k.name().as_bytes() == name),
+                raw.get(at..at + 8),
+            ) else {
+                continue;
+            };
+            out.add(*k, u64::from_le_bytes(v.try_into().expect("8")));
+        }
+        Ok(out)
     }
 
     /// Registers `buf` with every right; its key names it in SGEs and as an
     /// rkey.
     pub fn reg_mr(&mut self, buf: Buf) -> Result<Mr, Error> {
-        let key = self.next_mr << 8;
-        use fw::create_mr as f;
-        let mut b = [0u8; f::LEN];
-        put(&mut b, f::VA, &buf.addr().to_le_bytes());
-        put(&mut b, f::LENGTH, &buf.len.to_le_bytes());
-        put(&mut b, f::ID_VER, &key.to_le_bytes());
-        put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
-        put(&mut b, f::DMA_ADDR, &buf.addr().to_le_bytes());
-        let rights = fw::mrf::LOCAL_WRITE
-            | fw::mrf::REMOTE_WRITE
-            | fw::mrf::REMOTE_READ
-            | fw::mrf::REMOTE_ATOMIC;
-        put(&mut b, f::DBID_FLAGS, &rights.to_le_bytes());
-        b[f::PAGE_SIZE_LOG2] = 12;
-        self.admin(admin_op::CREATE_MR, &b)?;
-        self.next_mr += 1;
+        let key = self.reg_range(buf.addr(), buf.len, Access::ALL)?;
         Ok(Mr { key, buf })
     }
 
+    /// Registers `len` bytes of driver memory at device address `addr`
+    /// with `access`; answers the key.
+    pub fn reg_range(&mut self, addr: u64, len: u64, access: Access) -> Result<u32, Error> {
+        let key = self.next_mr << 8;
+        use fw::create_mr as f;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::VA, &addr.to_le_bytes());
+        put(&mut b, f::LENGTH, &len.to_le_bytes());
+        put(&mut b, f::ID_VER, &key.to_le_bytes());
+        put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
+        put(&mut b, f::DMA_ADDR, &addr.to_le_bytes());
+        put(&mut b, f::DBID_FLAGS, &mr_flags(access).to_le_bytes());
+        b[f::PAGE_SIZE_LOG2] = 12;
+        self.admin(admin_op::CREATE_MR, &b)?;
+        self.next_mr += 1;
+        Ok(key)
+    }
+
+    /// Deregisters the MR with `key` (a registered or a fast one).
+    pub fn dereg_key(&mut self, key: u32) -> Result<(), Error> {
+        self.admin(admin_op::DESTROY_MR, &key.to_le_bytes())
+            .map(|_| ())
+    }
+
+    /// Destroys an address handle.
+    pub fn destroy_ah(&mut self, ah: u32) -> Result<(), Error> {
+        self.admin(admin_op::DESTROY_AH, &ah.to_le_bytes())
+            .map(|_| ())
+    }
+
+    /// CQEs waiting in `cq` (with completions read but not yet taken).
+    pub fn cq_len(&self, cq: &Cq) -> usize {
+        let mut c = [0u8; cqe::LEN];
+        let mut n = cq.pending.len();
+        for i in 0..cq.ring.depth() {
+            let at = cq.cons.wrapping_add(i);
+            let color = (at >> cq.ring.depth_log2) & 1 == 0;
+            if !read_cqe(&self.mem, cq.ring.slot(at), color, &mut c) {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
     /// Posts a send request: its WQE into the send ring, then the doorbell.
+    /// Every operation of ernic's verbs is expressed: SGEs up to what the
+    /// QP's WQEs hold, inline data, datagram destinations, fast
+    /// registration of contiguous pages and invalidation.
     pub fn post_send(&mut self, qp: &mut Qp, wr: &SendWr<'_>) -> Result<(), Error> {
-        if self.outstanding(qp) >= qp.sq.depth() - 1 {
+        let stride = qp.sq.stride();
+        let connected = qp.qp_type.is_connected();
+        let book = self
+            .qps
+            .get_mut(&qp.id)
+            .ok_or(Error::Unsupported("no such QP"))?;
+        if book.sq.len() as u32 >= qp.sq.depth() - 1 {
             return Err(Error::Full);
         }
-        let mut w = [0u8; 64];
-        let (op, remote, imm) = match wr.op {
-            SendOp::Send => (fw::op::SEND, None, 0),
-            SendOp::SendImm(i) => (fw::op::SEND_IMM, None, i),
-            SendOp::Write(r) => (fw::op::RDMA_WRITE, Some(r), 0),
-            SendOp::WriteImm(r, i) => (fw::op::RDMA_WRITE_IMM, Some(r), i),
-            SendOp::Read(r) => (fw::op::RDMA_READ, Some(r), 0),
-            SendOp::AtomicFa { remote, add } => {
+        let mut buf = [0u8; MAX_WQE];
+        let w = &mut buf[..stride];
+        let mut flags = 0u16;
+        for (on, bit) in [
+            (wr.flags.signaled, wqe::FLAG_SIG),
+            (wr.flags.solicited, wqe::FLAG_SOL),
+            (wr.flags.fence, wqe::FLAG_FENCE),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        let mut remote = None;
+        let mut key_word = 0u32;
+        let mut sge_at = wqe::PLD;
+        let mut max_sges = (stride - wqe::PLD) / wqe::SGE_LEN;
+        let op = match wr.op {
+            SendOp::Send => fw::op::SEND,
+            SendOp::SendImm(i) => {
+                key_word = i;
+                fw::op::SEND_IMM
+            }
+            SendOp::SendInv(k) => {
+                key_word = k.0;
+                fw::op::SEND_INV
+            }
+            SendOp::Write(r) => {
+                remote = Some(r);
+                fw::op::RDMA_WRITE
+            }
+            SendOp::WriteImm(r, i) => {
+                (remote, key_word) = (Some(r), i);
+                fw::op::RDMA_WRITE_IMM
+            }
+            SendOp::Read(r) => {
+                remote = Some(r);
+                fw::op::RDMA_READ
+            }
+            SendOp::AtomicFa { remote: r, add } => {
+                remote = Some(r);
                 put(
-                    &mut w,
+                    w,
                     wqe::SWAP_ADD_HIGH_BE,
                     &((add >> 32) as u32).to_be_bytes(),
                 );
-                put(&mut w, wqe::SWAP_ADD_LOW_BE, &(add as u32).to_be_bytes());
-                (fw::op::ATOMIC_FA, Some(remote), 0)
+                put(w, wqe::SWAP_ADD_LOW_BE, &(add as u32).to_be_bytes());
+                (sge_at, max_sges) = (wqe::ATOMIC_SGE, 1);
+                fw::op::ATOMIC_FA
             }
             SendOp::AtomicCas {
-                remote,
+                remote: r,
                 compare,
                 swap,
             } => {
+                remote = Some(r);
                 put(
-                    &mut w,
+                    w,
                     wqe::SWAP_ADD_HIGH_BE,
                     &((swap >> 32) as u32).to_be_bytes(),
                 );
-                put(&mut w, wqe::SWAP_ADD_LOW_BE, &(swap as u32).to_be_bytes());
+                put(w, wqe::SWAP_ADD_LOW_BE, &(swap as u32).to_be_bytes());
                 put(
-                    &mut w,
+                    w,
                     wqe::COMPARE_HIGH_BE,
                     &((compare >> 32) as u32).to_be_bytes(),
                 );
-                put(&mut w, wqe::COMPARE_LOW_BE, &(compare as u32).to_be_bytes());
-                (fw::op::ATOMIC_CS, Some(remote), 0)
+                put(w, wqe::COMPARE_LOW_BE, &(compare as u32).to_be_bytes());
+                (sge_at, max_sges) = (wqe::ATOMIC_SGE, 1);
+                fw::op::ATOMIC_CS
             }
-            _ => {
-                return Err(Error::Unsupported(
-                    "this driver posts SEND, WRITE, READ and atomics",
-                ));
+            SendOp::RegMr(r) => {
+                let PageSource::Contiguous { dma } = r.pages else {
+                    return Err(Error::Unsupported(
+                        "fast registration of contiguous pages only",
+                    ));
+                };
+                w[wqe::NUM_SGE_KEY] = r.key.0 as u8;
+                put(w, wqe::IMM_DATA_KEY_BE, &r.key.0.to_be_bytes());
+                put(w, wqe::REG_VA_BE, &r.iova.to_be_bytes());
+                put(w, wqe::REG_LENGTH_BE, &r.len.to_be_bytes());
+                put(w, wqe::REG_DMA_ADDR_BE, &dma.to_be_bytes());
+                put(w, wqe::REG_MAP_COUNT_BE, &1u32.to_be_bytes());
+                put(w, wqe::REG_FLAGS_BE, &mr_flags(r.access).to_be_bytes());
+                w[wqe::REG_PAGE_SIZE_LOG2] = 12;
+                fw::op::REG_MR
+            }
+            SendOp::LocalInv(k) => {
+                put(w, wqe::IMM_DATA_KEY_BE, &k.0.to_be_bytes());
+                fw::op::LOCAL_INV
             }
         };
-        let atomic = matches!(op, fw::op::ATOMIC_FA | fw::op::ATOMIC_CS);
-        if wr.sgl.len() > if atomic { 1 } else { 2 } || wr.flags.inline {
-            return Err(Error::Unsupported(
-                "at most two SGEs (one for atomics), no inline data",
-            ));
-        }
-        put(&mut w, wqe::WQE_ID, &wr.wr_id.to_le_bytes());
-        w[wqe::OP] = op;
-        w[wqe::NUM_SGE_KEY] = wr.sgl.len() as u8;
-        put(&mut w, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
-        put(&mut w, wqe::IMM_DATA_KEY_BE, &imm.to_be_bytes());
+        let local = matches!(wr.op, SendOp::RegMr(_) | SendOp::LocalInv(_));
         if let Some(r) = remote {
+            if !connected {
+                return Err(Error::Unsupported("RDMA and atomics on connected QPs only"));
+            }
             put(
-                &mut w,
+                w,
                 wqe::REMOTE_VA_HIGH_BE,
                 &((r.addr >> 32) as u32).to_be_bytes(),
             );
-            put(
-                &mut w,
-                wqe::REMOTE_VA_LOW_BE,
-                &(r.addr as u32).to_be_bytes(),
-            );
-            put(&mut w, wqe::REMOTE_RKEY_BE, &r.rkey.0.to_be_bytes());
+            put(w, wqe::REMOTE_VA_LOW_BE, &(r.addr as u32).to_be_bytes());
+            put(w, wqe::REMOTE_RKEY_BE, &r.rkey.0.to_be_bytes());
         }
-        let at = if atomic { wqe::ATOMIC_SGE } else { wqe::PLD };
-        let total: u32 = wr.sgl.iter().map(|s| s.len).sum();
-        if !atomic {
-            put(&mut w, wqe::LENGTH_BE, &total.to_be_bytes());
+        if !connected && !local {
+            let Some(ud) = wr.ud else {
+                return Err(Error::Unsupported("a datagram send needs a destination"));
+            };
+            put(w, wqe::AH_ID_BE, &ud.ah.0.to_be_bytes());
+            put(w, wqe::DEST_QPN_BE, &ud.remote_qpn.0.to_be_bytes());
+            put(w, wqe::DEST_QKEY_BE, &ud.remote_qkey.to_be_bytes());
         }
-        for (i, s) in wr.sgl.iter().enumerate() {
-            let o = at + i * wqe::SGE_LEN;
-            put(&mut w, o, &s.addr.to_be_bytes());
-            put(&mut w, o + 8, &s.len.to_be_bytes());
-            put(&mut w, o + 12, &s.lkey.0.to_be_bytes());
+        let mut byte_len = 0u32;
+        if !local {
+            if !matches!(wr.op, SendOp::AtomicFa { .. } | SendOp::AtomicCas { .. }) {
+                put(w, wqe::IMM_DATA_KEY_BE, &key_word.to_be_bytes());
+            }
+            if wr.flags.inline {
+                let data = wr.inline_data;
+                if data.len() > stride - wqe::PLD {
+                    return Err(Error::Unsupported(
+                        "more inline data than the QP's WQEs hold",
+                    ));
+                }
+                flags |= wqe::FLAG_INL;
+                w[wqe::PLD..wqe::PLD + data.len()].copy_from_slice(data);
+                byte_len = data.len() as u32;
+            } else {
+                if wr.sgl.len() > max_sges {
+                    return Err(Error::Unsupported("more SGEs than the QP's WQEs hold"));
+                }
+                w[wqe::NUM_SGE_KEY] = wr.sgl.len() as u8;
+                for (i, s) in wr.sgl.iter().enumerate() {
+                    let o = sge_at + i * wqe::SGE_LEN;
+                    put(w, o, &s.addr.to_be_bytes());
+                    put(w, o + 8, &s.len.to_be_bytes());
+                    put(w, o + 12, &s.lkey.0.to_be_bytes());
+                    byte_len = byte_len.wrapping_add(s.len);
+                }
+            }
+            if sge_at == wqe::PLD {
+                put(w, wqe::LENGTH_BE, &byte_len.to_be_bytes());
+            }
         }
-        self.mem.write(qp.sq.slot(qp.sq_prod), &w);
+        let idx = qp.sq_prod;
+        put(w, wqe::WQE_ID, &u64::from(idx).to_le_bytes());
+        w[wqe::OP] = op;
+        put(w, wqe::FLAGS_BE, &flags.to_be_bytes());
+        let msn = (connected && !local).then(|| {
+            book.msn_prod = book.msn_prod.wrapping_add(1);
+            book.msn_prod
+        });
+        book.sq.push_back(SendMeta {
+            idx,
+            wr_id: wr.wr_id,
+            opcode: wr.op.wc_opcode(),
+            signaled: wr.flags.signaled,
+            msn,
+            byte_len,
+        });
+        self.mem.write(qp.sq.slot(idx), w);
         qp.sq_prod = qp.sq_prod.wrapping_add(1);
-        if let Some(b) = self.qps.get_mut(&qp.id) {
-            b.remote.push_back(wr.wr_id);
-        }
         let index = qp.sq_prod & (qp.sq.depth() - 1);
         self.ring_doorbell(qp.db, qtype::RDMA_SQ, qp.id, 0, index)
     }
 
-    /// Requests posted on `qp` and not yet completed by sequence number.
-    fn outstanding(&self, qp: &Qp) -> u32 {
-        self.qps.get(&qp.id).map_or(0, |b| b.remote.len() as u32)
-    }
-
     /// Posts a receive into `sge`.
     pub fn post_recv(&mut self, qp: &mut Qp, wr_id: u64, sge: Sge) -> Result<(), Error> {
-        let mut w = [0u8; 64];
-        let slot = qp.rq_prod & (qp.rq.depth() - 1);
-        put(&mut w, wqe::WQE_ID, &u64::from(slot).to_le_bytes());
-        w[wqe::NUM_SGE_KEY] = 1;
-        put(&mut w, wqe::PLD, &sge.addr.to_be_bytes());
-        put(&mut w, wqe::PLD + 8, &sge.len.to_be_bytes());
-        put(&mut w, wqe::PLD + 12, &sge.lkey.0.to_be_bytes());
-        if let Some(b) = self.qps.get_mut(&qp.id) {
-            b.recv_ids[slot as usize] = wr_id;
+        self.post_recv_sgl(qp, wr_id, &[sge])
+    }
+
+    /// Posts a receive into several SGEs (as many as the QP's receive WQEs
+    /// hold).
+    pub fn post_recv_sgl(&mut self, qp: &mut Qp, wr_id: u64, sgl: &[Sge]) -> Result<(), Error> {
+        let Some(rq) = qp.rq else {
+            return Err(Error::Unsupported("the QP's receives come from an SRQ"));
+        };
+        let book = self
+            .qps
+            .get_mut(&qp.id)
+            .ok_or(Error::Unsupported("no such QP"))?;
+        if book.rq.len() as u32 >= rq.depth() - 1 {
+            return Err(Error::Full);
         }
-        self.mem.write(qp.rq.slot(qp.rq_prod), &w);
+        let mut buf = [0u8; MAX_WQE];
+        let w = &mut buf[..rq.stride()];
+        let idx = qp.rq_prod;
+        if !recv_wqe(w, u64::from(idx), sgl) {
+            return Err(Error::Unsupported(
+                "more SGEs than the QP's receive WQEs hold",
+            ));
+        }
+        book.rq.push_back((idx, wr_id));
+        self.mem.write(rq.slot(idx), w);
         qp.rq_prod = qp.rq_prod.wrapping_add(1);
-        let index = qp.rq_prod & (qp.rq.depth() - 1);
+        let index = qp.rq_prod & (rq.depth() - 1);
         self.ring_doorbell(qp.db, qtype::RDMA_RQ, qp.id, 0, index)
     }
 
-    /// Reads up to `out.len()` completions from `cq`.
+    /// Reads up to `out.len()` completions from `cq`. One CQE may complete
+    /// several requests (every request up to a sequence number, or up to a
+    /// WQE): those that do not fit `out` wait for the next call.
+    /// Unsignaled requests that succeed are not reported, as in verbs.
     pub fn poll_cq(&mut self, cq: &mut Cq, out: &mut [Completion]) -> usize {
         let mut n = 0;
+        while n < out.len() {
+            let Some(c) = cq.pending.pop_front() else {
+                break;
+            };
+            out[n] = c;
+            n += 1;
+        }
         let mut c = [0u8; cqe::LEN];
         while n < out.len() {
             let color = (cq.cons >> cq.ring.depth_log2) & 1 == 0;
             if !read_cqe(&self.mem, cq.ring.slot(cq.cons), color, &mut c) {
                 break;
             }
-            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
             cq.cons = cq.cons.wrapping_add(1);
+            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
             let qid = qtf >> cqe::QID_SHIFT;
-            let Some(qp) = self.qps.get_mut(&qid) else {
+            let Some(book) = self.qps.get_mut(&qid) else {
                 continue;
             };
             let st = u32::from_be_bytes(c[24..28].try_into().expect("4"));
-            let status = if qtf & cqe::ERROR == 0 {
-                WcStatus::Success
-            } else {
+            let failed = qtf & cqe::ERROR != 0;
+            let status = if failed {
                 from_ionic(st)
+            } else {
+                WcStatus::Success
+            };
+            let flushed = status == WcStatus::WrFlushErr;
+            let mut sink = Sink {
+                out,
+                n: &mut n,
+                pending: &mut cq.pending,
             };
             let mut wc = Completion::EMPTY;
             wc.qpn = Qpn(qid);
-            wc.status = status;
+            wc.signaled = true;
             match (qtf >> cqe::TYPE_SHIFT) & 7 {
                 cqe::TYPE_RECV => {
                     let id = u64::from_le_bytes(c[..8].try_into().expect("8"));
-                    wc.wr_id = if qp.srq {
-                        id
-                    } else {
-                        qp.recv_ids.get(id as usize).copied().unwrap_or(0)
-                    };
                     wc.opcode = WcOpcode::Recv;
+                    wc.status = status;
+                    if book.srq {
+                        wc.wr_id = id;
+                    } else if flushed {
+                        // One flush CQE stands for every posted receive.
+                        for (_, wr_id) in book.rq.drain(..) {
+                            wc.wr_id = wr_id;
+                            sink.push(wc);
+                        }
+                        continue;
+                    } else {
+                        // Receives complete in order: the one named.
+                        let Some(at) = book.rq.iter().position(|&(i, _)| u64::from(i) == id) else {
+                            continue;
+                        };
+                        wc.wr_id = book.rq[at].1;
+                        book.rq.drain(..=at);
+                    }
                     let sq = u32::from_be_bytes(c[8..12].try_into().expect("4"));
                     wc.src_qpn = Qpn(sq & 0xff_ffff);
-                    wc.grh = qp.ud;
-                    wc.grh_ipv4 = qp.ud && sq & fw::recv_op::IS_IPV4 != 0;
+                    wc.grh = book.ud;
+                    wc.grh_ipv4 = book.ud && sq & fw::recv_op::IS_IPV4 != 0;
                     if status == WcStatus::Success {
                         wc.byte_len = st;
-                        let op = u32::from_be_bytes(c[8..12].try_into().expect("4")) >> 24;
+                        let op = sq >> 24;
                         if op == fw::recv_op::RDMA_IMM || op == fw::recv_op::SEND_IMM {
                             wc.imm = Some(u32::from_be_bytes(c[20..24].try_into().expect("4")));
                         }
                         if op == fw::recv_op::RDMA_IMM {
                             wc.opcode = WcOpcode::RecvRdmaWithImm;
                         }
+                        if op == fw::recv_op::SEND_INV {
+                            let k = u32::from_be_bytes(c[20..24].try_into().expect("4"));
+                            wc.invalidated = Some(ernic_core::Rkey(k));
+                        }
                     }
-                    out[n] = wc;
-                    n += 1;
+                    sink.push(wc);
                 }
                 cqe::TYPE_SEND_MSN => {
-                    // Every request up to this sequence number is done.
+                    // Every request up to this sequence number is done;
+                    // the last one with the CQE's status.
                     let msn = u32::from_be_bytes(c[4..8].try_into().expect("4"));
-                    while qp.msn != msn && n < out.len() {
-                        let Some(id) = qp.remote.pop_front() else {
+                    if !book.sq.iter().any(|m| m.msn == Some(msn)) {
+                        continue;
+                    }
+                    while let Some(m) = book.sq.pop_front() {
+                        let last = m.msn == Some(msn);
+                        let st = if last { status } else { WcStatus::Success };
+                        if m.signaled || st != WcStatus::Success {
+                            sink.push(send_wc(wc, &m, st));
+                        }
+                        if last {
                             break;
-                        };
-                        qp.msn = qp.msn.wrapping_add(1);
-                        wc.wr_id = id;
-                        wc.status = if qp.msn == msn {
-                            status
-                        } else {
-                            WcStatus::Success
-                        };
-                        out[n] = wc;
-                        n += 1;
+                        }
                     }
                 }
                 _ => {
-                    // By WQE id (a flush, or a local operation).
-                    wc.wr_id = u64::from_le_bytes(c[16..24].try_into().expect("8"));
-                    qp.remote.retain(|&w| w != wc.wr_id);
-                    out[n] = wc;
-                    n += 1;
+                    // By WQE index: a local operation, a datagram, or the
+                    // flush that stands for every request still posted.
+                    let idx = u64::from_le_bytes(c[16..24].try_into().expect("8"));
+                    let Some(at) = book.sq.iter().position(|m| u64::from(m.idx) == idx) else {
+                        continue;
+                    };
+                    for m in book.sq.drain(..at) {
+                        if m.signaled {
+                            sink.push(send_wc(wc, &m, WcStatus::Success));
+                        }
+                    }
+                    if flushed {
+                        for m in book.sq.drain(..) {
+                            sink.push(send_wc(wc, &m, WcStatus::WrFlushErr));
+                        }
+                    } else if let Some(m) = book.sq.pop_front()
+                        && (m.signaled || status != WcStatus::Success)
+                    {
+                        sink.push(send_wc(wc, &m, status));
+                    }
                 }
             }
         }
-        // The device learns how far the CQ has been read only when it needs
-        // to (arming, which this driver does not offer yet): a doorbell per
-        // poll would cost a message each where pages are not shared.
         n
     }
+}
+
+/// Where [`Driver::poll_cq`] puts completions: the caller's array while it
+/// has room, then the CQ's pending queue.
+struct Sink<'a> {
+    out: &'a mut [Completion],
+    n: &'a mut usize,
+    pending: &'a mut VecDeque<Completion>,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, wc: Completion) {
+        if *self.n < self.out.len() {
+            self.out[*self.n] = wc;
+            *self.n += 1;
+        } else {
+            self.pending.push_back(wc);
+        }
+    }
+}
+
+/// The completion of send request `m` with `status`.
+fn send_wc(mut wc: Completion, m: &SendMeta, status: WcStatus) -> Completion {
+    wc.wr_id = m.wr_id;
+    wc.opcode = m.opcode;
+    wc.status = status;
+    wc.byte_len = m.byte_len;
+    wc.sq_index = m.idx;
+    wc
+}
+
+/// Fills a receive WQE: its id and SGEs; `false` when they do not fit.
+fn recv_wqe(w: &mut [u8], id: u64, sgl: &[Sge]) -> bool {
+    if wqe::PLD + sgl.len() * wqe::SGE_LEN > w.len() {
+        return false;
+    }
+    put(w, wqe::WQE_ID, &id.to_le_bytes());
+    w[wqe::NUM_SGE_KEY] = sgl.len() as u8;
+    for (i, s) in sgl.iter().enumerate() {
+        let o = wqe::PLD + i * wqe::SGE_LEN;
+        put(w, o, &s.addr.to_be_bytes());
+        put(w, o + 8, &s.len.to_be_bytes());
+        put(w, o + 12, &s.lkey.0.to_be_bytes());
+    }
+    true
+}
+
+/// An MR's rights as `ionic_mr_flags`.
+fn mr_flags(a: Access) -> u16 {
+    let mut f = 0;
+    for (right, bit) in [
+        (Access::LOCAL_WRITE, fw::mrf::LOCAL_WRITE),
+        (Access::REMOTE_WRITE, fw::mrf::REMOTE_WRITE),
+        (Access::REMOTE_READ, fw::mrf::REMOTE_READ),
+        (Access::REMOTE_ATOMIC, fw::mrf::REMOTE_ATOMIC),
+    ] {
+        if a.contains(right) {
+            f |= bit;
+        }
+    }
+    f
 }
 
 fn from_ionic(s: u32) -> WcStatus {

@@ -98,6 +98,28 @@ impl Mapping {
         true
     }
 
+    /// Sets `len` bytes at `offset` to `byte`; `false` (and nothing
+    /// written) when they do not fit.
+    pub fn fill(&self, offset: usize, len: usize, byte: u8) -> bool {
+        if offset.checked_add(len).is_none_or(|e| e > self.len) {
+            return false;
+        }
+        // SAFETY: the range is inside the mapping (checked above).
+        unsafe { std::ptr::write_bytes(self.base.cast::<u8>().add(offset), byte, len) };
+        true
+    }
+
+    /// The address of the byte at `offset` in this process (for a caller
+    /// that copies with raw pointers itself); `None` outside the mapping.
+    /// It stays valid while the mapping lives.
+    pub fn ptr_at(&self, offset: usize) -> Option<std::ptr::NonNull<u8>> {
+        if offset >= self.len {
+            return None;
+        }
+        // SAFETY: `offset` is inside the mapping (checked above).
+        std::ptr::NonNull::new(unsafe { self.base.cast::<u8>().add(offset) })
+    }
+
     fn word(&self, offset: usize) -> Option<*mut u64> {
         if offset % 8 != 0 || offset.checked_add(8)? > self.len {
             return None;
