@@ -2,13 +2,16 @@
 //! against `ernic-verbs` and runs on a fabric's native devices and on the
 //! ionic device through this driver and a server over a real socket. What
 //! a verbs user sees — bytes, statuses, opcodes, immediates, which
-//! requests report — must be the same on both.
+//! requests report — must be the same on both, and between the guests of
+//! two servers joined by a mesh.
 
 use std::os::unix::net::UnixListener;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
+use ernic_mesh::{Mesh, MeshConfig, Spec};
 use ernic_verbs::*;
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::Server;
@@ -419,4 +422,73 @@ fn user_memory_is_refused_on_the_ionic_device() {
     let r = unsafe { pd.reg_user_mr(ptr, mine.len(), Access::ALL) };
     let e = r.expect_err("the device cannot reach this memory");
     assert!(e.to_string().contains("Pd::reg_mr"), "{e}");
+}
+
+/// Two servers (in this process) joined by a real TCP mesh, a driver on
+/// each: the ends are QPs of two guests, and everything crosses the mesh.
+fn ionic_on_a_mesh(name: &str) -> (Device, Device, Vec<Arc<Mesh>>) {
+    let (ga, gb): (Gid, Gid) = (
+        "::ffff:10.0.2.1".parse().unwrap(),
+        "::ffff:10.0.2.2".parse().unwrap(),
+    );
+    let quick = |spec| MeshConfig {
+        heartbeat: Duration::from_millis(100),
+        ..MeshConfig::new(spec)
+    };
+    let manager = Arc::new(Mesh::start(quick(Spec::Manager { port: 0 })).unwrap());
+    let port = manager.listen_addr().port();
+    let worker = Arc::new(
+        Mesh::start(quick(Spec::Worker {
+            host: "127.0.0.1".into(),
+            port,
+        }))
+        .unwrap(),
+    );
+    assert!(worker.wait_registered(T).is_some());
+    let serve_on = |end: &str, mesh: Arc<Mesh>, gid: Gid| {
+        let dir =
+            std::env::temp_dir().join(format!("ernic-verbs-{name}-{end}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            let id = ernic_ionic::bar0::Identity {
+                request_timeout_ms: 300,
+                ..Default::default()
+            };
+            let f = IonicFunction::new(id).with_mesh(mesh, vec![gid]);
+            let mut s = Server::new(f, Capabilities::default());
+            if let Ok((c, _)) = listener.accept() {
+                let _ = s.serve(&c);
+            }
+        });
+        path
+    };
+    let pa = serve_on("a", manager.clone(), ga);
+    let pb = serve_on("b", worker.clone(), gb);
+    let a = ernic_ionic_driver::verbs::open(&pa, 16 << 20, Some(ga)).unwrap();
+    let b = ernic_ionic_driver::verbs::open(&pb, 16 << 20, Some(gb)).unwrap();
+    // Each server learns the other's guest GID through the mesh.
+    let end = std::time::Instant::now() + T;
+    while manager.owner(&gb).is_none() || worker.owner(&ga).is_none() {
+        assert!(
+            std::time::Instant::now() < end,
+            "the GIDs never crossed the mesh"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (a, b, vec![manager, worker])
+}
+
+#[test]
+fn rdma_operations_ionic_across_a_mesh() {
+    let (a, b, _meshes) = ionic_on_a_mesh("ops-mesh");
+    rdma_operations(&a, &b);
+}
+
+#[test]
+fn keys_srq_and_datagrams_ionic_across_a_mesh() {
+    let (a, b, _meshes) = ionic_on_a_mesh("keys-mesh");
+    keys_srq_and_datagrams(&a, &b);
 }
