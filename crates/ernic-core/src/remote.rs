@@ -1,8 +1,8 @@
 //! Requests between nodes (seed 001, "A Remote Request, Step by Step").
 //!
 //! The requester's half turns a work request whose peer lives on another
-//! node into one or more [`wire`] messages (at most [`wire::MAX_PAYLOAD`]
-//! bytes each), records it in the pending table, and completes it when every
+//! node into one or more [`wire`] messages (at most
+//! [`EngineConfig::max_piece`](crate::EngineConfig::max_piece) bytes each), records it in the pending table, and completes it when every
 //! message has been answered, or with transport retry exceeded when no answer
 //! comes within the request timeout. The responder's half applies a peer's
 //! message to this engine's memory through the same responder operations the
@@ -272,7 +272,7 @@ impl<M: DmaMemory> Engine<M> {
         let Some(mut carrier) = self.remote.carrier.take() else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        let max = wire::MAX_PAYLOAD as u64;
+        let max = u64::from(self.cfg.max_piece).clamp(1, wire::MAX_PAYLOAD as u64);
         let budget = self.cfg.read_reply_budget;
         let result = loop {
             let piece = (len - sent).min(max);

@@ -351,7 +351,13 @@ fn every_opcode_crosses_nodes_and_completes_only_when_answered() {
 
 #[test]
 fn requests_larger_than_one_message_go_in_pieces_and_complete_once() {
-    let mut w = World::new();
+    // Pieces as large as a wire message carries (16 MiB).
+    let mut w = World::with(EngineConfig {
+        max_piece: ernic_core::wire::MAX_PAYLOAD as u32,
+        rnr_timeout: Duration::from_millis(100),
+        request_timeout: Duration::from_secs(1),
+        ..EngineConfig::default()
+    });
     let (qa, qb) = w.pair(QpType::Rc);
     let n = 16 << 20 | 12345; // a little over 16 MiB: two messages
     let ka = w.a.mr(0, 36 << 20);
@@ -392,6 +398,39 @@ fn requests_larger_than_one_message_go_in_pieces_and_complete_once() {
     w.pump(100);
     assert_eq!(w.a.take(qa, 3).status, WcStatus::Success);
     assert!(w.a.bytes(18 << 20, n) == &data[..]);
+}
+
+#[test]
+fn the_default_piece_splits_a_large_write_into_that_many_messages() {
+    let mut w = World::new();
+    let (qa, _) = w.pair(QpType::Rc);
+    let piece = EngineConfig::default().max_piece as usize;
+    let n = 3 * piece + 5;
+    let ka = w.a.mr(0, n);
+    let kb = w.b.mr(0, n);
+    let data = pattern(n, 3);
+    w.a.arena[..n].copy_from_slice(&data);
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
+    );
+    let lens: Vec<usize> = w
+        .net
+        .lock()
+        .unwrap()
+        .queue
+        .iter()
+        .map(|m| m.4.len())
+        .collect();
+    assert_eq!(lens.len(), 4, "three whole pieces and the rest");
+    assert!(
+        lens.iter()
+            .all(|&l| l <= ernic_core::wire::HEADER_LEN + piece)
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert!(w.a.none(qa, 1), "completed once");
+    assert!(w.b.bytes(0, n) == &data[..]);
 }
 
 #[test]
@@ -709,7 +748,7 @@ fn malformed_and_unknown_messages_are_dropped_without_harm() {
 fn a_node_asks_a_peer_for_at_most_32_mib_of_read_replies_at_once() {
     let mut w = World::new();
     let (qa, _) = w.pair(QpType::Rc);
-    const N: usize = 18 << 20; // one READ: a 16 MiB and a 2 MiB request
+    const N: usize = 18 << 20; // one READ: 18 pieces of 1 MiB
     let ka = w.a.mr(0, 2 * N);
     let kb = w.b.mr(0, N);
     let data = pattern(N, 4);
@@ -725,10 +764,22 @@ fn a_node_asks_a_peer_for_at_most_32_mib_of_read_replies_at_once() {
             )]),
         );
     }
-    let reqs = w.net.lock().unwrap().queue.len();
+    let asked: usize = w
+        .net
+        .lock()
+        .unwrap()
+        .queue
+        .iter()
+        .map(|m| {
+            let r = wire::Repr::parse(&wire::Packet::new_checked(&m.4[..]).unwrap()).unwrap();
+            assert_eq!(r.op, wire::Op::ReadReq);
+            r.len as usize
+        })
+        .sum();
     assert_eq!(
-        reqs, 2,
-        "18 MiB asked; another 16 MiB would pass 32 MiB, so the second READ waits"
+        asked,
+        32 << 20,
+        "the first READ's 18 MiB and 14 of the second's fill the 32 MiB; the rest waits"
     );
     w.pump(100);
     assert_eq!(w.a.take(qa, 0).status, WcStatus::Success);
