@@ -381,6 +381,74 @@ fn keys_srq_and_datagrams(a: &Device, b: &Device) {
     assert_eq!(&d, b"a datagram");
 }
 
+/// The statuses the other scenarios do not reach: a receive whose SGE
+/// names no region (the receiver's LocProtErr, the sender's RemOpErr), a
+/// READ on a UC QP and a datagram through an address handle that does not
+/// exist (LocQpOpErr).
+fn more_error_statuses(a: &Device, b: &Device) {
+    let (x, y) = connected(a, b);
+    let bad = Sge {
+        addr: y.mr.addr(),
+        len: 64,
+        lkey: Lkey(y.mr.lkey().0 ^ 0x5500),
+    };
+    y.qp.post_recv(1, &[bad]).unwrap();
+    let sge = [x.mr.sge(0, 8).unwrap()];
+    x.qp.post_send(&SendWr::new(2, SendOp::Send).sgl(&sge))
+        .unwrap();
+    assert_eq!(one(&x.scq).status, WcStatus::RemOpErr);
+    let r = one(&y.rcq);
+    assert_eq!((r.wr_id, r.status), (1, WcStatus::LocProtErr));
+
+    // UC carries no READs.
+    let caps = QpCaps {
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let (ua, ub) = (
+        x.pd.create_qp(QpType::Uc, &x.scq, &x.rcq, caps).unwrap(),
+        y.pd.create_qp(QpType::Uc, &y.scq, &y.rcq, caps).unwrap(),
+    );
+    ua.connect(b.gid(), ub.qpn(), Access::ALL).unwrap();
+    ub.connect(a.gid(), ua.qpn(), Access::ALL).unwrap();
+    let read = SendWr::new(3, SendOp::Read(y.mr.remote(0).unwrap())).sgl(&sge);
+    ua.post_send(&read).unwrap();
+    let s = one(&x.scq);
+    assert_eq!((s.wr_id, s.status), (3, WcStatus::LocQpOpErr));
+
+    // A datagram through an address handle nobody created.
+    let (da, db) = (
+        x.pd.create_qp(QpType::Ud, &x.scq, &x.rcq, caps).unwrap(),
+        y.pd.create_qp(QpType::Ud, &y.scq, &y.rcq, caps).unwrap(),
+    );
+    da.ready_datagram(1).unwrap();
+    db.ready_datagram(1).unwrap();
+    let nowhere = UdDest {
+        ah: AhId(0x7777),
+        remote_qpn: db.qpn(),
+        remote_qkey: 1,
+    };
+    da.post_send(&SendWr::new(4, SendOp::Send).sgl(&sge).to(nowhere))
+        .unwrap();
+    let s = one(&x.scq);
+    assert_eq!((s.wr_id, s.status), (4, WcStatus::LocQpOpErr));
+}
+
+#[test]
+fn more_error_statuses_native() {
+    let (a, b) = native();
+    more_error_statuses(&a, &b);
+}
+
+#[test]
+fn more_error_statuses_ionic() {
+    let (a, b) = ionic("errors", "shared-doorbells");
+    more_error_statuses(&a, &b);
+}
+
 #[test]
 fn rdma_operations_native() {
     let (a, b) = native();
@@ -485,6 +553,12 @@ fn ionic_on_a_mesh(name: &str) -> (Device, Device, Vec<Arc<Mesh>>) {
 fn rdma_operations_ionic_across_a_mesh() {
     let (a, b, _meshes) = ionic_on_a_mesh("ops-mesh");
     rdma_operations(&a, &b);
+}
+
+#[test]
+fn more_error_statuses_ionic_across_a_mesh() {
+    let (a, b, _meshes) = ionic_on_a_mesh("errors-mesh");
+    more_error_statuses(&a, &b);
 }
 
 #[test]
