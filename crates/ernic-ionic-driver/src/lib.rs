@@ -309,6 +309,21 @@ fn read_cqe(mem: &Mapping, slot: usize, color: bool, c: &mut [u8; cqe::LEN]) -> 
     true
 }
 
+/// Blocks until `fd` is readable or `timeout` passes.
+#[allow(unsafe_code)]
+pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: one pollfd on the stack for the call's length, and a
+    // descriptor the caller keeps open while it waits (it is borrowed).
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
 /// Caps whose rings are `2^depth_log2` 64-byte WQEs deep.
 fn caps_of_depth(depth_log2: u8) -> QpCaps {
     let n = (1u32 << depth_log2) - 1;
@@ -567,22 +582,46 @@ impl Driver {
     pub fn wait_cq_event(&mut self, timeout: Duration) -> Result<Option<u32>, Error> {
         let end = Instant::now() + timeout;
         loop {
-            let color = (self.eq_cons >> self.eq.depth_log2) & 1 == 0;
-            let mut e = [0u8; 4];
-            self.mem.read(self.eq.slot(self.eq_cons), &mut e);
-            let evt = u32::from_be_bytes(e);
-            if (evt & fw::eqe::COLOR != 0) == color {
-                self.eq_cons = self.eq_cons.wrapping_add(1);
-                return Ok(Some(evt >> fw::eqe::QID_SHIFT));
+            if let Some(cq) = self.next_cq_event() {
+                return Ok(Some(cq));
             }
-            if Instant::now() >= end {
+            let now = Instant::now();
+            if now >= end {
                 return Ok(None);
             }
-            // The interrupt, or a short nap (the eventfd does not block).
             if !self.take_interrupts() {
-                std::thread::sleep(Duration::from_micros(200));
+                wait_readable(self.event_fd(), end - now);
             }
         }
+    }
+
+    /// The next event on the EQ (the id of a CQ that was armed and got an
+    /// entry), if one is there.
+    pub fn next_cq_event(&mut self) -> Option<u32> {
+        let color = (self.eq_cons >> self.eq.depth_log2) & 1 == 0;
+        let mut e = [0u8; 4];
+        self.mem.read(self.eq.slot(self.eq_cons), &mut e);
+        let evt = u32::from_be_bytes(e);
+        if (evt & fw::eqe::COLOR != 0) != color {
+            return None;
+        }
+        self.eq_cons = self.eq_cons.wrapping_add(1);
+        Some(evt >> fw::eqe::QID_SHIFT)
+    }
+
+    /// Takes every event waiting on the EQ and the interrupts counted;
+    /// answers how many events there were.
+    pub fn drain_events(&mut self) -> usize {
+        self.take_interrupts();
+        std::iter::from_fn(|| self.next_cq_event()).count()
+    }
+
+    /// The eventfd the EQ's interrupt (MSI-X vector 0) is signalled on: a
+    /// caller may block on it readable (without the driver) and then
+    /// [`drain_events`](Driver::drain_events).
+    pub fn event_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.event.as_fd()
     }
 
     /// A doorbell: into the shared page `page` (an offset in the shared

@@ -11,8 +11,10 @@
 //! [`Pd::reg_mr`]: ernic_verbs::Pd::reg_mr
 
 use std::collections::HashMap;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use ernic_core::{
     Access, AhId, Completion, Counters, CqId, EngineError, Gid, PdId, QpAttr, QpInfo, QpInit, Qpn,
@@ -368,6 +370,55 @@ impl CqOps for IonicCq {
             return Ok(0);
         };
         Ok(st.d.poll_cq(cq, out))
+    }
+
+    /// Polls for a few microseconds, then arms the CQ and sleeps on the
+    /// EQ's interrupt, as a verbs program with a completion channel does:
+    /// arming is a level, so an entry that came before the arm still
+    /// raises the event. Every waiter re-arms before it sleeps and sleeps
+    /// in slices, so one waiter taking an event meant for another's CQ
+    /// costs at most a slice.
+    fn wait(&self, out: &mut [Completion], timeout: Duration) -> Result<usize, ernic_verbs::Error> {
+        const SPIN: Duration = Duration::from_micros(20);
+        const SLICE: Duration = Duration::from_millis(5);
+        let start = Instant::now();
+        loop {
+            let n = self.poll(out)?;
+            if n > 0 || out.is_empty() {
+                return Ok(n);
+            }
+            let waited = start.elapsed();
+            if waited >= timeout {
+                return Ok(0);
+            }
+            if waited < SPIN {
+                std::hint::spin_loop();
+                continue;
+            }
+            {
+                let mut st = self.shared.lock();
+                let st = &mut *st;
+                let Some(cq) = st.cqs.get(&self.id) else {
+                    return Ok(0);
+                };
+                st.d.arm_cq(cq).map_err(dev_err)?;
+            }
+            let n = self.poll(out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            // The eventfd stays open while `shared` (which this CQ holds)
+            // lives; it is waited on without the driver's lock.
+            let fd = {
+                let st = self.shared.lock();
+                st.d.event_fd().as_raw_fd()
+            };
+            // SAFETY: the descriptor belongs to the driver, which outlives
+            // this borrow (see above).
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            crate::wait_readable(fd, (timeout - waited).min(SLICE));
+            self.shared.lock().d.drain_events();
+        }
     }
 
     fn len(&self) -> usize {

@@ -437,6 +437,62 @@ fn more_error_statuses(a: &Device, b: &Device) {
     assert_eq!((s.wr_id, s.status), (4, WcStatus::LocQpOpErr));
 }
 
+/// CPU time this thread has used.
+#[allow(unsafe_code)]
+fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a timespec on the stack for the call's length.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// A thread blocked in `Cq::wait` sleeps (it does not spin) and wakes
+/// when the completion comes.
+fn a_blocked_wait_sleeps_until_the_completion(a: &Device, b: &Device) {
+    let (x, y) = connected(a, b);
+    y.qp.post_recv(1, &[y.mr.sge(0, 64).unwrap()]).unwrap();
+    let rcq = y.rcq.clone();
+    let waiter = std::thread::spawn(move || {
+        let cpu = thread_cpu();
+        let t = std::time::Instant::now();
+        let got = rcq.wait_one(T).unwrap();
+        (got, t.elapsed(), thread_cpu() - cpu)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let sge = [x.mr.sge(0, 8).unwrap()];
+    x.qp.post_send(&SendWr::new(2, SendOp::Send).sgl(&sge))
+        .unwrap();
+    let (got, waited, cpu) = waiter.join().unwrap();
+    assert_eq!(
+        got.map(|w| (w.wr_id, w.status)),
+        Some((1, WcStatus::Success))
+    );
+    assert!(
+        waited >= Duration::from_millis(250),
+        "woke early: {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(2), "woke late: {waited:?}");
+    assert!(
+        cpu < Duration::from_millis(60),
+        "the wait used {cpu:?} of CPU in {waited:?}"
+    );
+}
+
+#[test]
+fn a_blocked_wait_sleeps_native() {
+    let (a, b) = native();
+    a_blocked_wait_sleeps_until_the_completion(&a, &b);
+}
+
+#[test]
+fn a_blocked_wait_sleeps_on_the_ionic_interrupt() {
+    let (a, b) = ionic("wait", "shared-doorbells");
+    a_blocked_wait_sleeps_until_the_completion(&a, &b);
+}
+
 #[test]
 fn more_error_statuses_native() {
     let (a, b) = native();
