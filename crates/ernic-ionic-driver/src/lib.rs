@@ -1144,28 +1144,11 @@ impl Driver {
         let mut mask = 0u32;
         if let Some(state) = a.state {
             mask |= attr::STATE;
-            b[f::TYPE_STATE] = match state {
-                QpState::Reset => fw::qps::RESET,
-                QpState::Init => fw::qps::INIT,
-                QpState::Rtr => fw::qps::RTR,
-                QpState::Rts => fw::qps::RTS,
-                QpState::Sqd => fw::qps::SQD,
-                QpState::Sqe => fw::qps::SQE,
-                QpState::Err => fw::qps::ERR,
-            };
+            b[f::TYPE_STATE] = fw::qps::from_state(state);
         }
         if let Some(access) = a.access {
             mask |= attr::ACCESS_FLAGS;
-            let mut flags = 0u16;
-            for (right, bit) in [
-                (Access::REMOTE_WRITE, fw::qpf::REMOTE_WRITE),
-                (Access::REMOTE_READ, fw::qpf::REMOTE_READ),
-                (Access::REMOTE_ATOMIC, fw::qpf::REMOTE_ATOMIC),
-            ] {
-                if access.contains(right) {
-                    flags |= bit;
-                }
-            }
+            let flags = fw::qpf::from_access(access);
             put(&mut b, f::ACCESS_FLAGS_BE, &flags.to_be_bytes());
         }
         if let Some(qkey) = a.qkey {
@@ -1237,26 +1220,8 @@ impl Driver {
             .qps
             .get(&qp.id)
             .ok_or(Error::Unsupported("no such QP"))?;
-        let state = match rq[0] >> 4 {
-            fw::qps::RESET => QpState::Reset,
-            fw::qps::INIT => QpState::Init,
-            fw::qps::RTR => QpState::Rtr,
-            fw::qps::RTS => QpState::Rts,
-            fw::qps::SQD => QpState::Sqd,
-            fw::qps::SQE => QpState::Sqe,
-            _ => QpState::Err,
-        };
-        let flags = u16::from_be_bytes([sq[2], sq[3]]);
-        let mut access = Access::default();
-        for (right, bit) in [
-            (Access::REMOTE_WRITE, fw::qpf::REMOTE_WRITE),
-            (Access::REMOTE_READ, fw::qpf::REMOTE_READ),
-            (Access::REMOTE_ATOMIC, fw::qpf::REMOTE_ATOMIC),
-        ] {
-            if flags & bit != 0 {
-                access = access | right;
-            }
-        }
+        let state = fw::qps::to_state(rq[0] >> 4).unwrap_or(QpState::Err);
+        let access = fw::qpf::to_access(u16::from_be_bytes([sq[2], sq[3]]));
         let qkey_dest = u32::from_be_bytes(sq[8..12].try_into().expect("4"));
         let datagram = qp.qp_type.is_datagram();
         Ok(QpInfo {
@@ -1346,7 +1311,11 @@ impl Driver {
         put(&mut b, f::ID_VER, &key.to_le_bytes());
         put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
         put(&mut b, f::DMA_ADDR, &addr.to_le_bytes());
-        put(&mut b, f::DBID_FLAGS, &mr_flags(access).to_le_bytes());
+        put(
+            &mut b,
+            f::DBID_FLAGS,
+            &fw::mrf::from_access(access).to_le_bytes(),
+        );
         b[f::PAGE_SIZE_LOG2] = 12;
         self.admin(admin_op::CREATE_MR, &b)?;
         self.next_mr += 1;
@@ -1476,7 +1445,11 @@ impl Driver {
                 put(w, wqe::REG_LENGTH_BE, &r.len.to_be_bytes());
                 put(w, wqe::REG_DMA_ADDR_BE, &dma.to_be_bytes());
                 put(w, wqe::REG_MAP_COUNT_BE, &1u32.to_be_bytes());
-                put(w, wqe::REG_FLAGS_BE, &mr_flags(r.access).to_be_bytes());
+                put(
+                    w,
+                    wqe::REG_FLAGS_BE,
+                    &fw::mrf::from_access(r.access).to_be_bytes(),
+                );
                 w[wqe::REG_PAGE_SIZE_LOG2] = 12;
                 fw::op::REG_MR
             }
@@ -1765,22 +1738,6 @@ fn recv_wqe(w: &mut [u8], id: u64, sgl: &[Sge]) -> bool {
         put(w, o + 12, &s.lkey.0.to_be_bytes());
     }
     true
-}
-
-/// An MR's rights as `ionic_mr_flags`.
-fn mr_flags(a: Access) -> u16 {
-    let mut f = 0;
-    for (right, bit) in [
-        (Access::LOCAL_WRITE, fw::mrf::LOCAL_WRITE),
-        (Access::REMOTE_WRITE, fw::mrf::REMOTE_WRITE),
-        (Access::REMOTE_READ, fw::mrf::REMOTE_READ),
-        (Access::REMOTE_ATOMIC, fw::mrf::REMOTE_ATOMIC),
-    ] {
-        if a.contains(right) {
-            f |= bit;
-        }
-    }
-    f
 }
 
 fn from_ionic(s: u32) -> WcStatus {

@@ -70,6 +70,33 @@ impl Shared {
         // so a lock poisoned by a panicking caller is still usable.
         self.st.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Runs `f` on the driver and QP `qpn`, under the lock.
+    fn with_qp<R>(
+        &self,
+        qpn: Qpn,
+        f: impl FnOnce(&mut Driver, &mut Qp) -> Result<R, ernic_verbs::Error>,
+    ) -> Result<R, ernic_verbs::Error> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let qp = st.qps.get_mut(&qpn.0).ok_or_else(|| no_qp(qpn))?;
+        f(&mut st.d, qp)
+    }
+
+    /// Runs `f` on the driver and SRQ `srq`, under the lock.
+    fn with_srq<R>(
+        &self,
+        srq: SrqId,
+        f: impl FnOnce(&mut Driver, &mut Srq) -> Result<R, Error>,
+    ) -> Result<R, ernic_verbs::Error> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let s = st
+            .srqs
+            .get_mut(&srq.0)
+            .ok_or(ernic_verbs::Error::Engine(EngineError::NoSrq(srq)))?;
+        f(&mut st.d, s).map_err(|e| verr(e, Qpn(srq.0), "shared receive queue"))
+    }
 }
 
 struct Ionic {
@@ -233,43 +260,33 @@ impl Provider for Ionic {
     }
 
     fn modify_qp(&self, qpn: Qpn, attr: &QpAttr) -> Result<(), ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let qp = st.qps.get(&qpn.0).ok_or_else(|| no_qp(qpn))?;
-        st.d.modify_qp(qp, attr).map_err(dev_err)
+        self.shared
+            .with_qp(qpn, |d, qp| d.modify_qp(qp, attr).map_err(dev_err))
     }
 
     fn query_qp(&self, qpn: Qpn) -> Result<QpInfo, ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let qp = st.qps.get(&qpn.0).ok_or_else(|| no_qp(qpn))?;
-        st.d.query_qp(qp).map_err(dev_err)
+        self.shared
+            .with_qp(qpn, |d, qp| d.query_qp(qp).map_err(dev_err))
     }
 
     fn qp_counters(&self, qpn: Qpn) -> Result<Counters, ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let qp = st.qps.get(&qpn.0).ok_or_else(|| no_qp(qpn))?;
-        st.d.counters(Some(qp)).map_err(dev_err)
+        self.shared
+            .with_qp(qpn, |d, qp| d.counters(Some(qp)).map_err(dev_err))
     }
 
     fn post_send(&self, qpn: Qpn, wr: &SendWr<'_>) -> Result<(), ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let qp = st.qps.get_mut(&qpn.0).ok_or_else(|| no_qp(qpn))?;
-        st.d.post_send(qp, wr)
-            .map_err(|e| verr(e, qpn, "send queue"))
+        self.shared.with_qp(qpn, |d, qp| {
+            d.post_send(qp, wr).map_err(|e| verr(e, qpn, "send queue"))
+        })
     }
 
     fn post_recv(&self, qpn: Qpn, wrs: &[RecvWr<'_>]) -> Result<(), ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let qp = st.qps.get_mut(&qpn.0).ok_or_else(|| no_qp(qpn))?;
-        for wr in wrs {
-            st.d.post_recv_sgl(qp, wr.wr_id, wr.sgl)
-                .map_err(|e| verr(e, qpn, "receive queue"))?;
-        }
-        Ok(())
+        self.shared.with_qp(qpn, |d, qp| {
+            wrs.iter().try_for_each(|wr| {
+                d.post_recv_sgl(qp, wr.wr_id, wr.sgl)
+                    .map_err(|e| verr(e, qpn, "receive queue"))
+            })
+        })
     }
 
     fn create_srq(&self, _pd: PdId, depth: u32, max_sge: u32) -> Result<SrqId, ernic_verbs::Error> {
@@ -294,34 +311,16 @@ impl Provider for Ionic {
     }
 
     fn post_srq_recv(&self, srq: SrqId, wr: &RecvWr<'_>) -> Result<(), ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let s = st
-            .srqs
-            .get_mut(&srq.0)
-            .ok_or(ernic_verbs::Error::Engine(EngineError::NoSrq(srq)))?;
-        st.d.post_srq_recv_sgl(s, wr.wr_id, wr.sgl)
-            .map_err(|e| verr(e, Qpn(srq.0), "shared receive queue"))
+        self.shared
+            .with_srq(srq, |d, s| d.post_srq_recv_sgl(s, wr.wr_id, wr.sgl))
     }
 
     fn modify_srq(&self, srq: SrqId, limit: u32) -> Result<(), ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let s = st
-            .srqs
-            .get(&srq.0)
-            .ok_or(ernic_verbs::Error::Engine(EngineError::NoSrq(srq)))?;
-        st.d.modify_srq(s, limit).map_err(dev_err)
+        self.shared.with_srq(srq, |d, s| d.modify_srq(s, limit))
     }
 
     fn query_srq(&self, srq: SrqId) -> Result<(u32, u32), ernic_verbs::Error> {
-        let mut st = self.shared.lock();
-        let st = &mut *st;
-        let s = st
-            .srqs
-            .get(&srq.0)
-            .ok_or(ernic_verbs::Error::Engine(EngineError::NoSrq(srq)))?;
-        st.d.query_srq(s).map_err(dev_err)
+        self.shared.with_srq(srq, |d, s| d.query_srq(s))
     }
 
     fn create_ah(&self, _pd: PdId, dgid: Gid) -> Result<AhId, ernic_verbs::Error> {

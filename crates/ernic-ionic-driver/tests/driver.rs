@@ -3,42 +3,22 @@
 //! "guest" — SEND into a posted receive, WRITE, READ, fetch-and-add —
 //! with doorbells trapped, and with the shared doorbell pages.
 
-use std::os::unix::net::UnixListener;
 use std::time::{Duration, Instant};
 
 use ernic_core::{
     Completion, Lkey, Qpn, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
-use ernic_ionic::function::IonicFunction;
-use ernic_ionic::profile;
 use ernic_ionic_driver::{Cq, Driver, Qp};
-use ernic_vfio::proto::Capabilities;
-use ernic_vfio::server::Server;
+
+mod common;
 
 fn serve(name: &str, profile_spec: &str) -> std::path::PathBuf {
-    serve_with(name, profile_spec, "")
+    common::serve(name, profile_spec, "")
 }
 
 /// As `serve`, with `ini` (key = value lines) layered over the profile.
 fn serve_with(name: &str, profile_spec: &str, ini: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ernic-drv-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).unwrap();
-    let mut id = profile::load(profile_spec).unwrap();
-    profile::apply(&mut id, ini, "test").unwrap();
-    std::thread::spawn(move || {
-        let shared = id.shared_doorbell_pages;
-        let f = IonicFunction::new(id)
-            .with_shared_doorbells(shared)
-            .unwrap();
-        let mut s = Server::new(f, Capabilities::default());
-        if let Ok((c, _)) = listener.accept() {
-            let _ = s.serve(&c);
-        }
-    });
-    path
+    common::serve(name, profile_spec, ini)
 }
 
 /// Two RC QPs on `cq` with `2^depth_log2`-deep rings, connected to each

@@ -2,38 +2,19 @@
 //! userspace driver on each: RC QPs of the two "guests" connect through
 //! the mesh and move data both ways — SEND, WRITE, READ, fetch-and-add.
 
-use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ernic_core::{
     Completion, Gid, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
-use ernic_ionic::function::IonicFunction;
 use ernic_ionic_driver::{Cq, Driver, Qp};
 use ernic_mesh::{Mesh, MeshConfig, Spec};
-use ernic_vfio::proto::Capabilities;
-use ernic_vfio::server::Server;
+
+mod common;
 
 fn serve(name: &str, mesh: Arc<Mesh>, gid: Gid) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ernic-drv-mesh-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).unwrap();
-    std::thread::spawn(move || {
-        // Requests to a peer that stops answering give up after 300 ms.
-        let id = ernic_ionic::bar0::Identity {
-            request_timeout_ms: 300,
-            ..Default::default()
-        };
-        let f = IonicFunction::new(id).with_mesh(mesh, vec![gid]);
-        let mut s = Server::new(f, Capabilities::default());
-        if let Ok((c, _)) = listener.accept() {
-            let _ = s.serve(&c);
-        }
-    });
-    path
+    common::serve_on_mesh(&format!("mesh-{name}"), mesh, gid)
 }
 
 fn wait(d: &mut Driver, cq: &mut Cq, n: usize) -> Vec<Completion> {

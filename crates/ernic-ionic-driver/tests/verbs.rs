@@ -5,39 +5,15 @@
 //! requests report — must be the same on both, and between the guests of
 //! two servers joined by a mesh.
 
-use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ernic_ionic::function::IonicFunction;
-use ernic_ionic::profile;
 use ernic_mesh::{Mesh, MeshConfig, Spec};
 use ernic_verbs::*;
-use ernic_vfio::proto::Capabilities;
-use ernic_vfio::server::Server;
 
 const T: Duration = Duration::from_secs(5);
 
-/// A server with `profile_spec` on a fresh socket, serving one client.
-fn serve(name: &str, profile_spec: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ernic-verbs-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).unwrap();
-    let id = profile::load(profile_spec).unwrap();
-    std::thread::spawn(move || {
-        let shared = id.shared_doorbell_pages;
-        let f = IonicFunction::new(id)
-            .with_shared_doorbells(shared)
-            .unwrap();
-        let mut s = Server::new(f, Capabilities::default());
-        if let Ok((c, _)) = listener.accept() {
-            let _ = s.serve(&c);
-        }
-    });
-    path
-}
+mod common;
 
 /// The two ends a scenario runs between: two devices of a fabric.
 fn native() -> (Device, Device) {
@@ -51,7 +27,7 @@ fn native() -> (Device, Device) {
 /// The two ends on the ionic device: one driver (one guest), both ends
 /// on it, as two processes of one guest would be.
 fn ionic(name: &str, profile_spec: &str) -> (Device, Device) {
-    let sock = serve(name, profile_spec);
+    let sock = common::serve(&format!("verbs-{name}"), profile_spec, "");
     let d = ernic_ionic_driver::verbs::open(&sock, 32 << 20, None).unwrap();
     (d.clone(), d)
 }
@@ -569,28 +545,8 @@ fn ionic_on_a_mesh(name: &str) -> (Device, Device, Vec<Arc<Mesh>>) {
         .unwrap(),
     );
     assert!(worker.wait_registered(T).is_some());
-    let serve_on = |end: &str, mesh: Arc<Mesh>, gid: Gid| {
-        let dir =
-            std::env::temp_dir().join(format!("ernic-verbs-{name}-{end}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("sock");
-        let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path).unwrap();
-        std::thread::spawn(move || {
-            let id = ernic_ionic::bar0::Identity {
-                request_timeout_ms: 300,
-                ..Default::default()
-            };
-            let f = IonicFunction::new(id).with_mesh(mesh, vec![gid]);
-            let mut s = Server::new(f, Capabilities::default());
-            if let Ok((c, _)) = listener.accept() {
-                let _ = s.serve(&c);
-            }
-        });
-        path
-    };
-    let pa = serve_on("a", manager.clone(), ga);
-    let pb = serve_on("b", worker.clone(), gb);
+    let pa = common::serve_on_mesh(&format!("verbs-{name}-a"), manager.clone(), ga);
+    let pb = common::serve_on_mesh(&format!("verbs-{name}-b"), worker.clone(), gb);
     let a = ernic_ionic_driver::verbs::open(&pa, 16 << 20, Some(ga)).unwrap();
     let b = ernic_ionic_driver::verbs::open(&pb, 16 << 20, Some(gb)).unwrap();
     // Each server learns the other's guest GID through the mesh.

@@ -247,6 +247,28 @@ pub mod qps {
     pub const SQD: u8 = 4;
     pub const SQE: u8 = 5;
     pub const ERR: u8 = 6;
+
+    use ernic_core::QpState;
+
+    const ALL: [(u8, QpState); 7] = [
+        (RESET, QpState::Reset),
+        (INIT, QpState::Init),
+        (RTR, QpState::Rtr),
+        (RTS, QpState::Rts),
+        (SQD, QpState::Sqd),
+        (SQE, QpState::Sqe),
+        (ERR, QpState::Err),
+    ];
+
+    /// The state an ionic number names, if any.
+    pub fn to_state(n: u8) -> Option<QpState> {
+        ALL.iter().find(|(v, _)| *v == n).map(|(_, s)| *s)
+    }
+
+    /// The ionic number of a state.
+    pub fn from_state(s: QpState) -> u8 {
+        ALL.iter().find(|(_, v)| *v == s).map_or(ERR, |(n, _)| *n)
+    }
 }
 
 /// `enum ionic_qp_flags`: remote rights.
@@ -254,6 +276,24 @@ pub mod qpf {
     pub const REMOTE_WRITE: u16 = 1 << 0;
     pub const REMOTE_READ: u16 = 1 << 1;
     pub const REMOTE_ATOMIC: u16 = 1 << 2;
+
+    use ernic_core::Access;
+
+    const ALL: [(u16, Access); 3] = [
+        (REMOTE_WRITE, Access::REMOTE_WRITE),
+        (REMOTE_READ, Access::REMOTE_READ),
+        (REMOTE_ATOMIC, Access::REMOTE_ATOMIC),
+    ];
+
+    /// The remote rights these flags grant.
+    pub fn to_access(flags: u16) -> Access {
+        super::rights(&ALL, flags)
+    }
+
+    /// The flags for `a`'s remote rights.
+    pub fn from_access(a: Access) -> u16 {
+        super::flags(&ALL, a)
+    }
 }
 
 /// `enum ionic_mr_flags`: rights.
@@ -262,6 +302,42 @@ pub mod mrf {
     pub const REMOTE_WRITE: u16 = 1 << 1;
     pub const REMOTE_READ: u16 = 1 << 2;
     pub const REMOTE_ATOMIC: u16 = 1 << 3;
+
+    use ernic_core::Access;
+
+    const ALL: [(u16, Access); 4] = [
+        (LOCAL_WRITE, Access::LOCAL_WRITE),
+        (REMOTE_WRITE, Access::REMOTE_WRITE),
+        (REMOTE_READ, Access::REMOTE_READ),
+        (REMOTE_ATOMIC, Access::REMOTE_ATOMIC),
+    ];
+
+    /// The rights these flags grant.
+    pub fn to_access(flags: u16) -> Access {
+        super::rights(&ALL, flags)
+    }
+
+    /// The flags for `a`'s rights.
+    pub fn from_access(a: Access) -> u16 {
+        super::flags(&ALL, a)
+    }
+}
+
+/// The rights a flag word grants, by `table`.
+fn rights(table: &[(u16, ernic_core::Access)], flags: u16) -> ernic_core::Access {
+    let bits = table
+        .iter()
+        .filter(|(bit, _)| flags & bit != 0)
+        .fold(0, |acc, (_, a)| acc | a.0);
+    ernic_core::Access(bits)
+}
+
+/// The flag word for rights `a`, by `table`.
+fn flags(table: &[(u16, ernic_core::Access)], a: ernic_core::Access) -> u16 {
+    table
+        .iter()
+        .filter(|(_, r)| a.contains(*r))
+        .fold(0, |f, (bit, _)| f | bit)
 }
 
 /// `ib_qp_attr_mask` bits the driver passes in MODIFY_QP.

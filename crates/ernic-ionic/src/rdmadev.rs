@@ -343,20 +343,6 @@ pub fn template_gids(h: &[u8]) -> Option<(Gid, Gid)> {
     }
 }
 
-/// An ionic QP state number as the core's.
-fn qp_state(n: u8) -> Option<QpState> {
-    Some(match n {
-        fw::qps::RESET => QpState::Reset,
-        fw::qps::INIT => QpState::Init,
-        fw::qps::RTR => QpState::Rtr,
-        fw::qps::RTS => QpState::Rts,
-        fw::qps::SQD => QpState::Sqd,
-        fw::qps::SQE => QpState::Sqe,
-        fw::qps::ERR => QpState::Err,
-        _ => return None,
-    })
-}
-
 impl RdmaDev {
     /// A device with the profile's limits and the guest's GIDs (what the
     /// mesh knows it by; none for a device on its own).
@@ -1005,24 +991,14 @@ impl RdmaDev {
         let mask = be32_at(c, f::ATTR_MASK_BE);
         let mut a = QpAttr::default();
         if mask & attr::STATE != 0 {
-            match qp_state(c[f::TYPE_STATE] & 0xf) {
+            match fw::qps::to_state(c[f::TYPE_STATE] & 0xf) {
                 Some(s) => a.state = Some(s),
                 None => return st::BAD_STATE,
             }
         }
         if mask & attr::ACCESS_FLAGS != 0 {
             let fl = u16::from_be_bytes([c[f::ACCESS_FLAGS_BE], c[f::ACCESS_FLAGS_BE + 1]]);
-            let mut acc = Access::LOCAL_WRITE.0;
-            if fl & fw::qpf::REMOTE_WRITE != 0 {
-                acc |= Access::REMOTE_WRITE.0;
-            }
-            if fl & fw::qpf::REMOTE_READ != 0 {
-                acc |= Access::REMOTE_READ.0;
-            }
-            if fl & fw::qpf::REMOTE_ATOMIC != 0 {
-                acc |= Access::REMOTE_ATOMIC.0;
-            }
-            a.access = Some(Access(acc));
+            a.access = Some(Access::LOCAL_WRITE | fw::qpf::to_access(fl));
         }
         if info.qp_type.is_datagram() && mask & attr::QKEY != 0 {
             a.qkey = Some(u32_at(c, f::QKEY_DEST_QPN));
@@ -1186,15 +1162,7 @@ impl RdmaDev {
             Ok(i) => i,
             Err(e) => return self.refuse(st::BAD_INDEX, e),
         };
-        let state = match info.state {
-            QpState::Reset => fw::qps::RESET,
-            QpState::Init => fw::qps::INIT,
-            QpState::Rtr => fw::qps::RTR,
-            QpState::Rts => fw::qps::RTS,
-            QpState::Sqd => fw::qps::SQD,
-            QpState::Sqe => fw::qps::SQE,
-            QpState::Err => fw::qps::ERR,
-        };
+        let state = fw::qps::from_state(info.state);
         let ib_mtu = match info.path_mtu {
             256 => 1,
             512 => 2,
@@ -1202,16 +1170,7 @@ impl RdmaDev {
             4096 => 5,
             _ => 3,
         };
-        let mut flags = 0u16;
-        for (a, bit) in [
-            (Access::REMOTE_WRITE, fw::qpf::REMOTE_WRITE),
-            (Access::REMOTE_READ, fw::qpf::REMOTE_READ),
-            (Access::REMOTE_ATOMIC, fw::qpf::REMOTE_ATOMIC),
-        ] {
-            if info.access.contains(a) {
-                flags |= bit;
-            }
-        }
+        let flags = fw::qpf::from_access(info.access);
         let qkey_dest = if info.qp_type.is_datagram() {
             info.qkey.unwrap_or(0)
         } else {
@@ -1246,17 +1205,7 @@ impl RdmaDev {
         if va.checked_add(len).is_none() || self.mrs.contains_key(&id) {
             return st::BAD_ATTR;
         }
-        let mut acc = 0;
-        for (bit, a) in [
-            (fw::mrf::LOCAL_WRITE, Access::LOCAL_WRITE),
-            (fw::mrf::REMOTE_WRITE, Access::REMOTE_WRITE),
-            (fw::mrf::REMOTE_READ, Access::REMOTE_READ),
-            (fw::mrf::REMOTE_ATOMIC, Access::REMOTE_ATOMIC),
-        ] {
-            if flags & bit != 0 {
-                acc |= a.0;
-            }
-        }
+        let acc = fw::mrf::to_access(flags).0;
         // A fast-registration MR (IONIC_MRF_UKEY_EN): room for `count`
         // pages, bound later by REG_MR work requests.
         const UKEY_EN: u16 = 1 << 13;

@@ -144,29 +144,12 @@ pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> 
                     first_offset,
                 }
             };
-            let mrf = be16(w, wqe::REG_FLAGS_BE);
-            let mut access = 0;
-            for (bit, a) in [
-                (crate::fw::mrf::LOCAL_WRITE, ernic_core::Access::LOCAL_WRITE),
-                (
-                    crate::fw::mrf::REMOTE_WRITE,
-                    ernic_core::Access::REMOTE_WRITE,
-                ),
-                (crate::fw::mrf::REMOTE_READ, ernic_core::Access::REMOTE_READ),
-                (
-                    crate::fw::mrf::REMOTE_ATOMIC,
-                    ernic_core::Access::REMOTE_ATOMIC,
-                ),
-            ] {
-                if mrf & bit != 0 {
-                    access |= a.0;
-                }
-            }
+            let access = crate::fw::mrf::to_access(be16(w, wqe::REG_FLAGS_BE));
             SendOp::RegMr(RegMr {
                 key: Lkey(imm_key),
                 iova: be64(w, wqe::REG_VA_BE),
                 len: be64(w, wqe::REG_LENGTH_BE),
-                access: ernic_core::Access(access),
+                access,
                 pages,
             })
         }
