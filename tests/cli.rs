@@ -141,6 +141,70 @@ fn perf_runs_across_two_processes_over_the_mesh() {
 }
 
 #[test]
+fn bandwidth_in_both_directions_in_one_process_and_across_two() {
+    for t in ["write_bw", "read_bw", "send_bw"] {
+        let (ok, out, err) = ernic(&["perf", t, "-b", "-s", "16K", "-n", "300", "--json"]);
+        assert!(ok, "{t}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        assert_eq!(v["bidirectional"], true, "{v}");
+        assert!(v["bw_gbps"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    for t in ["write_bw", "send_bw"] {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
+            .args(["perf", t, "--server", "-p", &port])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let (ok, out, err) = loop {
+            let r = ernic(&[
+                "perf",
+                t,
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-b",
+                "-n",
+                "300",
+                "-s",
+                "16K",
+                "--json",
+            ]);
+            if r.0 || std::time::Instant::now() > end || !r.2.contains("cannot reach") {
+                break r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(ok, "{t}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (v["bidirectional"].as_bool(), v["transport"].as_str()),
+            (Some(true), Some("mesh"))
+        );
+        assert!(v["bw_gbps"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+        assert!(
+            server.wait().unwrap().success(),
+            "{t}: the server exits cleanly"
+        );
+    }
+    // Latency has no second direction; a baseline of one direction does
+    // not compare with two.
+    let (ok, _, err) = ernic(&["perf", "send_lat", "-b"]);
+    assert!(
+        !ok && err.contains("applies to write_bw, read_bw and send_bw"),
+        "{err}"
+    );
+    let (ok, _, err) = ernic(&["perf", "write_bw", "-b", "--baseline"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
 fn a_client_without_a_server_says_so() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow};
 use ernic_verbs::{Access, Fabric};
 
 use super::report::Row;
-use super::tests::{self, Side};
+use super::tests::{self, Measure, Side};
 use super::{Oob, Plan, baseline};
 
 impl Oob for Barrier {
@@ -40,9 +40,14 @@ pub fn run(plan: &Plan, with_baseline: bool, emit: &mut dyn FnMut(Row)) -> Resul
     let (tx, rx) = mpsc::channel::<Result<Row>>();
     std::thread::scope(|scope| -> Result<()> {
         let oob = &oob;
+        // The server's own direction of a bidirectional run, per size.
+        let (mtx, mrx) = mpsc::channel::<Measure>();
         let srv = scope.spawn(move || -> Result<()> {
             for &size in &plan.sizes {
-                tests::server(plan.test, &server, size, plan.iters, oob)?;
+                let (t, d, b) = (plan.test, plan.tx_depth, plan.bidir);
+                if let Some(m) = tests::server(t, &server, size, plan.iters, d, b, oob)? {
+                    let _ = mtx.send(m);
+                }
                 if with_baseline {
                     oob.barrier()?; // the client measures its baseline meanwhile
                 }
@@ -51,7 +56,14 @@ pub fn run(plan: &Plan, with_baseline: bool, emit: &mut dyn FnMut(Row)) -> Resul
         });
         let cli = scope.spawn(move || {
             for &size in &plan.sizes {
-                let r = tests::client(plan.test, &client, size, plan.iters, plan.tx_depth, oob);
+                let (t, d, b) = (plan.test, plan.tx_depth, plan.bidir);
+                let r = tests::client(t, &client, size, plan.iters, d, b, oob).and_then(|m| {
+                    if !b {
+                        return Ok(m);
+                    }
+                    let theirs = mrx.recv().map_err(|_| anyhow!("the server side stopped"))?;
+                    Ok(m.plus(&theirs))
+                });
                 let failed = r.is_err();
                 let row = r.map(|m| {
                     let base = with_baseline.then(|| {

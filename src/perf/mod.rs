@@ -92,6 +92,7 @@ Examples:
   ernic perf read_bw -a --json
   ernic perf write_bw --server              (on one side)
   ernic perf write_bw 10.0.0.1 -s 1M --baseline   (on the other)
+  ernic perf write_bw 10.0.0.1 -s 64M -b   (both directions at once, summed)
   ernic perf send_lat --device vfio-user:/tmp/ernic.sock   (through ernic-server's ionic NIC)")]
 pub struct PerfArgs {
     /// The test to run.
@@ -129,6 +130,10 @@ pub struct PerfArgs {
     /// Send requests kept in flight by bandwidth tests.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub tx_depth: u32,
+    /// Bandwidth tests: both sides move data at once, each to the other (as
+    /// perftest's -b); the figures are the sum of the two directions.
+    #[arg(short = 'b', long, conflicts_with_all = ["baseline", "device", "server"])]
+    pub bidirectional: bool,
 }
 
 /// Reads `64`, `4K`, `1M`, `2G` (powers of 1024; `KiB`, `KB` and `B` also accepted).
@@ -164,6 +169,8 @@ pub struct Plan {
     pub sizes: Vec<u64>,
     pub iters: u64,
     pub tx_depth: u32,
+    /// Both directions at once (bandwidth tests).
+    pub bidir: bool,
 }
 
 impl Plan {
@@ -186,6 +193,9 @@ impl Plan {
                 bail!("atomic_lat moves exactly 8 bytes; leave out -s or give -s 8");
             }
         }
+        if a.bidirectional && !a.test.is_bw() {
+            bail!("-b (both directions) applies to write_bw, read_bw and send_bw");
+        }
         let iters = a.iters.unwrap_or(if a.test.is_bw() { 5000 } else { 1000 });
         if iters == 0 {
             bail!("-n must be at least 1");
@@ -195,6 +205,7 @@ impl Plan {
             sizes,
             iters,
             tx_depth: a.tx_depth,
+            bidir: a.bidirectional,
         })
     }
 }
@@ -230,6 +241,7 @@ pub fn run(a: &PerfArgs) -> Result<()> {
     if socket.is_some() {
         out = out.kind("ionic");
     }
+    out = out.bidirectional(plan.bidir);
     out.header(&plan);
     match (&a.host, &socket) {
         (_, Some(p)) => ionic::run(&plan, p, a.baseline, &mut |row| out.row(&row))?,

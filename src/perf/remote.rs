@@ -21,7 +21,7 @@ use ernic_verbs::{
 use serde_json::{Value, json};
 
 use super::report::Row;
-use super::tests::{self, Side};
+use super::tests::{self, Measure, Side};
 use super::{Oob, Plan, Test};
 
 /// perftest's default port.
@@ -202,7 +202,12 @@ pub fn server(test: Test, port: u16, quiet: bool) -> Result<()> {
         tx_depth: hello["tx_depth"]
             .as_u64()
             .ok_or_else(|| anyhow!("tx_depth"))? as u32,
+        bidir: hello["bidirectional"].as_bool().unwrap_or(false),
     };
+    if plan.bidir && !test.is_bw() {
+        ch.send(&json!({"error": "-b applies to bandwidth tests only"}))?;
+        bail!("the client asked for {test} in both directions");
+    }
     let baseline = hello["baseline"].as_bool().unwrap_or(false);
     let max = plan
         .sizes
@@ -231,7 +236,15 @@ pub fn server(test: Test, port: u16, quiet: bool) -> Result<()> {
     ch.send(&json!({"ready": true}))?;
     ch.recv()?;
     for &size in &plan.sizes {
-        tests::server(test, &side, size, plan.iters, &ch)?;
+        let (d, b) = (plan.tx_depth, plan.bidir);
+        if let Some(Measure::Bw {
+            avg,
+            peak,
+            msg_rate,
+        }) = tests::server(test, &side, size, plan.iters, d, b, &ch)?
+        {
+            ch.send(&json!({"avg": avg, "peak": peak, "msg_rate": msg_rate}))?;
+        }
         if baseline {
             if test.is_bw() {
                 ch.stream_in(baseline_bytes(size, plan.iters), size.min(1 << 22) as usize)?;
@@ -278,6 +291,7 @@ pub fn client(
         "iters": plan.iters,
         "tx_depth": plan.tx_depth,
         "baseline": with_baseline,
+        "bidirectional": plan.bidir,
     }))?;
     let srv = ch.recv()?;
     let mesh_port = srv["mesh_port"]
@@ -304,7 +318,28 @@ pub fn client(
     ch.recv()?;
     ch.send(&json!({"ready": true}))?;
     for &size in &plan.sizes {
-        let m = tests::client(plan.test, &side, size, plan.iters, plan.tx_depth, &ch)?;
+        let mut m = tests::client(
+            plan.test,
+            &side,
+            size,
+            plan.iters,
+            plan.tx_depth,
+            plan.bidir,
+            &ch,
+        )?;
+        if plan.bidir {
+            // The server's own direction, added as perftest -b reports.
+            let v = ch.recv()?;
+            let f = |k: &str| {
+                v[k].as_f64()
+                    .ok_or_else(|| anyhow!("no {k} from the server"))
+            };
+            m = m.plus(&Measure::Bw {
+                avg: f("avg")?,
+                peak: f("peak")?,
+                msg_rate: f("msg_rate")?,
+            });
+        }
         let base = if with_baseline {
             Some(if plan.test.is_bw() {
                 let bytes = baseline_bytes(size, plan.iters);

@@ -78,12 +78,20 @@ pub struct Reporter {
     remote: bool,
     /// The JSON `transport`: loopback, mesh or ionic.
     kind: &'static str,
+    /// Figures are both directions' sum.
+    bidir: bool,
 }
 
 impl Reporter {
     /// The same reporter, naming its transport `kind` in JSON.
     pub fn kind(mut self, kind: &'static str) -> Reporter {
         self.kind = kind;
+        self
+    }
+
+    /// The same reporter, for figures that add both directions.
+    pub fn bidirectional(mut self, bidir: bool) -> Reporter {
+        self.bidir = bidir;
         self
     }
 
@@ -101,6 +109,7 @@ impl Reporter {
             transport,
             remote,
             kind: if remote { "mesh" } else { "loopback" },
+            bidir: false,
         }
     }
 
@@ -122,6 +131,9 @@ impl Reporter {
         println!(" Connection type : RC");
         if self.test.is_bw() {
             println!(" TX depth        : {}", plan.tx_depth);
+            if plan.bidir {
+                println!(" Directions      : both at once; figures are their sum");
+            }
         }
         println!("{RULE}");
         if self.test.is_bw() {
@@ -161,6 +173,9 @@ impl Reporter {
                         "msg_rate_mpps": msg_rate / 1e6,
                         "transport": self.kind,
                     });
+                    if self.bidir {
+                        o["bidirectional"] = json!(true);
+                    }
                     if let (Some(b), Some(r)) = (row.baseline, ratio) {
                         o["baseline_gbps"] = json!(b * 8.0 / 1e9);
                         o["baseline"] = json!(if self.remote { "tcp stream" } else { "memcpy" });

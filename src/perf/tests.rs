@@ -147,15 +147,20 @@ fn tag(i: u64) -> u8 {
     (i % 255 + 1) as u8
 }
 
-/// Runs the client side of `test` for one size.
+/// Runs the client side of `test` for one size (with `bidir`, a
+/// bandwidth test in both directions: this side's half of it).
 pub fn client(
     test: Test,
     s: &Side,
     size: u64,
     iters: u64,
     tx_depth: u32,
+    bidir: bool,
     oob: &dyn Oob,
 ) -> Result<Measure> {
+    if bidir {
+        return both_ways(test, s, size, iters, tx_depth, oob);
+    }
     oob.barrier()?;
     let m = match test {
         Test::WriteBw | Test::ReadBw | Test::SendBw => stream(test, s, size, iters, tx_depth)?,
@@ -167,8 +172,21 @@ pub fn client(
     Ok(m)
 }
 
-/// Runs the server side of `test` for one size.
-pub fn server(test: Test, s: &Side, size: u64, iters: u64, oob: &dyn Oob) -> Result<()> {
+/// Runs the server side of `test` for one size. With `bidir` (a
+/// bandwidth test in both directions) it moves data too, and answers what
+/// it measured of its own direction.
+pub fn server(
+    test: Test,
+    s: &Side,
+    size: u64,
+    iters: u64,
+    tx_depth: u32,
+    bidir: bool,
+    oob: &dyn Oob,
+) -> Result<Option<Measure>> {
+    if bidir {
+        return both_ways(test, s, size, iters, tx_depth, oob).map(Some);
+    }
     match test {
         Test::SendBw => {
             let first = u64::from(RX_DEPTH).min(iters);
@@ -190,7 +208,63 @@ pub fn server(test: Test, s: &Side, size: u64, iters: u64, oob: &dyn Oob) -> Res
         Test::WriteBw | Test::ReadBw | Test::ReadLat | Test::AtomicLat => oob.barrier()?,
     }
     oob.barrier()?;
-    Ok(())
+    Ok(None)
+}
+
+/// One side of a bandwidth test in both directions: this side streams to
+/// the peer while the peer streams to it (and, for send_bw, takes the
+/// peer's messages on a second thread). Answers this side's direction.
+fn both_ways(
+    test: Test,
+    s: &Side,
+    size: u64,
+    iters: u64,
+    tx_depth: u32,
+    oob: &dyn Oob,
+) -> Result<Measure> {
+    let first = u64::from(RX_DEPTH).min(iters);
+    if test == Test::SendBw {
+        for i in 0..first {
+            s.qp.post_recv(i, &[s.mr.sge(s.half, size as u32)?])?;
+        }
+    }
+    oob.barrier()?;
+    let m = std::thread::scope(|scope| -> Result<Measure> {
+        let rx = (test == Test::SendBw).then(|| scope.spawn(|| sink(s, size, iters, first)));
+        let m = stream(test, s, size, iters, tx_depth);
+        if let Some(rx) = rx {
+            rx.join()
+                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+        }
+        m
+    })?;
+    oob.barrier()?;
+    Ok(m)
+}
+
+impl Measure {
+    /// Both directions' figures added, as perftest reports -b.
+    pub fn plus(&self, other: &Measure) -> Measure {
+        match (self, other) {
+            (
+                Measure::Bw {
+                    avg,
+                    peak,
+                    msg_rate,
+                },
+                Measure::Bw {
+                    avg: a2,
+                    peak: p2,
+                    msg_rate: m2,
+                },
+            ) => Measure::Bw {
+                avg: avg + a2,
+                peak: peak + p2,
+                msg_rate: msg_rate + m2,
+            },
+            (m, _) => m.clone(),
+        }
+    }
 }
 
 /// Bandwidth: keep `tx_depth` requests in flight, signal one in `cq_mod`.
