@@ -212,7 +212,7 @@ pub mod port_info {
     pub const STATUS_STATUS: usize = STATUS + 8;
     pub const STATUS_LINK_DOWN_COUNT: usize = STATUS + 9;
     pub const STATUS_FEC_TYPE: usize = STATUS + 11;
-    /// `struct ionic_xcvr_status`: state, phy, pid, sprom[256].
+    /// `struct ionic_xcvr_status`: state, phy, pid, `sprom[256]`.
     pub const XCVR: usize = STATUS + 60;
     pub const STATS: usize = STATUS + 320;
     /// Bytes written at PORT_INIT (config and status; the statistics
