@@ -131,8 +131,9 @@ pub struct PerfArgs {
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub tx_depth: u32,
     /// Bandwidth tests: both sides move data at once, each to the other (as
-    /// perftest's -b); the figures are the sum of the two directions.
-    #[arg(short = 'b', long, conflicts_with_all = ["baseline", "device", "server"])]
+    /// perftest's -b); the figures are the sum of the two directions. A
+    /// server does what its client asks, with or without it.
+    #[arg(short = 'b', long, conflicts_with_all = ["baseline", "device"])]
     pub bidirectional: bool,
 }
 
