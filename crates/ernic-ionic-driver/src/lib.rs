@@ -33,6 +33,7 @@ use ernic_core::{
     Access, Completion, Counter, Counters, Dest, DeviceId, Gid, PageSource, QpAttr, QpCaps, QpInfo,
     QpState, QpType, Qpn, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
+use ernic_ionic::bytes::{be16, be32, le32, le64, put};
 use ernic_ionic::fw::{self, admin_op, cqe, wqe};
 use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
 use ernic_vfio::client::{Client, ClientError, eventfd, shared_memory};
@@ -299,7 +300,7 @@ fn read_cqe(mem: &Mapping, slot: usize, color: bool, c: &mut [u8; cqe::LEN]) -> 
         return false;
     };
     let tail = tail.to_le_bytes();
-    let qtf = u32::from_be_bytes(tail[4..8].try_into().expect("4"));
+    let qtf = be32(&tail, 4);
     if (qtf & cqe::COLOR != 0) != color {
         return false;
     }
@@ -334,10 +335,6 @@ fn caps_of_depth(depth_log2: u8) -> QpCaps {
         max_recv_sge: 2,
         max_inline_data: 0,
     }
-}
-
-fn put(b: &mut [u8], at: usize, v: &[u8]) {
-    b[at..at + v.len()].copy_from_slice(v);
 }
 
 /// A RoCE v2 header template as the kernel driver builds one: Ethernet,
@@ -673,16 +670,16 @@ impl Driver {
         let mut c = [0u8; cqe::LEN];
         loop {
             if read_cqe(&self.mem, slot, color, &mut c) {
-                let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
+                let qtf = be32(&c, cqe::QID_TYPE_FLAGS_BE);
                 self.acq_cons = self.acq_cons.wrapping_add(1);
-                let idx = u16::from_be_bytes([c[0], c[1]]);
+                let idx = be16(&c, cqe::ADMIN_CMD_IDX_BE);
                 debug_assert_eq!(u32::from(idx), index & (self.aq.depth() - 1));
-                let status = u32::from_be_bytes(c[24..28].try_into().expect("4"));
+                let status = be32(&c, cqe::STATUS_LENGTH_BE);
                 if qtf & cqe::ERROR != 0 {
                     return Err(Error::Admin { op, status });
                 }
                 let at = fw::srq::CQE_RESULT;
-                let word = |o: usize| u32::from_le_bytes(c[o..o + 4].try_into().expect("4"));
+                let word = |o: usize| le32(&c, o);
                 return Ok([word(at), word(at + 4)]);
             }
             if Instant::now() > end {
@@ -1221,8 +1218,8 @@ impl Driver {
             .get(&qp.id)
             .ok_or(Error::Unsupported("no such QP"))?;
         let state = fw::qps::to_state(rq[0] >> 4).unwrap_or(QpState::Err);
-        let access = fw::qpf::to_access(u16::from_be_bytes([sq[2], sq[3]]));
-        let qkey_dest = u32::from_be_bytes(sq[8..12].try_into().expect("4"));
+        let access = fw::qpf::to_access(be16(&sq, 2));
+        let qkey_dest = be32(&sq, 8);
         let datagram = qp.qp_type.is_datagram();
         Ok(QpInfo {
             qpn: Qpn(qp.id),
@@ -1240,8 +1237,8 @@ impl Driver {
                     route: Route::Local(DeviceId(0)),
                 }),
             path_mtu: 1 << (rq[0] & 0xf).clamp(8, 12),
-            rq_psn: u32::from_be_bytes(sq[16..20].try_into().expect("4")),
-            sq_psn: u32::from_be_bytes(rq[4..8].try_into().expect("4")),
+            rq_psn: be32(&sq, 16),
+            sq_psn: be32(&rq, 4),
             caps: book.caps,
             sq_outstanding: book.sq.len() as u32,
             rq_outstanding: book.rq.len() as u32,
@@ -1275,7 +1272,7 @@ impl Driver {
         r?;
         let mut out = Counters::default();
         for h in raw[..n * stat::LEN].chunks_exact(stat::LEN) {
-            let type_off = u32::from_be_bytes(h[..4].try_into().expect("4"));
+            let type_off = be32(h, 0);
             if type_off >> stat::TYPE_SHIFT != stat::TYPE_LE64 {
                 break;
             }
@@ -1586,12 +1583,12 @@ impl Driver {
                 break;
             }
             cq.cons = cq.cons.wrapping_add(1);
-            let qtf = u32::from_be_bytes(c[28..32].try_into().expect("4"));
+            let qtf = be32(&c, cqe::QID_TYPE_FLAGS_BE);
             let qid = qtf >> cqe::QID_SHIFT;
             let Some(book) = self.qps.get_mut(&qid) else {
                 continue;
             };
-            let st = u32::from_be_bytes(c[24..28].try_into().expect("4"));
+            let st = be32(&c, cqe::STATUS_LENGTH_BE);
             let failed = qtf & cqe::ERROR != 0;
             let status = if failed {
                 from_ionic(st)
@@ -1609,7 +1606,7 @@ impl Driver {
             wc.signaled = true;
             match (qtf >> cqe::TYPE_SHIFT) & 7 {
                 cqe::TYPE_RECV => {
-                    let id = u64::from_le_bytes(c[..8].try_into().expect("8"));
+                    let id = le64(&c, cqe::RECV_WQE_ID);
                     wc.opcode = WcOpcode::Recv;
                     wc.status = status;
                     if book.srq {
@@ -1629,7 +1626,7 @@ impl Driver {
                         wc.wr_id = book.rq[at].1;
                         book.rq.drain(..=at);
                     }
-                    let sq = u32::from_be_bytes(c[8..12].try_into().expect("4"));
+                    let sq = be32(&c, cqe::RECV_SRC_QPN_OP_BE);
                     wc.src_qpn = Qpn(sq & 0xff_ffff);
                     wc.grh = book.ud;
                     wc.grh_ipv4 = book.ud && sq & fw::recv_op::IS_IPV4 != 0;
@@ -1637,13 +1634,13 @@ impl Driver {
                         wc.byte_len = st;
                         let op = sq >> 24;
                         if op == fw::recv_op::RDMA_IMM || op == fw::recv_op::SEND_IMM {
-                            wc.imm = Some(u32::from_be_bytes(c[20..24].try_into().expect("4")));
+                            wc.imm = Some(be32(&c, cqe::RECV_IMM_DATA_RKEY_BE));
                         }
                         if op == fw::recv_op::RDMA_IMM {
                             wc.opcode = WcOpcode::RecvRdmaWithImm;
                         }
                         if op == fw::recv_op::SEND_INV {
-                            let k = u32::from_be_bytes(c[20..24].try_into().expect("4"));
+                            let k = be32(&c, cqe::RECV_IMM_DATA_RKEY_BE);
                             wc.invalidated = Some(ernic_core::Rkey(k));
                         }
                     }
@@ -1652,7 +1649,7 @@ impl Driver {
                 cqe::TYPE_SEND_MSN => {
                     // Every request up to this sequence number is done;
                     // the last one with the CQE's status.
-                    let msn = u32::from_be_bytes(c[4..8].try_into().expect("4"));
+                    let msn = be32(&c, cqe::SEND_MSG_MSN_BE);
                     if !book.sq.iter().any(|m| m.msn == Some(msn)) {
                         continue;
                     }
@@ -1670,7 +1667,7 @@ impl Driver {
                 _ => {
                     // By WQE index: a local operation, a datagram, or the
                     // flush that stands for every request still posted.
-                    let idx = u64::from_le_bytes(c[16..24].try_into().expect("8"));
+                    let idx = le64(&c, cqe::SEND_NPG_WQE_ID);
                     let Some(at) = book.sq.iter().position(|m| u64::from(m.idx) == idx) else {
                         continue;
                     };

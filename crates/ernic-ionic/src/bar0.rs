@@ -10,6 +10,7 @@
 
 use ernic_vfio::dma::Dma;
 
+use crate::bytes::{le16, le32, le64, put_le32};
 use crate::regs::{self, cmd, dev_identity, info, init_cmd, intr, opcode, qtype, status};
 
 /// What the device says of itself (a slice of the NIC profile).
@@ -138,18 +139,6 @@ pub struct Bar0 {
     pub(crate) frame: Vec<u8>,
 }
 
-fn put32(b: &mut [u8], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
-fn get32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
 fn put_str(b: &mut [u8], at: usize, s: &str) {
     let n = s.len().min(info::STRING_LEN - 1);
     b[at..at + info::STRING_LEN].fill(0);
@@ -189,7 +178,7 @@ impl Bar0 {
     pub fn reset(&mut self) {
         let b = &mut self.bytes;
         b[..regs::WINDOW].fill(0);
-        put32(b, info::SIGNATURE, info::SIGNATURE_VALUE);
+        put_le32(b, info::SIGNATURE, info::SIGNATURE_VALUE);
         b[info::VERSION] = 1;
         b[info::ASIC_TYPE] = 0;
         b[info::ASIC_REV] = 0;
@@ -253,7 +242,7 @@ impl Bar0 {
         let hb = info::FW_HEARTBEAT;
         if at < hb + 4 && hb < at + buf.len() {
             self.heartbeat = self.heartbeat.wrapping_add(1);
-            put32(&mut self.bytes, hb, self.heartbeat);
+            put_le32(&mut self.bytes, hb, self.heartbeat);
         }
         buf.copy_from_slice(&self.bytes[at..at + buf.len()]);
     }
@@ -300,12 +289,12 @@ impl Bar0 {
             let base = regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE;
             let credits = base + intr::CREDITS;
             if at < credits + 4 && credits < end {
-                let c = get32(&self.bytes, credits);
+                let c = le32(&self.bytes, credits);
                 if c & intr::CRED_UNMASK != 0 {
-                    put32(&mut self.bytes, base + intr::MASK, 0);
+                    put_le32(&mut self.bytes, base + intr::MASK, 0);
                 }
                 // Credits are returned, not stored.
-                put32(&mut self.bytes, credits, 0);
+                put_le32(&mut self.bytes, credits, 0);
             }
             if was_masked && !self.masked(v) && std::mem::take(&mut self.pending[v]) {
                 self.assert_vector(v);
@@ -319,7 +308,7 @@ impl Bar0 {
     }
 
     fn masked(&self, v: usize) -> bool {
-        get32(
+        le32(
             &self.bytes,
             regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE + intr::MASK,
         ) != 0
@@ -329,8 +318,8 @@ impl Bar0 {
     /// the vector masks itself.
     fn assert_vector(&mut self, v: usize) {
         let base = regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE;
-        if get32(&self.bytes, base + intr::MASK_ASSERT) != 0 {
-            put32(&mut self.bytes, base + intr::MASK, 1);
+        if le32(&self.bytes, base + intr::MASK_ASSERT) != 0 {
+            put_le32(&mut self.bytes, base + intr::MASK, 1);
         }
     }
 
@@ -365,9 +354,9 @@ impl Bar0 {
             | opcode::PORT_IDENTIFY
             | opcode::PORT_GETATTR
             | opcode::PORT_SETATTR => status::SUCCESS,
-            opcode::PORT_INIT => self.port_init(u64_at(&c, init_cmd::INFO_PA), dma),
+            opcode::PORT_INIT => self.port_init(le64(&c, init_cmd::INFO_PA), dma),
             opcode::LIF_INIT => {
-                let st = self.lif_init(u64_at(&c, init_cmd::INFO_PA), dma);
+                let st = self.lif_init(le64(&c, init_cmd::INFO_PA), dma);
                 // hw_index: the LIF's own index.
                 comp[2..4].copy_from_slice(&c[init_cmd::LIF_INDEX..init_cmd::LIF_INDEX + 2]);
                 st
@@ -412,7 +401,7 @@ impl Bar0 {
             _ => status::EOPCODE,
         };
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
-        put32(&mut self.bytes, cmd::DONE, 1);
+        put_le32(&mut self.bytes, cmd::DONE, 1);
     }
 
     /// An RDMA bootstrap command (50-53) against the profile's limits.
@@ -476,7 +465,7 @@ impl Bar0 {
     fn q_init(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
         use crate::regs::q_init as q;
         let qtype = c[q::TYPE];
-        let index = get32(c, q::INDEX);
+        let index = le32(c, q::INDEX);
         let Some(count) = self.queue_count(qtype) else {
             return status::EQTYPE;
         };
@@ -487,17 +476,17 @@ impl Bar0 {
         if ring_size > q::MAX_RING_SIZE {
             return status::EINVAL;
         }
-        let flags = u16::from_le_bytes([c[q::FLAGS], c[q::FLAGS + 1]]);
-        let intr_index = u16::from_le_bytes([c[q::INTR_INDEX], c[q::INTR_INDEX + 1]]);
+        let flags = le16(c, q::FLAGS);
+        let intr_index = le16(c, q::INTR_INDEX);
         if flags & q::F_IRQ != 0 && intr_index >= self.id.vectors {
             return status::EINVAL;
         }
         let queue = EthQueue {
             qtype,
             index,
-            ring_base: u64_at(c, q::RING_BASE),
-            cq_ring_base: u64_at(c, q::CQ_RING_BASE),
-            sg_ring_base: u64_at(c, q::SG_RING_BASE),
+            ring_base: le64(c, q::RING_BASE),
+            cq_ring_base: le64(c, q::CQ_RING_BASE),
+            sg_ring_base: le64(c, q::SG_RING_BASE),
             ring_size,
             intr_index,
             flags,
@@ -516,7 +505,7 @@ impl Bar0 {
     /// Q_CONTROL: enables or disables a queue Q_INIT set up.
     fn q_control(&mut self, c: &[u8; 64]) -> u8 {
         use crate::regs::q_control as q;
-        let (qtype, index) = (c[q::TYPE], get32(c, q::INDEX));
+        let (qtype, index) = (c[q::TYPE], le32(c, q::INDEX));
         let Some(e) = self
             .queues
             .iter_mut()
@@ -631,11 +620,11 @@ impl Bar0 {
     fn port_init(&mut self, pa: u64, dma: &mut Dma) -> u8 {
         use crate::regs::port_info as p;
         let mut b = [0u8; p::HEAD_LEN];
-        put32(&mut b, p::CONFIG_SPEED, self.id.speed);
-        put32(&mut b, p::CONFIG_MTU, self.id.max_frame - 14 - 4);
+        put_le32(&mut b, p::CONFIG_SPEED, self.id.speed);
+        put_le32(&mut b, p::CONFIG_MTU, self.id.max_frame - 14 - 4);
         b[p::CONFIG_STATE] = p::ADMIN_UP;
-        put32(&mut b, p::STATUS_ID, 1);
-        put32(&mut b, p::STATUS_SPEED, self.id.speed);
+        put_le32(&mut b, p::STATUS_ID, 1);
+        put_le32(&mut b, p::STATUS_SPEED, self.id.speed);
         b[p::STATUS_STATUS] = p::OPER_UP;
         b[p::XCVR] = p::XCVR_SPROM_READ;
         b[p::XCVR + 1] = p::PHY_COPPER;
@@ -657,7 +646,7 @@ impl Bar0 {
         b[l::STATUS_PORT_NUM] = 1;
         b[l::STATUS_LINK_STATUS..l::STATUS_LINK_STATUS + 2]
             .copy_from_slice(&u16::from(crate::regs::port_info::OPER_UP).to_le_bytes());
-        put32(&mut b, l::STATUS_LINK_SPEED, self.id.speed);
+        put_le32(&mut b, l::STATUS_LINK_SPEED, self.id.speed);
         match dma.write(pa, &b) {
             Ok(()) => {
                 self.lif_info = Some(pa);
@@ -678,19 +667,19 @@ impl Bar0 {
         d[l::CAPABILITIES..l::CAPABILITIES + 8]
             .copy_from_slice(&(l::CAP_ETH | l::CAP_RDMA).to_le_bytes());
         d[l::ETH_VERSION] = 1;
-        put32(d, l::ETH_MAX_UCAST_FILTERS, 32);
-        put32(d, l::ETH_MAX_MCAST_FILTERS, 32);
-        put32(d, l::ETH_MIN_FRAME_SIZE, 64);
-        put32(d, l::ETH_MAX_FRAME_SIZE, id.max_frame);
+        put_le32(d, l::ETH_MAX_UCAST_FILTERS, 32);
+        put_le32(d, l::ETH_MAX_MCAST_FILTERS, 32);
+        put_le32(d, l::ETH_MIN_FRAME_SIZE, 64);
+        put_le32(d, l::ETH_MAX_FRAME_SIZE, id.max_frame);
         // The driver allocates an RSS indirection table of this many
         // entries (accepted and ignored here: one flow hash steers).
         d[l::ETH_RSS_IND_TBL_SZ..l::ETH_RSS_IND_TBL_SZ + 2].copy_from_slice(&64u16.to_le_bytes());
         d[l::CONFIG_STATE] = 1; // enabled
-        put32(d, l::CONFIG_MTU, id.max_frame - 14 - 4);
+        put_le32(d, l::CONFIG_MTU, id.max_frame - 14 - 4);
         d[l::CONFIG_MAC..l::CONFIG_MAC + 6].copy_from_slice(&id.mac);
         // Per logical queue type: admin, notify, RX, TX.
         for (qtype, n) in [(0, 1), (1, 1), (2, id.eth_queues), (3, id.eth_queues)] {
-            put32(d, l::CONFIG_QUEUE_COUNT + 4 * qtype, n);
+            put_le32(d, l::CONFIG_QUEUE_COUNT + 4 * qtype, n);
         }
         // Firmware ABI v1 (ionic_fw.h's v1 WQE opcodes), every admin
         // command, and the v1 send opcodes through BIND_MW (rdma-core's
@@ -698,9 +687,9 @@ impl Bar0 {
         d[l::RDMA_VERSION] = 1;
         d[l::RDMA_ADMIN_OPCODES] = crate::fw::admin_op::COUNT;
         d[l::RDMA_QP_OPCODES] = 11;
-        put32(d, l::RDMA_NPTS_PER_LIF, id.rdma_ptes);
-        put32(d, l::RDMA_NMRS_PER_LIF, id.rdma_mrs);
-        put32(d, l::RDMA_NAHS_PER_LIF, id.rdma_ahs);
+        put_le32(d, l::RDMA_NPTS_PER_LIF, id.rdma_ptes);
+        put_le32(d, l::RDMA_NMRS_PER_LIF, id.rdma_mrs);
+        put_le32(d, l::RDMA_NAHS_PER_LIF, id.rdma_ahs);
         // Strides as log2 bytes: 64-byte WQEs up to 4 KiB, 64-byte cache
         // lines, 8-byte page-table entries.
         d[l::RDMA_MAX_STRIDE] = 12;
@@ -725,8 +714,8 @@ impl Bar0 {
         for (i, n) in counts.into_iter().enumerate() {
             let at = l::RDMA_AQ_QTYPE + i * l::QTYPE_STRIDE;
             d[at] = 5 + i as u8;
-            put32(d, at + 4, n);
-            put32(d, at + 8, 0);
+            put_le32(d, at + 4, n);
+            put_le32(d, at + 8, 0);
         }
     }
 
@@ -737,9 +726,9 @@ impl Bar0 {
         d[dev_identity::VERSION] = ver;
         d[dev_identity::TYPE] = 0;
         d[dev_identity::NPORTS] = 1;
-        put32(d, dev_identity::NLIFS, 1);
-        put32(d, dev_identity::NINTRS, u32::from(self.id.vectors));
-        put32(
+        put_le32(d, dev_identity::NLIFS, 1);
+        put_le32(d, dev_identity::NINTRS, u32::from(self.id.vectors));
+        put_le32(
             d,
             dev_identity::NDBPGS_PER_LIF,
             self.id
@@ -747,8 +736,8 @@ impl Bar0 {
                 .min(1024 - self.id.shared_doorbell_pages),
         );
         // A coalescing unit of one microsecond: the driver divides by these.
-        put32(d, dev_identity::INTR_COAL_MULT, 1);
-        put32(d, dev_identity::INTR_COAL_DIV, 1);
+        put_le32(d, dev_identity::INTR_COAL_MULT, 1);
+        put_le32(d, dev_identity::INTR_COAL_DIV, 1);
     }
 }
 
@@ -877,9 +866,9 @@ mod tests {
         assert_eq!(run(&mut b, &mut dma, opcode::PORT_INIT, 0x10_1000)[0], 0);
         let mut p = vec![0u8; port_info::HEAD_LEN];
         dma.read(0x10_1000, &mut p).unwrap();
-        assert_eq!(get32(&p, 0), 100_000, "config speed");
+        assert_eq!(le32(&p, 0), 100_000, "config speed");
         assert_eq!(p[8], port_info::ADMIN_UP);
-        assert_eq!(get32(&p, 260), 100_000, "status speed");
+        assert_eq!(le32(&p, 260), 100_000, "status speed");
         assert_eq!(p[264], port_info::OPER_UP);
         assert_eq!(
             &p[316..320],
@@ -891,7 +880,7 @@ mod tests {
         let mut l = vec![0u8; lif_info::HEAD_LEN];
         dma.read(0x10_2000, &mut l).unwrap();
         assert_eq!(u16::from_le_bytes([l[266], l[267]]), 1, "link up");
-        assert_eq!(get32(&l, 268), 100_000);
+        assert_eq!(le32(&l, 268), 100_000);
         assert_eq!(b.info_blocks(), (Some(0x10_1000), Some(0x10_2000)));
         // Outside guest memory: EFAULT, and nothing remembered.
         assert_eq!(
@@ -926,7 +915,7 @@ mod tests {
             comp
         };
         let comp = init(&mut b, qtype::ADMINQ, 0, 6, q::F_IRQ | q::F_ENA);
-        assert_eq!((comp[0], get32(&comp, 4), comp[8]), (0, 0, qtype::ADMINQ));
+        assert_eq!((comp[0], le32(&comp, 4), comp[8]), (0, 0, qtype::ADMINQ));
         let e = b.queues()[0];
         assert_eq!(
             (

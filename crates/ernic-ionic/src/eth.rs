@@ -12,6 +12,7 @@
 use ernic_vfio::dma::Dma;
 
 use crate::bar0::Bar0;
+use crate::bytes::{le16, le64};
 use crate::regs::{q_init, qtype};
 
 /// The device-kept counters of `struct ionic_lif_stats` it has events for.
@@ -114,10 +115,6 @@ pub(crate) fn complete(
     let _ = dma.write(slot + 15, &comp[15..]);
     let next = (head + 1) & mask;
     (next, if next == 0 { !color } else { color })
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 const ADDR_MASK: u64 = (1 << 52) - 1;
@@ -241,10 +238,10 @@ impl Bar0 {
         dma: &mut Dma,
         frame: &mut Vec<u8>,
     ) -> bool {
-        let cmd = u64_at(d, 0);
+        let cmd = le64(d, 0);
         let nsge = ((cmd >> 8) & 0xf) as usize;
         let addr = (cmd >> 12) & ADDR_MASK;
-        let len = usize::from(u16::from_le_bytes([d[8], d[9]]));
+        let len = usize::from(le16(d, 8));
         let mut parts = [(0u64, 0usize); 9];
         parts[0] = (addr, len);
         if nsge > 0 {
@@ -258,7 +255,7 @@ impl Bar0 {
             }
             for i in 0..nsge {
                 let e = &sg[16 * i..16 * i + 16];
-                parts[1 + i] = (u64_at(e, 0), usize::from(u16::from_le_bytes([e[8], e[9]])));
+                parts[1 + i] = (le64(e, 0), usize::from(le16(e, 8)));
             }
         }
         let total: usize = parts[..=nsge].iter().map(|p| p.1).sum();
@@ -327,8 +324,8 @@ impl Bar0 {
             self.write_stats(dma);
             return None;
         }
-        let room = usize::from(u16::from_le_bytes([d[6], d[7]]));
-        let addr = u64_at(&d, 8);
+        let room = usize::from(le16(&d, 6));
+        let addr = le64(&d, 8);
         if frame.len() > room || dma.write(addr, frame).is_err() {
             self.stats.rx_desc_data_error += 1;
             self.write_stats(dma);

@@ -16,6 +16,7 @@
 //!   and interrupts as a `ernic_vfio::server::Device`.
 
 pub mod bar0;
+pub mod bytes;
 pub mod doorbell;
 pub mod eth;
 pub mod function;

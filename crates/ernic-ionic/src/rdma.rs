@@ -8,6 +8,7 @@
 //! `cid` (an interrupt for an EQ, an EQ for a CQ, a CQ for an admin
 //! queue), `dbid`, `depth_log2`, `stride_log2`, `dma_addr`.
 
+use crate::bytes::{le16, le32, le64};
 use crate::regs::status;
 
 /// Offsets in `struct ionic_rdma_queue_cmd`.
@@ -80,10 +81,6 @@ pub struct Limits {
     pub aqs: u32,
 }
 
-fn u32_at(c: &[u8; 64], at: usize) -> u32 {
-    u32::from_le_bytes(c[at..at + 4].try_into().expect("4 bytes"))
-}
-
 impl Bootstrap {
     /// Forgets every queue.
     pub fn reset(&mut self) {
@@ -99,17 +96,15 @@ impl Bootstrap {
             self.reset();
             return status::SUCCESS;
         }
-        let qid_ver = u32_at(c, cmd::QID_VER);
+        let qid_ver = le32(c, cmd::QID_VER);
         let q = RdmaQueue {
             qid: qid_ver & 0xff_ffff,
             version: (qid_ver >> 24) as u8,
-            cid: u32_at(c, cmd::CID),
-            dbid: u16::from_le_bytes([c[cmd::DBID], c[cmd::DBID + 1]]),
+            cid: le32(c, cmd::CID),
+            dbid: le16(c, cmd::DBID),
             depth_log2: c[cmd::DEPTH_LOG2],
             stride_log2: c[cmd::STRIDE_LOG2],
-            dma_addr: u64::from_le_bytes(
-                c[cmd::DMA_ADDR..cmd::DMA_ADDR + 8].try_into().expect("8"),
-            ),
+            dma_addr: le64(c, cmd::DMA_ADDR),
         };
         // Bounded before anything shifts by them.
         if q.depth_log2 > MAX_DEPTH_LOG2 || !STRIDE_LOG2.contains(&q.stride_log2) {

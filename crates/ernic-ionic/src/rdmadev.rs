@@ -27,6 +27,7 @@ use ernic_vfio::dma::{Dma, DmaView};
 use crate::fw::{self, admin_op, admin_status as st, admin_wqe, cqe, eqe};
 
 mod datapath;
+use crate::bytes::{be16, be32, le16, le32, le64};
 use crate::rdma::{Bootstrap, RdmaQueue};
 
 /// Guest memory as the core reaches it: the client's read-write DMA
@@ -299,22 +300,6 @@ pub struct RdmaLimits {
     pub rnr_timeout: std::time::Duration,
     /// How long a request to another server waits (then retry exceeded).
     pub request_timeout: std::time::Duration,
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn be32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 /// The (source, destination) addresses in a RoCE header template
@@ -610,7 +595,7 @@ impl RdmaDev {
                 return;
             }
             let op = first[admin_wqe::OP];
-            let len = usize::from(u16_at(&first, admin_wqe::LEN));
+            let len = usize::from(le16(&first, admin_wqe::LEN));
             let strides = (len + admin_wqe::HDR_LEN)
                 .div_ceil(admin_wqe::STRIDE)
                 .max(1);
@@ -793,23 +778,23 @@ impl RdmaDev {
                 st::OK
             }
             admin_op::CREATE_CQ => self.create_cq(c, dma),
-            admin_op::DESTROY_CQ => self.destroy_cq(u32_at(c, 0)),
+            admin_op::DESTROY_CQ => self.destroy_cq(le32(c, 0)),
             admin_op::CREATE_QP => self.create_qp(c, dma),
             admin_op::MODIFY_QP => self.modify_qp(c, dma),
             admin_op::DESTROY_QP => {
-                let id = u32_at(c, 0);
+                let id = le32(c, 0);
                 let r = self.engine.destroy_qp(self.dev, Qpn(id));
                 self.destroyed(r, |d| d.qps.remove(&id).is_some())
             }
             admin_op::CREATE_MR => self.create_mr(c, dma),
             admin_op::DESTROY_MR => {
-                let id = u32_at(c, 0);
+                let id = le32(c, 0);
                 let r = self.engine.dereg_mr(self.dev, id);
                 self.destroyed(r, |d| d.mrs.remove(&id).is_some())
             }
             admin_op::CREATE_AH => self.create_ah(c, dma),
             admin_op::DESTROY_AH => {
-                let id = u32_at(c, 0);
+                let id = le32(c, 0);
                 let r = self.engine.destroy_ah(self.dev, AhId(id));
                 self.destroyed(r, |d| d.ahs.remove(&id).is_some())
             }
@@ -819,8 +804,8 @@ impl RdmaDev {
 
     fn create_cq(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::create_cq as f;
-        let id = u32_at(c, f::ID_VER);
-        let eq = u32_at(c, f::EQ_ID);
+        let id = le32(c, f::ID_VER);
+        let eq = le32(c, f::EQ_ID);
         if self.cqs.contains_key(&id) {
             return st::BAD_INDEX;
         }
@@ -832,8 +817,8 @@ impl RdmaDev {
         }
         let ring = match Ring::described(
             dma,
-            u64_at(c, f::DMA_ADDR),
-            u32_at(c, f::MAP_COUNT),
+            le64(c, f::DMA_ADDR),
+            le32(c, f::MAP_COUNT),
             c[f::PAGE_SIZE_LOG2],
             c[f::DEPTH_LOG2],
             c[f::STRIDE_LOG2],
@@ -870,7 +855,7 @@ impl RdmaDev {
 
     fn create_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::create_qp as f;
-        let id = u32_at(c, f::ID_VER);
+        let id = le32(c, f::ID_VER);
         if self.qps.contains_key(&id) {
             return self.refuse(st::BAD_INDEX, format_args!("QP {id} exists"));
         }
@@ -882,13 +867,13 @@ impl RdmaDev {
             _ => return st::BAD_TYPE,
         };
         let ring = |dma: &Dma, at_dma, at_count, at_page, at_depth, at_stride| {
-            if u32_at(c, at_count) == 0 && u64_at(c, at_dma) == 0 {
+            if le32(c, at_count) == 0 && le64(c, at_dma) == 0 {
                 return Ok(None);
             }
             Ring::described(
                 dma,
-                u64_at(c, at_dma),
-                u32_at(c, at_count),
+                le64(c, at_dma),
+                le32(c, at_count),
                 c[at_page],
                 c[at_depth],
                 c[at_stride],
@@ -917,9 +902,9 @@ impl RdmaDev {
             Ok(r) => r,
             Err(s) => return s,
         };
-        let (sq_cq, rq_cq) = (u32_at(c, f::SQ_CQ_ID), u32_at(c, f::RQ_CQ_ID));
+        let (sq_cq, rq_cq) = (le32(c, f::SQ_CQ_ID), le32(c, f::RQ_CQ_ID));
         // No RQ ring and an SRQ named: receives come from it.
-        let srq_id = u32_at(c, f::RQ_TBL_INDEX_SRQ_ID);
+        let srq_id = le32(c, f::RQ_TBL_INDEX_SRQ_ID);
         let srq = (rq.is_none() && self.srqs.contains_key(&srq_id))
             .then(|| ernic_core::SrqId(srq_id - self.qp_count));
         // A missing queue still names a CQ in the core; its own stands in.
@@ -984,11 +969,11 @@ impl RdmaDev {
 
     fn modify_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::{attr, mod_qp as f};
-        let id = u32_at(c, f::ID_VER);
+        let id = le32(c, f::ID_VER);
         let Ok(info) = self.engine.query_qp(self.dev, Qpn(id)) else {
             return st::BAD_INDEX;
         };
-        let mask = be32_at(c, f::ATTR_MASK_BE);
+        let mask = be32(c, f::ATTR_MASK_BE);
         let mut a = QpAttr::default();
         if mask & attr::STATE != 0 {
             match fw::qps::to_state(c[f::TYPE_STATE] & 0xf) {
@@ -997,11 +982,11 @@ impl RdmaDev {
             }
         }
         if mask & attr::ACCESS_FLAGS != 0 {
-            let fl = u16::from_be_bytes([c[f::ACCESS_FLAGS_BE], c[f::ACCESS_FLAGS_BE + 1]]);
+            let fl = be16(c, f::ACCESS_FLAGS_BE);
             a.access = Some(Access::LOCAL_WRITE | fw::qpf::to_access(fl));
         }
         if info.qp_type.is_datagram() && mask & attr::QKEY != 0 {
-            a.qkey = Some(u32_at(c, f::QKEY_DEST_QPN));
+            a.qkey = Some(le32(c, f::QKEY_DEST_QPN));
         }
         if mask & attr::PATH_MTU != 0 {
             // The driver sends ib_mtu + 7: 8 for 256 bytes ... 12 for 4096.
@@ -1012,19 +997,18 @@ impl RdmaDev {
             a.path_mtu = Some(128 << n);
         }
         if mask & attr::RQ_PSN != 0 {
-            a.rq_psn = Some(u32_at(c, f::RQ_PSN));
+            a.rq_psn = Some(le32(c, f::RQ_PSN));
         }
         if mask & attr::SQ_PSN != 0 {
-            a.sq_psn = Some(u32_at(c, f::SQ_PSN));
+            a.sq_psn = Some(le32(c, f::SQ_PSN));
         }
         if info.qp_type.is_connected() && mask & attr::AV != 0 {
             // The destination is in the packet header template.
-            let Some((_, gid)) =
-                self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::AH_ID_LEN))
+            let Some((_, gid)) = self.template(dma, le64(c, f::DMA_ADDR), le32(c, f::AH_ID_LEN))
             else {
                 return st::BAD_ATTR;
             };
-            a.dest = Some((gid, Qpn(u32_at(c, f::QKEY_DEST_QPN) & 0xff_ffff)));
+            a.dest = Some((gid, Qpn(le32(c, f::QKEY_DEST_QPN) & 0xff_ffff)));
         }
         match self.engine.modify_qp(self.dev, Qpn(id), &a, Instant::now()) {
             Err(e) => self.refuse(st::BAD_ATTR, e),
@@ -1048,8 +1032,8 @@ impl RdmaDev {
         use fw::srq as f;
         let ring = match Ring::described(
             dma,
-            u64_at(c, f::DMA_ADDR),
-            u32_at(c, f::MAP_COUNT),
+            le64(c, f::DMA_ADDR),
+            le32(c, f::MAP_COUNT),
             c[f::PAGE_SIZE_LOG2],
             c[f::DEPTH_LOG2],
             c[f::STRIDE_LOG2],
@@ -1070,7 +1054,7 @@ impl RdmaDev {
         {
             return self.refuse(st::BAD_ATTR, e);
         }
-        if let Err(e) = self.engine.modify_srq(self.dev, srq, u32_at(c, f::LIMIT)) {
+        if let Err(e) = self.engine.modify_srq(self.dev, srq, le32(c, f::LIMIT)) {
             let _ = self.engine.destroy_srq(self.dev, srq);
             return self.refuse(st::BAD_ATTR, e);
         }
@@ -1082,7 +1066,7 @@ impl RdmaDev {
     /// MODIFY_SRQ (the limit), QUERY_SRQ (limit and receives outstanding,
     /// in the CQE), DESTROY_SRQ.
     fn srq_command(&mut self, op: u8, c: &[u8]) -> u32 {
-        let id = u32_at(c, fw::srq::ID);
+        let id = le32(c, fw::srq::ID);
         if !self.srqs.contains_key(&id) {
             return self.refuse(st::BAD_INDEX, format_args!("no SRQ {id}"));
         }
@@ -1090,7 +1074,7 @@ impl RdmaDev {
         let r = match op {
             fw::srq_op::MODIFY_SRQ => {
                 self.engine
-                    .modify_srq(self.dev, srq, u32_at(c, fw::srq::MODIFY_LIMIT))
+                    .modify_srq(self.dev, srq, le32(c, fw::srq::MODIFY_LIMIT))
             }
             fw::srq_op::QUERY_SRQ => self.engine.query_srq(self.dev, srq).map(|(limit, n)| {
                 self.result = [limit, n];
@@ -1116,7 +1100,7 @@ impl RdmaDev {
         // The names are the same for every QP: only the values name one.
         let qp = op == admin_op::QP_STATS_VALS;
         let counters = if qp {
-            let id = u32_at(c, f::ID_VER);
+            let id = le32(c, f::ID_VER);
             match self.engine.qp_counters(self.dev, Qpn(id)) {
                 Ok(k) => k.clone(),
                 Err(e) => return self.refuse(st::BAD_INDEX, e),
@@ -1127,7 +1111,7 @@ impl RdmaDev {
                 Err(e) => return self.refuse(st::BAD_INDEX, e),
             }
         };
-        let len = (u32_at(c, f::LENGTH) as usize).min(64 << 10);
+        let len = (le32(c, f::LENGTH) as usize).min(64 << 10);
         let mut out = Vec::with_capacity(len);
         if vals {
             for k in Counter::ALL {
@@ -1146,7 +1130,7 @@ impl RdmaDev {
             out.extend_from_slice(&[0u8; 4 + fw::stat::NAME_LEN]);
         }
         out.truncate(len);
-        if dma.write(u64_at(c, f::DMA_ADDR), &out).is_err() {
+        if dma.write(le64(c, f::DMA_ADDR), &out).is_err() {
             return self.refuse(st::BAD_ATTR, "the stats buffer is not in guest memory");
         }
         st::OK
@@ -1157,7 +1141,7 @@ impl RdmaDev {
     /// and `_rq`); one outstanding READ or atomic each way.
     fn query_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::query_qp as f;
-        let id = u32_at(c, f::ID_VER);
+        let id = le32(c, f::ID_VER);
         let info = match self.engine.query_qp(self.dev, Qpn(id)) {
             Ok(i) => i,
             Err(e) => return self.refuse(st::BAD_INDEX, e),
@@ -1186,8 +1170,8 @@ impl RdmaDev {
         rq[3] = 1;
         rq[4..8].copy_from_slice(&info.sq_psn.to_be_bytes());
         rq[8..10].copy_from_slice(&flags.to_be_bytes());
-        let ok = dma.write(u64_at(c, f::SQ_DMA_ADDR), &sq).is_ok()
-            && dma.write(u64_at(c, f::RQ_DMA_ADDR), &rq).is_ok();
+        let ok = dma.write(le64(c, f::SQ_DMA_ADDR), &sq).is_ok()
+            && dma.write(le64(c, f::RQ_DMA_ADDR), &rq).is_ok();
         if ok {
             st::OK
         } else {
@@ -1197,10 +1181,10 @@ impl RdmaDev {
 
     fn create_mr(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::create_mr as f;
-        let id = u32_at(c, f::ID_VER);
-        let (va, len) = (u64_at(c, f::VA), u64_at(c, f::LENGTH));
-        let flags = u16_at(c, f::DBID_FLAGS);
-        let count = u32_at(c, f::MAP_COUNT);
+        let id = le32(c, f::ID_VER);
+        let (va, len) = (le64(c, f::VA), le64(c, f::LENGTH));
+        let flags = le16(c, f::DBID_FLAGS);
+        let count = le32(c, f::MAP_COUNT);
         let page_log2 = c[f::PAGE_SIZE_LOG2];
         if va.checked_add(len).is_none() || self.mrs.contains_key(&id) {
             return st::BAD_ATTR;
@@ -1216,12 +1200,12 @@ impl RdmaDev {
             let runs = if count <= 1 {
                 vec![Run {
                     off: 0,
-                    dma: u64_at(c, f::DMA_ADDR),
+                    dma: le64(c, f::DMA_ADDR),
                     len,
                 }]
             } else {
                 let first = va & ((1u64 << page_log2.min(63)) - 1);
-                match read_page_table(dma, u64_at(c, f::DMA_ADDR), count, page_log2, first, len) {
+                match read_page_table(dma, le64(c, f::DMA_ADDR), count, page_log2, first, len) {
                     Ok(r) => r,
                     Err(s) => return s,
                 }
@@ -1252,9 +1236,8 @@ impl RdmaDev {
 
     fn create_ah(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
         use fw::create_ah as f;
-        let id = u32_at(c, f::ID_VER);
-        let Some((src, gid)) = self.template(dma, u64_at(c, f::DMA_ADDR), u32_at(c, f::LENGTH))
-        else {
+        let id = le32(c, f::ID_VER);
+        let Some((src, gid)) = self.template(dma, le64(c, f::DMA_ADDR), le32(c, f::LENGTH)) else {
             return st::BAD_ATTR;
         };
         match self

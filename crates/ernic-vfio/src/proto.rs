@@ -433,6 +433,18 @@ fn need(what: &'static str, body: &[u8], n: usize) -> Result<(), ProtoError> {
     Ok(())
 }
 
+/// A transfer's byte count, refused above `max`.
+fn at_most(what: &'static str, count: u32, max: u32) -> Result<u32, ProtoError> {
+    if count > max {
+        return Err(ProtoError::TooLarge {
+            what,
+            count: count.into(),
+            max,
+        });
+    }
+    Ok(count)
+}
+
 fn exact(what: &'static str, body: &[u8], n: usize) -> Result<(), ProtoError> {
     need(what, body, n)?;
     if body.len() != n {
@@ -600,14 +612,7 @@ pub fn decode<'a>(h: &Header, body: &'a [u8], max_xfer: u32) -> Result<Request<'
         Command::RegionRead => {
             const W: &str = "VFIO_USER_REGION_READ";
             exact(W, body, 16)?;
-            let count = u32_at(body, 12);
-            if count > max_xfer {
-                return Err(ProtoError::TooLarge {
-                    what: W,
-                    count: count.into(),
-                    max: max_xfer,
-                });
-            }
+            let count = at_most(W, u32_at(body, 12), max_xfer)?;
             Ok(Request::RegionRead {
                 offset: u64_at(body, 0),
                 region: u32_at(body, 8),
@@ -617,14 +622,7 @@ pub fn decode<'a>(h: &Header, body: &'a [u8], max_xfer: u32) -> Result<Request<'
         Command::RegionWrite => {
             const W: &str = "VFIO_USER_REGION_WRITE";
             need(W, body, 16)?;
-            let count = u32_at(body, 12);
-            if count > max_xfer {
-                return Err(ProtoError::TooLarge {
-                    what: W,
-                    count: count.into(),
-                    max: max_xfer,
-                });
-            }
+            let count = at_most(W, u32_at(body, 12), max_xfer)?;
             exact(W, body, 16 + count as usize)?;
             Ok(Request::RegionWrite {
                 offset: u64_at(body, 0),

@@ -17,6 +17,7 @@ use ernic_core::{
 use ernic_vfio::dma::Dma;
 
 use super::{Qp, RdmaDev};
+use crate::bytes::{be16, be32, be64, le64};
 use crate::fw::{cqe, op, recv_op, status, wqe};
 use crate::rdma::Bootstrap;
 
@@ -24,18 +25,6 @@ use crate::rdma::Bootstrap;
 const MAX_WQE: usize = 4096;
 /// SGEs one WQE may carry (what a 4 KiB stride holds).
 const MAX_SGES: usize = (MAX_WQE - wqe::PLD) / wqe::SGE_LEN;
-
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn be64(b: &[u8], at: usize) -> u64 {
-    u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
 
 /// The core's status as ionic numbers it in a CQE.
 pub fn ionic_status(s: WcStatus) -> u32 {
@@ -84,7 +73,7 @@ fn sgl_at(flags: u16) -> usize {
 /// Decodes a send WQE `w` into a work request whose buffers are in `sgl`;
 /// what cannot be decoded comes back with `decode_error` set.
 pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> {
-    let wr_id = u64::from_le_bytes(w[wqe::WQE_ID..wqe::WQE_ID + 8].try_into().expect("8"));
+    let wr_id = le64(w, wqe::WQE_ID);
     let flags = be16(w, wqe::FLAGS_BE);
     let imm_key = be32(w, wqe::IMM_DATA_KEY_BE);
     let remote = RemoteAddr {
@@ -197,7 +186,7 @@ fn ud_dest(w: &[u8]) -> UdDest {
 
 /// Decodes a receive WQE: its id and SGEs (`None` when they do not fit).
 pub fn decode_recv(w: &[u8], sgl: &mut [Sge; MAX_SGES]) -> (u64, Option<usize>) {
-    let wr_id = u64::from_le_bytes(w[wqe::WQE_ID..wqe::WQE_ID + 8].try_into().expect("8"));
+    let wr_id = le64(w, wqe::WQE_ID);
     let flags = be16(w, wqe::FLAGS_BE);
     let n = usize::from(w[wqe::NUM_SGE_KEY]);
     (wr_id, sges(w, sgl_at(flags), n, sgl))
