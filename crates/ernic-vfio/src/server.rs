@@ -47,7 +47,8 @@ pub struct Io<'a> {
 pub trait Device {
     /// `VFIO_DEVICE_FLAGS_*`.
     fn flags(&self) -> u32;
-    /// The regions, by index.
+    /// The regions, by index. Fixed for the device's life: the server
+    /// asks once.
     fn regions(&self) -> Vec<RegionInfo>;
     /// Per interrupt type index: (`VFIO_IRQ_INFO_*` flags, count).
     fn irqs(&self) -> Vec<(u32, u32)>;
@@ -254,7 +255,11 @@ pub struct Server<D: Device> {
     /// The attached client's interrupt eventfds.
     pub irqs: Irqs,
     ours: Capabilities,
+    /// The device's regions, asked once.
+    regions: Vec<RegionInfo>,
     buf: Vec<u8>,
+    /// The reply being built, reused from message to message.
+    reply: Vec<u8>,
     fds: Vec<RawFd>,
     polls: Vec<libc::pollfd>,
     // When a polled device last had work.
@@ -263,7 +268,8 @@ pub struct Server<D: Device> {
 
 /// How a message was answered.
 enum Answer {
-    Body(Vec<u8>, Option<RawFd>),
+    /// The body is in `Server::reply`; a descriptor may go with it.
+    Body(Option<RawFd>),
     Error(i32),
 }
 
@@ -271,12 +277,15 @@ impl<D: Device> Server<D> {
     /// A server for `device`, announcing `ours` in the version handshake.
     pub fn new(device: D, ours: Capabilities) -> Server<D> {
         let irqs = Irqs::new(&device.irqs());
+        let regions = device.regions();
         Server {
             device,
             dma: Dma::new(ours.max_dma_maps as usize),
             irqs,
             ours,
+            regions,
             buf: Vec::new(),
+            reply: Vec::new(),
             fds: Vec::new(),
             polls: Vec::new(),
             busy: std::time::Instant::now(),
@@ -333,12 +342,13 @@ impl<D: Device> Server<D> {
             if h.no_reply() {
                 continue;
             }
+            let b = &self.reply;
             match answer {
-                Answer::Body(b, None) => {
-                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), &b], &[])?;
+                Answer::Body(None) => {
+                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), b], &[])?;
                 }
-                Answer::Body(b, Some(give)) => {
-                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), &b], &[&give])?;
+                Answer::Body(Some(give)) => {
+                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), b], &[&give])?;
                 }
                 Answer::Error(e) => {
                     sock::send_all(fd, &[&h.error_reply(e).to_bytes()], &[])?;
@@ -458,15 +468,18 @@ impl<D: Device> Server<D> {
             Request::DeviceGetRegionInfo { index, .. } => self.device.region_fd(index),
             _ => None,
         };
-        match self.handle(req, fds, versioned) {
-            Ok(b) => Answer::Body(b, give),
+        let mut out = std::mem::take(&mut self.reply);
+        out.clear();
+        let r = self.handle(req, fds, versioned, &mut out);
+        self.reply = out;
+        match r {
+            Ok(()) => Answer::Body(give),
             Err(e) => Answer::Error(e),
         }
     }
 
     fn region(&self, index: u32, offset: u64, len: usize, need: u32) -> Result<(), i32> {
-        let regions = self.device.regions();
-        let r = regions.get(index as usize).ok_or(errno::EINVAL)?;
+        let r = self.regions.get(index as usize).ok_or(errno::EINVAL)?;
         let end = offset.checked_add(len as u64).ok_or(errno::EINVAL)?;
         if end > r.size || r.flags & need == 0 {
             return Err(errno::EINVAL);
@@ -479,7 +492,8 @@ impl<D: Device> Server<D> {
         req: Request,
         fds: &mut Vec<OwnedFd>,
         versioned: &mut bool,
-    ) -> Result<Vec<u8>, i32> {
+        b: &mut Vec<u8>,
+    ) -> Result<(), i32> {
         let mut io = Io {
             dma: &mut self.dma,
             irqs: &mut self.irqs,
@@ -493,11 +507,10 @@ impl<D: Device> Server<D> {
                     return Err(errno::ENOTSUP);
                 }
                 *versioned = true;
-                let mut b = Vec::new();
                 b.extend_from_slice(&major.to_le_bytes());
                 b.extend_from_slice(&minor.min(VERSION.1).to_le_bytes());
                 b.extend_from_slice(&self.ours.to_json());
-                Ok(b)
+                Ok(())
             }
             Request::DmaMap {
                 flags,
@@ -509,7 +522,7 @@ impl<D: Device> Server<D> {
                     return Err(errno::EINVAL);
                 }
                 io.dma.map(address, size, offset, flags, fds.pop())?;
-                Ok(Vec::new())
+                Ok(())
             }
             Request::DmaUnmap {
                 argsz,
@@ -518,28 +531,30 @@ impl<D: Device> Server<D> {
             } => {
                 io.dma.unmap(address, size)?;
                 // The reply repeats the request's entry.
-                let mut b = Vec::with_capacity(24);
                 b.extend_from_slice(&argsz.min(24).to_le_bytes());
                 b.extend_from_slice(&0u32.to_le_bytes());
                 b.extend_from_slice(&address.to_le_bytes());
                 b.extend_from_slice(&size.to_le_bytes());
-                Ok(b)
+                Ok(())
             }
-            Request::DeviceGetInfo { .. } => Ok(proto::device_info(
-                self.device.flags(),
-                self.device.regions().len() as u32,
-                self.device.irqs().len() as u32,
-            )
-            .to_vec()),
+            Request::DeviceGetInfo { .. } => {
+                b.extend_from_slice(&proto::device_info(
+                    self.device.flags(),
+                    self.regions.len() as u32,
+                    self.device.irqs().len() as u32,
+                ));
+                Ok(())
+            }
             Request::DeviceGetRegionInfo { argsz, index } => {
-                let regions = self.device.regions();
-                let r = regions.get(index as usize).ok_or(errno::EINVAL)?;
-                Ok(r.reply(argsz))
+                let r = self.regions.get(index as usize).ok_or(errno::EINVAL)?;
+                b.extend_from_slice(&r.reply(argsz));
+                Ok(())
             }
             Request::DeviceGetIrqInfo { index, .. } => {
                 let irqs = self.device.irqs();
                 let &(flags, count) = irqs.get(index as usize).ok_or(errno::EINVAL)?;
-                Ok(proto::irq_info(flags, index, count).to_vec())
+                b.extend_from_slice(&proto::irq_info(flags, index, count));
+                Ok(())
             }
             Request::DeviceSetIrqs {
                 flags,
@@ -549,7 +564,7 @@ impl<D: Device> Server<D> {
                 data,
             } => {
                 io.irqs.set(flags, index, start, count, data, fds)?;
-                Ok(Vec::new())
+                Ok(())
             }
             Request::RegionRead {
                 offset,
@@ -557,14 +572,13 @@ impl<D: Device> Server<D> {
                 count,
             } => {
                 self.region(region, offset, count as usize, proto::REGION_READ)?;
-                let mut b = proto::region_io_reply(offset, region, count).to_vec();
+                b.extend_from_slice(&proto::region_io_reply(offset, region, count));
                 b.resize(16 + count as usize, 0);
                 let mut io = Io {
                     dma: &mut self.dma,
                     irqs: &mut self.irqs,
                 };
-                self.device.read(&mut io, region, offset, &mut b[16..])?;
-                Ok(b)
+                self.device.read(&mut io, region, offset, &mut b[16..])
             }
             Request::RegionWrite {
                 offset,
@@ -577,11 +591,12 @@ impl<D: Device> Server<D> {
                     irqs: &mut self.irqs,
                 };
                 self.device.write(&mut io, region, offset, data)?;
-                Ok(proto::region_io_reply(offset, region, data.len() as u32).to_vec())
+                b.extend_from_slice(&proto::region_io_reply(offset, region, data.len() as u32));
+                Ok(())
             }
             Request::DeviceReset => {
                 self.device.reset(&mut io);
-                Ok(Vec::new())
+                Ok(())
             }
         }
     }
