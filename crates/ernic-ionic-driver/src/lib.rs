@@ -34,6 +34,7 @@ use ernic_core::{
     QpState, QpType, Qpn, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
 use ernic_ionic::bytes::{be16, be32, le32, le64, put};
+use ernic_ionic::doorbell::PAGE;
 use ernic_ionic::fw::{self, admin_op, cqe, wqe};
 use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
 use ernic_vfio::client::{Client, ClientError, eventfd, shared_memory};
@@ -43,8 +44,6 @@ use ernic_vfio::shm::Mapping;
 
 /// Where the driver's memory sits in the device's DMA address space.
 const BASE: u64 = 0x1_0000_0000;
-/// Bytes of a doorbell page.
-const PAGE: u64 = 4096;
 /// How long an admin command may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest WQE this driver writes.
@@ -1159,7 +1158,7 @@ impl Driver {
                 ));
             }
             mask |= attr::PATH_MTU;
-            b[f::PMTU] = mtu.trailing_zeros() as u8;
+            b[f::PMTU] = fw::pmtu::from_bytes(mtu);
         }
         if let Some(psn) = a.rq_psn {
             mask |= attr::RQ_PSN;
@@ -1236,7 +1235,7 @@ impl Driver {
                     qpn,
                     route: Route::Local(DeviceId(0)),
                 }),
-            path_mtu: 1 << (rq[0] & 0xf).clamp(8, 12),
+            path_mtu: fw::pmtu::to_bytes(rq[0] & 0xf).unwrap_or(1024),
             rq_psn: be32(&sq, 16),
             sq_psn: be32(&rq, 4),
             caps: book.caps,

@@ -271,6 +271,23 @@ pub mod qps {
     }
 }
 
+/// A path MTU as MODIFY_QP and QUERY_QP carry it: its log2 (IB's
+/// `ib_mtu` + 7), 8 for 256 bytes to 12 for 4096.
+pub mod pmtu {
+    /// The bytes a field value names, if it names one.
+    pub fn to_bytes(v: u8) -> Option<u32> {
+        (8..=12).contains(&v).then(|| 1 << v)
+    }
+
+    /// The field value for `mtu` bytes (1024 for a size IB has no name for).
+    pub fn from_bytes(mtu: u32) -> u8 {
+        match mtu {
+            256 | 512 | 1024 | 2048 | 4096 => mtu.trailing_zeros() as u8,
+            _ => 10,
+        }
+    }
+}
+
 /// `enum ionic_qp_flags`: remote rights.
 pub mod qpf {
     pub const REMOTE_WRITE: u16 = 1 << 0;

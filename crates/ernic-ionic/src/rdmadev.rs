@@ -989,12 +989,10 @@ impl RdmaDev {
             a.qkey = Some(le32(c, f::QKEY_DEST_QPN));
         }
         if mask & attr::PATH_MTU != 0 {
-            // The driver sends ib_mtu + 7: 8 for 256 bytes ... 12 for 4096.
-            let n = c[f::PMTU].wrapping_sub(7);
-            if !(1..=5).contains(&n) {
-                return st::BAD_ATTR;
+            match fw::pmtu::to_bytes(c[f::PMTU]) {
+                Some(mtu) => a.path_mtu = Some(mtu),
+                None => return st::BAD_ATTR,
             }
-            a.path_mtu = Some(128 << n);
         }
         if mask & attr::RQ_PSN != 0 {
             a.rq_psn = Some(le32(c, f::RQ_PSN));
@@ -1147,13 +1145,6 @@ impl RdmaDev {
             Err(e) => return self.refuse(st::BAD_INDEX, e),
         };
         let state = fw::qps::from_state(info.state);
-        let ib_mtu = match info.path_mtu {
-            256 => 1,
-            512 => 2,
-            2048 => 4,
-            4096 => 5,
-            _ => 3,
-        };
         let flags = fw::qpf::from_access(info.access);
         let qkey_dest = if info.qp_type.is_datagram() {
             info.qkey.unwrap_or(0)
@@ -1165,7 +1156,7 @@ impl RdmaDev {
         sq[8..12].copy_from_slice(&qkey_dest.to_be_bytes());
         sq[16..20].copy_from_slice(&info.rq_psn.to_be_bytes());
         let mut rq = [0u8; 12];
-        rq[0] = state << 4 | (ib_mtu + 7);
+        rq[0] = state << 4 | fw::pmtu::from_bytes(info.path_mtu);
         rq[2] = 1;
         rq[3] = 1;
         rq[4..8].copy_from_slice(&info.sq_psn.to_be_bytes());
