@@ -90,53 +90,55 @@ fn bad_input_gets_one_clear_line_and_a_failure_code() {
     assert!(err.contains("write_bw"), "lists the valid tests: {err}");
 }
 
-#[test]
-fn perf_runs_across_two_processes_over_the_mesh() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A free local port for an `ernic perf --server`.
+fn free_port() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
-        .to_string();
+        .to_string()
+}
+
+/// Runs `ernic perf TEST --server -p PORT` and, against it, the client
+/// with `args` (retried until the server listens); answers the client's
+/// first JSON line, after checking both ends succeeded.
+fn perf_against_server(test: &str, port: &str, args: &[&str]) -> serde_json::Value {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["perf", test, "--server", "-p", port])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut client = vec!["perf", test, "127.0.0.1", "-p", port];
+    client.extend_from_slice(args);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (ok, out, err) = loop {
+        let r = ernic(&client);
+        if r.0 || std::time::Instant::now() > end || !r.2.contains("cannot reach") {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(ok, "{test}: {err}");
+    assert!(
+        server.wait().unwrap().success(),
+        "{test}: the server exits cleanly after its client"
+    );
+    serde_json::from_str(out.lines().next().unwrap()).unwrap()
+}
+
+#[test]
+fn perf_runs_across_two_processes_over_the_mesh() {
+    let port = free_port();
     for t in ["write_bw", "send_lat", "read_lat"] {
-        let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
-            .args(["perf", t, "--server", "-p", &port])
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        // The client retries until the server listens.
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let (ok, out, err) = loop {
-            let r = ernic(&[
-                "perf",
-                t,
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-n",
-                "200",
-                "-s",
-                "4K",
-                "--baseline",
-                "--json",
-            ]);
-            if r.0 || std::time::Instant::now() > end || !r.2.contains("cannot reach") {
-                break r;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
-        assert!(ok, "{t}: {err}");
-        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        let args = ["-n", "200", "-s", "4K", "--baseline", "--json"];
+        let v = perf_against_server(t, &port, &args);
         assert_eq!(
             (v["test"].as_str(), v["transport"].as_str()),
             (Some(t), Some("mesh")),
             "{v}"
         );
         assert!(v["ratio"].as_f64().is_some_and(|r| r > 0.0), "{v}");
-        assert!(
-            server.wait().unwrap().success(),
-            "{t}: the server exits cleanly after its client"
-        );
     }
 }
 
@@ -149,49 +151,15 @@ fn bandwidth_in_both_directions_in_one_process_and_across_two() {
         assert_eq!(v["bidirectional"], true, "{v}");
         assert!(v["bw_gbps"].as_f64().is_some_and(|x| x > 0.0), "{v}");
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = free_port();
     for t in ["write_bw", "send_bw"] {
-        let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
-            .args(["perf", t, "--server", "-p", &port])
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let (ok, out, err) = loop {
-            let r = ernic(&[
-                "perf",
-                t,
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-b",
-                "-n",
-                "300",
-                "-s",
-                "16K",
-                "--json",
-            ]);
-            if r.0 || std::time::Instant::now() > end || !r.2.contains("cannot reach") {
-                break r;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
-        assert!(ok, "{t}: {err}");
-        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        let args = ["-b", "-n", "300", "-s", "16K", "--json"];
+        let v = perf_against_server(t, &port, &args);
         assert_eq!(
             (v["bidirectional"].as_bool(), v["transport"].as_str()),
             (Some(true), Some("mesh"))
         );
         assert!(v["bw_gbps"].as_f64().is_some_and(|x| x > 0.0), "{v}");
-        assert!(
-            server.wait().unwrap().success(),
-            "{t}: the server exits cleanly"
-        );
     }
     // Latency has no second direction; a baseline of one direction does
     // not compare with two.
@@ -206,12 +174,7 @@ fn bandwidth_in_both_directions_in_one_process_and_across_two() {
 
 #[test]
 fn a_client_without_a_server_says_so() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = free_port();
     let (ok, _, err) = ernic(&["perf", "write_bw", "127.0.0.1", "-p", &port]);
     assert!(!ok);
     assert!(
