@@ -30,8 +30,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ernic_core::{
-    Access, Completion, Counter, Counters, Dest, DeviceId, Gid, PageSource, QpAttr, QpCaps, QpInfo,
-    QpState, QpType, Qpn, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
+    Access, Completion, Counter, Counters, Dest, DeviceId, Gid, Lkey, PageSource, QpAttr, QpCaps,
+    QpInfo, QpState, QpType, Qpn, RemoteAddr, Rkey, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
 use ernic_ionic::bytes::{be16, be32, le32, le64, put};
 use ernic_ionic::doorbell::PAGE;
@@ -250,6 +250,25 @@ pub struct Mr {
     pub key: u32,
     /// The buffer.
     pub buf: Buf,
+}
+
+impl Mr {
+    /// An SGE of `len` bytes at `off` in the region.
+    pub fn sge(&self, off: u64, len: u32) -> Sge {
+        Sge {
+            addr: self.buf.addr() + off,
+            len,
+            lkey: Lkey(self.key),
+        }
+    }
+
+    /// The remote address of the byte at `off`, under the region's key.
+    pub fn remote(&self, off: u64) -> RemoteAddr {
+        RemoteAddr {
+            addr: self.buf.addr() + off,
+            rkey: Rkey(self.key),
+        }
+    }
 }
 
 /// The driver, attached to one device.

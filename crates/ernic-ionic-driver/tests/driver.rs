@@ -5,9 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use ernic_core::{
-    Completion, Lkey, Qpn, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
-};
+use ernic_core::{Completion, Qpn, RemoteAddr, Rkey, SendOp, SendWr, WcOpcode, WcStatus};
 use ernic_ionic_driver::{Cq, Driver, Qp};
 
 mod common;
@@ -52,15 +50,8 @@ fn rdma_between_two_qps(profile_spec: &str) {
     let (mut a, mut b) = rc_pair(&mut d, &cq, 5);
     let buf = d.alloc(64 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64, len: u32| Sge {
-        addr: buf.addr() + off,
-        len,
-        lkey: Lkey(mr.key),
-    };
-    let remote = |off: u64| RemoteAddr {
-        addr: buf.addr() + off,
-        rkey: Rkey(mr.key),
-    };
+    let sge = |off: u64, len: u32| mr.sge(off, len);
+    let remote = |off: u64| mr.remote(off);
     assert!(d.write(&buf, 0, b"hello through the ionic rings"));
 
     // SEND from a into a receive posted on b.
@@ -156,11 +147,7 @@ fn two_qps_share_a_receive_queue() {
     d.connect(&c, a2.qpn()).unwrap();
     let buf = d.alloc(64 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64, len: u32| Sge {
-        addr: buf.addr() + off,
-        len,
-        lkey: Lkey(mr.key),
-    };
+    let sge = |off: u64, len: u32| mr.sge(off, len);
     for i in 0..4u64 {
         d.post_srq_recv(&mut srq, 100 + i, sge(0x1000 * (i + 1), 64))
             .unwrap();
@@ -208,23 +195,13 @@ fn immediates_ring_wraps_and_destroying_everything() {
     let (mut a, mut b) = rc_pair(&mut d, &cq, 2); // 4-deep rings
     let buf = d.alloc(16 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64, len: u32| Sge {
-        addr: buf.addr() + off,
-        len,
-        lkey: Lkey(mr.key),
-    };
+    let sge = |off: u64, len: u32| mr.sge(off, len);
     for i in 0..100u32 {
         d.post_recv(&mut b, u64::from(i), sge(0x1000, 64)).unwrap();
         let op = if i % 2 == 0 {
             SendOp::SendImm(0xabc0_0000 | i)
         } else {
-            SendOp::WriteImm(
-                RemoteAddr {
-                    addr: buf.addr() + 0x2000,
-                    rkey: Rkey(mr.key),
-                },
-                0xabc0_0000 | i,
-            )
+            SendOp::WriteImm(mr.remote(0x2000), 0xabc0_0000 | i)
         };
         d.post_send(&mut a, &SendWr::new(u64::from(i), op).sgl(&[sge(0, 16)]))
             .unwrap();
@@ -271,11 +248,7 @@ fn fast_registration_and_invalidation() {
             rkey: Rkey(key),
         })
     };
-    let sge = [Sge {
-        addr: src.addr(),
-        len: 15,
-        lkey: Lkey(src_mr.key),
-    }];
+    let sge = [src_mr.sge(0, 15)];
     d.post_send(&mut a, &SendWr::new(11, write(100)).sgl(&sge))
         .unwrap();
     let wcs = wait(&mut d, &mut cq, 1);
@@ -310,11 +283,7 @@ fn ud_and_gsi_datagrams_arrive_with_a_grh() {
     let ah = d.create_ah("::ffff:10.0.0.1".parse().unwrap()).unwrap();
     let buf = d.alloc(16 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64, len: u32| Sge {
-        addr: buf.addr() + off,
-        len,
-        lkey: Lkey(mr.key),
-    };
+    let sge = |off: u64, len: u32| mr.sge(off, len);
     d.write(&buf, 0, b"a datagram");
     for i in 0..3u64 {
         d.post_recv(&mut b, 20 + i, sge(0x1000 * (i + 1), 256))
@@ -360,15 +329,8 @@ fn error_statuses_arrive_as_cqes() {
     let mut cq = d.create_cq(7).unwrap();
     let buf = d.alloc(16 << 10).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64, len: u32| Sge {
-        addr: buf.addr() + off,
-        len,
-        lkey: Lkey(mr.key),
-    };
-    let remote = |off: u64| RemoteAddr {
-        addr: buf.addr() + off,
-        rkey: Rkey(mr.key),
-    };
+    let sge = |off: u64, len: u32| mr.sge(off, len);
+    let remote = |off: u64| mr.remote(off);
     let pair = |d: &mut Driver, cq: &Cq| rc_pair(d, cq, 4);
     // 64 bytes into a 16-byte receive.
     let (mut a, mut b) = pair(&mut d, &cq);
@@ -417,15 +379,8 @@ fn many_writes_land_before_they_complete(profile_spec: &str) {
         while posted < n && posted - done < 64 {
             let i = posted;
             d.write(&buf, (i % 64) * 64, &i.to_le_bytes());
-            let sge = [Sge {
-                addr: buf.addr() + (i % 64) * 64,
-                len: 8,
-                lkey: Lkey(mr.key),
-            }];
-            let to = RemoteAddr {
-                addr: buf.addr() + (1 << 20) + i * 8,
-                rkey: Rkey(mr.key),
-            };
+            let sge = [mr.sge((i % 64) * 64, 8)];
+            let to = mr.remote((1 << 20) + i * 8);
             d.post_send(&mut a, &SendWr::new(i, SendOp::Write(to)).sgl(&sge))
                 .unwrap();
             posted += 1;
@@ -466,11 +421,7 @@ fn an_armed_cq_raises_an_event() {
     let (mut a, mut b) = rc_pair(&mut d, &cq, 5);
     let buf = d.alloc(8192).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64| Sge {
-        addr: buf.addr() + off,
-        len: 8,
-        lkey: Lkey(mr.key),
-    };
+    let sge = |off: u64| mr.sge(off, 8);
     let t = Duration::from_secs(2);
     assert_eq!(d.wait_cq_event(Duration::from_millis(50)).unwrap(), None);
     d.arm_cq(&cq).unwrap();
@@ -489,14 +440,7 @@ fn an_armed_cq_raises_an_event() {
     // Unarmed: a completion, no event.
     d.post_send(
         &mut a,
-        &SendWr::new(
-            3,
-            SendOp::Write(RemoteAddr {
-                addr: buf.addr(),
-                rkey: Rkey(mr.key),
-            }),
-        )
-        .sgl(&[sge(0)]),
+        &SendWr::new(3, SendOp::Write(mr.remote(0))).sgl(&[sge(0)]),
     )
     .unwrap();
     assert_eq!(d.wait_cq_event(Duration::from_millis(100)).unwrap(), None);
@@ -519,17 +463,10 @@ fn more_qps_than_shared_pages_all_work() {
     let mut cq = d.create_cq(10).unwrap();
     let buf = d.alloc(4096).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = [Sge {
-        addr: buf.addr(),
-        len: 8,
-        lkey: Lkey(mr.key),
-    }];
+    let sge = [mr.sge(0, 8)];
     let mut pairs: Vec<(Qp, Qp)> = (0..40).map(|_| rc_pair(&mut d, &cq, 2)).collect();
     for (i, (a, _)) in pairs.iter_mut().enumerate() {
-        let to = RemoteAddr {
-            addr: buf.addr() + 8 * (i as u64 % 500),
-            rkey: Rkey(mr.key),
-        };
+        let to = mr.remote(8 * (i as u64 % 500));
         d.post_send(a, &SendWr::new(i as u64, SendOp::Write(to)).sgl(&sge))
             .unwrap();
     }
@@ -548,11 +485,7 @@ fn a_send_without_a_receive_ends_in_rnr_retry_exceeded() {
     let (mut a, mut b) = rc_pair(&mut d, &cq, 4);
     let buf = d.alloc(8192).unwrap();
     let mr = d.reg_mr(buf).unwrap();
-    let sge = |off: u64| Sge {
-        addr: buf.addr() + off,
-        len: 8,
-        lkey: Lkey(mr.key),
-    };
+    let sge = |off: u64| mr.sge(off, 8);
     // In time: the SEND waits for the receive posted 50 ms later.
     d.post_send(&mut a, &SendWr::new(1, SendOp::Send).sgl(&[sge(0)]))
         .unwrap();

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ernic_core::{
-    Completion, Gid, Lkey, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcOpcode, WcStatus,
-};
+use ernic_core::{Completion, Gid, SendOp, SendWr, WcOpcode, WcStatus};
 use ernic_ionic_driver::{Cq, Driver, Qp};
 use ernic_mesh::{Mesh, MeshConfig, Spec};
 
@@ -106,28 +104,12 @@ fn qps_of_two_servers_talk_through_the_mesh() {
     } = pair("talk");
     let (bufa, bufb) = (da.alloc(64 << 10).unwrap(), db.alloc(64 << 10).unwrap());
     let (ma, mb) = (da.reg_mr(bufa).unwrap(), db.reg_mr(bufb).unwrap());
-    let sa = |off: u64, len: u32| Sge {
-        addr: bufa.addr() + off,
-        len,
-        lkey: Lkey(ma.key),
-    };
-    let remote_b = |off: u64| RemoteAddr {
-        addr: bufb.addr() + off,
-        rkey: Rkey(mb.key),
-    };
+    let sa = |off: u64, len: u32| ma.sge(off, len);
+    let remote_b = |off: u64| mb.remote(off);
 
     // SEND a to b.
     da.write(&bufa, 0, b"across the mesh");
-    db.post_recv(
-        &mut qb,
-        9,
-        Sge {
-            addr: bufb.addr() + 0x1000,
-            len: 64,
-            lkey: Lkey(mb.key),
-        },
-    )
-    .unwrap();
+    db.post_recv(&mut qb, 9, mb.sge(0x1000, 64)).unwrap();
     da.post_send(&mut qa, &SendWr::new(1, SendOp::Send).sgl(&[sa(0, 15)]))
         .unwrap();
     let r = wait(&mut db, &mut cb, 1);
@@ -191,15 +173,8 @@ fn a_lost_peer_costs_retry_exceeded() {
     } = pair("lost");
     let (bufa, bufb) = (da.alloc(4096).unwrap(), db.alloc(4096).unwrap());
     let (ma, mb) = (da.reg_mr(bufa).unwrap(), db.reg_mr(bufb).unwrap());
-    let sge = [Sge {
-        addr: bufa.addr(),
-        len: 8,
-        lkey: Lkey(ma.key),
-    }];
-    let to = RemoteAddr {
-        addr: bufb.addr(),
-        rkey: Rkey(mb.key),
-    };
+    let sge = [ma.sge(0, 8)];
+    let to = mb.remote(0);
     da.post_send(&mut qa, &SendWr::new(1, SendOp::Write(to)).sgl(&sge))
         .unwrap();
     let w = wait(&mut da, &mut ca, 1);
