@@ -287,16 +287,11 @@ fn bring_up(g: &mut Guest, ev0: &mut File, speed: u32) {
 
 #[test]
 fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
+    let mut rig = attach("driver-model", Identity::default());
     let Rig {
-        dir,
-        mut g,
-        mut ev0,
-        mut ev1,
-        peer,
-        server,
-        server_task,
-    } = attach("driver-model", Identity::default());
-    bring_up(&mut g, &mut ev0, 100_000);
+        g, ev0, ev1, peer, ..
+    } = &mut rig;
+    bring_up(g, ev0, 100_000);
     g.ring(qtype::RXQ, 3); // three posted (one slot kept free, as the driver does)
 
     // Transmit one frame: it comes out of the wire whole.
@@ -334,11 +329,11 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
         }
     };
     peer.send(&frame(2, 80)).unwrap();
-    let comp = recv_one(&g, 2, 0);
+    let comp = recv_one(g, 2, 0);
     assert_eq!(u16::from_le_bytes([comp[12], comp[13]]), 80);
     assert_eq!(comp[15] & 0x80, 0x80, "first pass: color 1");
     assert_eq!(g.mem_read(RX_BUF, 80), frame(2, 80));
-    assert!(fired(&mut ev1, Duration::from_secs(2)) >= 1, "RX vector");
+    assert!(fired(ev1, Duration::from_secs(2)) >= 1, "RX vector");
 
     // Masked (interrupt control block of vector 1, mask @4), a frame is
     // still delivered but the vector waits; a credits write with UNMASK
@@ -347,16 +342,12 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
     g.c.region_write(region::BAR0, ctrl1 + 4, &1u32.to_le_bytes())
         .unwrap();
     peer.send(&frame(3, 64)).unwrap();
-    recv_one(&g, 3, 1);
-    assert_eq!(
-        fired(&mut ev1, Duration::from_millis(100)),
-        0,
-        "masked: latched"
-    );
+    recv_one(g, 3, 1);
+    assert_eq!(fired(ev1, Duration::from_millis(100)), 0, "masked: latched");
     g.c.region_write(region::BAR0, ctrl1 + 8, &0x1_0000u32.to_le_bytes())
         .unwrap();
     assert!(
-        fired(&mut ev1, Duration::from_secs(2)) >= 1,
+        fired(ev1, Duration::from_secs(2)) >= 1,
         "delivered on unmask"
     );
 
@@ -364,27 +355,18 @@ fn bring_up_then_frames_both_ways_with_interrupts_masks_and_colors() {
     // with color 0.
     g.ring(qtype::RXQ, 1); // slots 2, 3, 0 posted (producer index 5 & 3)
     peer.send(&frame(4, 70)).unwrap();
-    recv_one(&g, 4, 2);
+    recv_one(g, 4, 2);
     peer.send(&frame(5, 70)).unwrap();
-    recv_one(&g, 5, 3);
+    recv_one(g, 5, 3);
     peer.send(&frame(6, 70)).unwrap();
-    let comp = recv_one(&g, 6, 0);
+    let comp = recv_one(g, 6, 0);
     assert_eq!(comp[15] & 0x80, 0, "second pass: color 0");
 
     // The LIF statistics in guest memory count both ways.
     let st = LIF_INFO + lif_info::STATS as u64;
     assert_eq!(g.u64_at(st + 8), 5, "rx_ucast_packets");
     assert_eq!(g.u64_at(st + 128 + 8), 1, "tx_ucast_packets");
-    Rig {
-        dir,
-        g,
-        ev0,
-        ev1,
-        peer,
-        server,
-        server_task,
-    }
-    .finish();
+    rig.finish();
 }
 
 /// The `shared-doorbells` profile: BAR 2's top 64 pages come with the
@@ -625,18 +607,11 @@ fn rdma_bootstrap(g: &mut Guest) {
 /// vector; bad commands answered with the error bit and a status.
 #[test]
 fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
-    let Rig {
-        dir,
-        mut g,
-        mut ev0,
-        mut ev1,
-        peer,
-        server,
-        server_task,
-    } = attach("rdma-admin", Identity::default());
-    bring_up(&mut g, &mut ev0, 100_000);
-    rdma_bootstrap(&mut g);
-    let _ = fired(&mut ev0, Duration::from_millis(50));
+    let mut rig = attach("rdma-admin", Identity::default());
+    let Rig { g, ev0, ev1, .. } = &mut rig;
+    bring_up(g, ev0, 100_000);
+    rdma_bootstrap(g);
+    let _ = fired(ev0, Duration::from_millis(50));
     let mut a = RdmaAdmin {
         prod: 0,
         cqes: 0,
@@ -644,35 +619,35 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
     };
     let ok = (0, false);
 
-    assert_eq!(a.run(&mut g, &mut ev1, 0, &[]), ok, "NOOP");
+    assert_eq!(a.run(g, ev1, 0, &[]), ok, "NOOP");
     // CREATE_CQ 1 on EQ 1: 16 entries of 32 bytes, contiguous.
     let cq = cq_cmd(1, 1, CQ1);
-    assert_eq!(a.run(&mut g, &mut ev1, 1, &cq), ok, "CREATE_CQ");
-    assert!(a.run(&mut g, &mut ev1, 1, &cq).1, "CQ 1 exists");
+    assert_eq!(a.run(g, ev1, 1, &cq), ok, "CREATE_CQ");
+    assert!(a.run(g, ev1, 1, &cq).1, "CQ 1 exists");
     let mut bad = cq;
     put(&mut bad, 12, &2u32.to_le_bytes());
     bad[4] = 20;
-    assert_eq!(a.run(&mut g, &mut ev1, 1, &bad), (5, true), "too deep");
+    assert_eq!(a.run(g, ev1, 1, &bad), (5, true), "too deep");
     put(&mut bad, 0, &9u32.to_le_bytes());
     bad[4] = 4;
-    assert_eq!(a.run(&mut g, &mut ev1, 1, &bad), (5, true), "no EQ 9");
+    assert_eq!(a.run(g, ev1, 1, &bad), (5, true), "no EQ 9");
 
     // CREATE_QP 5 (RC), both rings on CQ 1: 68 bytes, two strides.
     let qp = qp_cmd(5, SQ5, RQ5); // RC
-    assert_eq!(a.run(&mut g, &mut ev1, 2, &qp), ok, "CREATE_QP");
+    assert_eq!(a.run(g, ev1, 2, &qp), ok, "CREATE_QP");
     let mut gsi = qp;
     put(&mut gsi, 56, &1u32.to_le_bytes());
     gsi[62] = 3; // UD with id 1: the GSI QP
-    assert_eq!(a.run(&mut g, &mut ev1, 2, &gsi), ok, "GSI");
+    assert_eq!(a.run(g, ev1, 2, &gsi), ok, "GSI");
     let mut bad = qp;
     put(&mut bad, 56, &6u32.to_le_bytes());
     bad[62] = 2; // RD
-    assert_eq!(a.run(&mut g, &mut ev1, 2, &bad), (4, true), "bad type");
+    assert_eq!(a.run(g, ev1, 2, &bad), (4, true), "bad type");
     bad[62] = 0;
     put(&mut bad, 8, &77u32.to_le_bytes());
-    assert_eq!(a.run(&mut g, &mut ev1, 2, &bad), (5, true), "no CQ 77");
+    assert_eq!(a.run(g, ev1, 2, &bad), (5, true), "no CQ 77");
     put(&mut bad, 8, &0u32.to_le_bytes());
-    assert_eq!(a.run(&mut g, &mut ev1, 2, &bad), (5, true), "the admin CQ");
+    assert_eq!(a.run(g, ev1, 2, &bad), (5, true), "the admin CQ");
 
     // MODIFY_QP 5: INIT, then RTR with a destination in an IPv4 header
     // template (PMTU 1024), then a bad PMTU that changes nothing.
@@ -689,17 +664,13 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
         put(&mut m, 56, &5u32.to_le_bytes());
         m
     };
-    assert_eq!(a.run(&mut g, &mut ev1, 9, &modify(1, 1, 0)), ok, "INIT");
+    assert_eq!(a.run(g, ev1, 9, &modify(1, 1, 0)), ok, "INIT");
     let rtr = 1 | 1 << 7 | 1 << 8 | 1 << 20;
-    assert_eq!(a.run(&mut g, &mut ev1, 9, &modify(rtr, 2, 10)), ok, "RTR");
-    assert_eq!(
-        a.run(&mut g, &mut ev1, 9, &modify(rtr, 3, 99)),
-        (5, true),
-        "bad PMTU"
-    );
+    assert_eq!(a.run(g, ev1, 9, &modify(rtr, 2, 10)), ok, "RTR");
+    assert_eq!(a.run(g, ev1, 9, &modify(rtr, 3, 99)), (5, true), "bad PMTU");
     let mut unknown = modify(1, 1, 0);
     put(&mut unknown, 56, &99u32.to_le_bytes());
-    assert_eq!(a.run(&mut g, &mut ev1, 9, &unknown), (2, true), "no QP 99");
+    assert_eq!(a.run(g, ev1, 9, &unknown), (2, true), "no QP 99");
 
     // CREATE_MR 0x105 (index 1, key 5): 3 pages in a table, 10000 bytes
     // from 0x100 into the first page; a table longer than the region
@@ -720,12 +691,8 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
         m[44] = 12;
         m
     };
-    assert_eq!(
-        a.run(&mut g, &mut ev1, 3, &mr(4)),
-        (5, true),
-        "4 pages for 3"
-    );
-    assert_eq!(a.run(&mut g, &mut ev1, 3, &mr(3)), ok, "CREATE_MR");
+    assert_eq!(a.run(g, ev1, 3, &mr(4)), (5, true), "4 pages for 3");
+    assert_eq!(a.run(g, ev1, 3, &mr(3)), ok, "CREATE_MR");
     // CREATE_AH 7 from an IPv6 template.
     let gid6 = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
     let hdr6 = template(None, Some(gid6));
@@ -734,34 +701,26 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
     put(&mut ah, 0, &(G + HDRS + 0x100).to_le_bytes());
     put(&mut ah, 8, &(hdr6.len() as u32).to_le_bytes());
     put(&mut ah, 16, &7u32.to_le_bytes());
-    assert_eq!(a.run(&mut g, &mut ev1, 13, &ah), ok, "CREATE_AH");
+    assert_eq!(a.run(g, ev1, 13, &ah), ok, "CREATE_AH");
     put(&mut ah, 8, &10u32.to_le_bytes());
     put(&mut ah, 16, &8u32.to_le_bytes());
-    assert_eq!(
-        a.run(&mut g, &mut ev1, 13, &ah),
-        (5, true),
-        "short template"
-    );
+    assert_eq!(a.run(g, ev1, 13, &ah), (5, true), "short template");
     // No-ops, an unknown opcode, then every object destroyed (the CQ only
     // once no QP uses it).
     for op in [12, 14, 15] {
-        assert_eq!(a.run(&mut g, &mut ev1, op, &[0u8; 8]), ok, "op {op}");
+        assert_eq!(a.run(g, ev1, op, &[0u8; 8]), ok, "op {op}");
     }
-    assert_eq!(a.run(&mut g, &mut ev1, 60, &[]), (1, true), "unknown");
+    assert_eq!(a.run(g, ev1, 60, &[]), (1, true), "unknown");
     let id = |v: u32| v.to_le_bytes();
-    assert!(a.run(&mut g, &mut ev1, 8, &id(1)).1, "CQ 1 in use");
+    assert!(a.run(g, ev1, 8, &id(1)).1, "CQ 1 in use");
     for (op, v) in [(16, 7), (6, 0x105), (11, 5), (11, 1), (8, 1)] {
-        assert_eq!(a.run(&mut g, &mut ev1, op, &id(v)), ok, "destroy {op} {v}");
+        assert_eq!(a.run(g, ev1, op, &id(v)), ok, "destroy {op} {v}");
     }
-    assert_eq!(a.run(&mut g, &mut ev1, 11, &id(5)), (2, true), "gone");
-    assert_eq!(
-        a.run(&mut g, &mut ev1, 8, &id(0)),
-        (3, true),
-        "the admin CQ"
-    );
+    assert_eq!(a.run(g, ev1, 11, &id(5)), (2, true), "gone");
+    assert_eq!(a.run(g, ev1, 8, &id(0)), (3, true), "the admin CQ");
     // Enough commands to wrap the admin queue and its CQ: colors turn.
     while a.cqes < 70 {
-        assert_eq!(a.run(&mut g, &mut ev1, 0, &[]), ok);
+        assert_eq!(a.run(g, ev1, 0, &[]), ok);
     }
     // EQ 0's vector masked: a command's CQE and EQE are written, the
     // interrupt waits; a credits write with UNMASK delivers it.
@@ -778,27 +737,14 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
         0,
         "the EQE names CQ 0"
     );
-    assert_eq!(
-        fired(&mut ev1, Duration::from_millis(100)),
-        0,
-        "masked: latched"
-    );
+    assert_eq!(fired(ev1, Duration::from_millis(100)), 0, "masked: latched");
     g.c.region_write(region::BAR0, ctrl1 + 8, &0x1_0000u32.to_le_bytes())
         .unwrap();
     assert!(
-        fired(&mut ev1, Duration::from_secs(2)) >= 1,
+        fired(ev1, Duration::from_secs(2)) >= 1,
         "delivered on unmask"
     );
-    Rig {
-        dir,
-        g,
-        ev0,
-        ev1,
-        peer,
-        server,
-        server_task,
-    }
-    .finish();
+    rig.finish();
 }
 
 /// The data path through the real socket, as rdma-core's provider drives
