@@ -84,8 +84,11 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(&'static str),
     /// The queue has no room.
-    #[error("queue full")]
-    Full,
+    #[error("queue full ({depth} entries)")]
+    Full {
+        /// The queue's depth.
+        depth: u32,
+    },
 }
 
 /// A ring in the driver's memory.
@@ -1376,7 +1379,9 @@ impl Driver {
             .get_mut(&qp.id)
             .ok_or(Error::Unsupported("no such QP"))?;
         if book.sq.len() as u32 >= qp.sq.depth() - 1 {
-            return Err(Error::Full);
+            return Err(Error::Full {
+                depth: qp.sq.depth(),
+            });
         }
         let mut buf = [0u8; MAX_WQE];
         let w = &mut buf[..stride];
@@ -1564,7 +1569,7 @@ impl Driver {
             .get_mut(&qp.id)
             .ok_or(Error::Unsupported("no such QP"))?;
         if book.rq.len() as u32 >= rq.depth() - 1 {
-            return Err(Error::Full);
+            return Err(Error::Full { depth: rq.depth() });
         }
         let mut buf = [0u8; MAX_WQE];
         let w = &mut buf[..rq.stride()];

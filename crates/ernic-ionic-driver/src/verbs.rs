@@ -109,11 +109,9 @@ struct Ionic {
 /// (callers retry on it), what the driver cannot express as unsupported.
 fn verr(e: Error, qpn: Qpn, what: &'static str) -> ernic_verbs::Error {
     match e {
-        Error::Full => ernic_verbs::Error::Engine(EngineError::QueueFull {
-            qpn,
-            what,
-            depth: 0,
-        }),
+        Error::Full { depth } => {
+            ernic_verbs::Error::Engine(EngineError::QueueFull { qpn, what, depth })
+        }
         Error::Unsupported(s) => ernic_verbs::Error::Unsupported(s),
         e => ernic_verbs::Error::Device(Box::new(e)),
     }
