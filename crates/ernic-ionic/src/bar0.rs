@@ -135,6 +135,8 @@ pub struct Bar0 {
     // Vectors raised by events outside a queue's own doorbell, for the
     // function to signal (see `take_fired`).
     to_fire: Vec<u16>,
+    /// Scratch for `write`: whether each vector it touches was masked.
+    masked_before: Vec<bool>,
     pub(crate) stats: crate::eth::LifStats,
     pub(crate) frame: Vec<u8>,
 }
@@ -166,6 +168,7 @@ impl Bar0 {
             eid: 0,
             rdma: crate::rdma::Bootstrap::default(),
             to_fire: Vec::new(),
+            masked_before: Vec::new(),
             stats: crate::eth::LifStats::default(),
             frame: Vec::with_capacity(16 << 10),
         };
@@ -247,13 +250,12 @@ impl Bar0 {
         buf.copy_from_slice(&self.bytes[at..at + buf.len()]);
     }
 
-    /// Writes `data` at `offset` (inside BAR 0: the caller checked), and
-    /// answers the vectors to signal now (an unmask that releases a
-    /// latched interrupt).
-    pub fn write(&mut self, offset: u64, data: &[u8], dma: &mut Dma) -> Vec<u16> {
+    /// Writes `data` at `offset` (inside BAR 0: the caller checked). The
+    /// vectors to signal now (an unmask that releases a latched interrupt)
+    /// wait in [`take_fired`](Bar0::take_fired).
+    pub fn write(&mut self, offset: u64, data: &[u8], dma: &mut Dma) {
         let at = offset as usize;
         let end = at + data.len();
-        let mut fire = Vec::new();
         // Byte by byte into the places the driver may write.
         let vectors = self.id.vectors as usize;
         let intr_end = regs::INTR_CTRL + vectors * regs::INTR_CTRL_STRIDE;
@@ -266,7 +268,9 @@ impl Bar0 {
         } else {
             0..0
         };
-        let masked_before: Vec<bool> = touched.clone().map(|v| self.masked(v)).collect();
+        let mut masked_before = std::mem::take(&mut self.masked_before);
+        masked_before.clear();
+        masked_before.extend(touched.clone().map(|v| self.masked(v)));
         let mut doorbell = false;
         for (i, &v) in data.iter().enumerate() {
             let a = at + i;
@@ -285,7 +289,7 @@ impl Bar0 {
             }
         }
         // Interrupt control: a credits write with UNMASK clears the mask.
-        for (v, was_masked) in touched.zip(masked_before) {
+        for (v, &was_masked) in touched.zip(&masked_before) {
             let base = regs::INTR_CTRL + v * regs::INTR_CTRL_STRIDE;
             let credits = base + intr::CREDITS;
             if at < credits + 4 && credits < end {
@@ -298,13 +302,13 @@ impl Bar0 {
             }
             if was_masked && !self.masked(v) && std::mem::take(&mut self.pending[v]) {
                 self.assert_vector(v);
-                fire.push(v as u16);
+                self.to_fire.push(v as u16);
             }
         }
+        self.masked_before = masked_before;
         if doorbell {
             self.run_command(dma);
         }
-        fire
     }
 
     fn masked(&self, v: usize) -> bool {
@@ -752,7 +756,10 @@ mod tests {
     }
 
     fn w32(b: &mut Bar0, at: usize, v: u32) -> Vec<u16> {
-        b.write(at as u64, &v.to_le_bytes(), &mut Dma::new(0))
+        b.write(at as u64, &v.to_le_bytes(), &mut Dma::new(0));
+        let mut fired = Vec::new();
+        b.take_fired(&mut fired);
+        fired
     }
 
     fn put(b: &mut Bar0, at: usize, bytes: &[u8]) {

@@ -408,7 +408,9 @@ impl Device for IonicFunction {
         self.ring_shared(io);
         match region {
             pci::region::BAR0 => {
-                for v in self.bar0.write(offset, data, io.dma) {
+                self.bar0.write(offset, data, io.dma);
+                self.bar0.take_fired(&mut self.fired);
+                for v in self.fired.drain(..) {
                     io.irqs.trigger(pci::irq::MSIX, u32::from(v));
                 }
             }

@@ -94,8 +94,11 @@ fn take_fds(msg: &libc::msghdr, fds: &mut Vec<OwnedFd>) -> bool {
     too_many
 }
 
-/// Writes all of `parts` as one message, `fds` attached to its first
-/// bytes.
+/// Most parts one message is written from.
+pub const MAX_PARTS: usize = 8;
+
+/// Writes all of `parts` (at most [`MAX_PARTS`]) as one message, `fds`
+/// attached to its first bytes.
 pub fn send_all(fd: RawFd, parts: &[&[u8]], fds: &[&dyn AsRawFd]) -> io::Result<()> {
     if fds.len() > MAX_FDS {
         return Err(io::Error::new(
@@ -103,22 +106,34 @@ pub fn send_all(fd: RawFd, parts: &[&[u8]], fds: &[&dyn AsRawFd]) -> io::Result<
             format!("{} descriptors: at most {MAX_FDS}", fds.len()),
         ));
     }
+    if parts.len() > MAX_PARTS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} parts: at most {MAX_PARTS}", parts.len()),
+        ));
+    }
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut sent = 0;
     let mut first = true;
+    let empty = libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    };
     while sent < total {
         // The unsent tail of the parts.
-        let mut iovs: Vec<libc::iovec> = Vec::with_capacity(parts.len());
+        let mut iovs = [empty; MAX_PARTS];
+        let mut n = 0;
         let mut skip = sent;
         for p in parts {
             if skip >= p.len() {
                 skip -= p.len();
                 continue;
             }
-            iovs.push(libc::iovec {
+            iovs[n] = libc::iovec {
                 iov_base: p[skip..].as_ptr().cast_mut().cast(),
                 iov_len: p.len() - skip,
-            });
+            };
+            n += 1;
             skip = 0;
         }
         let mut cmsg = [0u64; CMSG_ROOM / 8];
@@ -126,7 +141,7 @@ pub fn send_all(fd: RawFd, parts: &[&[u8]], fds: &[&dyn AsRawFd]) -> io::Result<
         // to live buffers.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = iovs.as_mut_ptr();
-        msg.msg_iovlen = iovs.len();
+        msg.msg_iovlen = n;
         if first && !fds.is_empty() {
             let bytes = std::mem::size_of_val(&0 as &RawFd) * fds.len();
             // SAFETY: CMSG_SPACE/LEN are pure arithmetic; the header and
