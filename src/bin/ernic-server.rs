@@ -155,7 +155,7 @@ fn run(a: &Args) -> Result<()> {
     let shared = id.shared_doorbell_pages;
     let mut function = IonicFunction::new(id)
         .with_verbose(a.log_level == "debug")
-        .with_shared_doorbells(shared)
+        .with_shared_doorbells()
         .context("sharing the doorbell pages")?;
     if info && shared > 0 {
         eprintln!(

@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = UnixListener::bind(&path)?;
     let id = ernic_ionic::profile::load("shared-doorbells")?;
     std::thread::spawn(move || {
-        let f = IonicFunction::new(id).with_shared_doorbells(64).unwrap();
+        let f = IonicFunction::new(id).with_shared_doorbells().unwrap();
         let mut s = Server::new(f, Capabilities::default());
         if let Ok((c, _)) = listener.accept() {
             let _ = s.serve(&c);

@@ -196,6 +196,11 @@ impl Bar0 {
         self.rdma.reset();
     }
 
+    /// What the device says of itself.
+    pub fn identity(&self) -> &Identity {
+        &self.id
+    }
+
     /// What the RDMA bootstrap created.
     pub fn rdma(&self) -> &crate::rdma::Bootstrap {
         &self.rdma

@@ -175,10 +175,15 @@ impl IonicFunction {
         &self.rdma
     }
 
-    /// Offers the top `id.shared_doorbell_pages` of BAR 2 as shared
-    /// memory (a no-op for none).
-    pub fn with_shared_doorbells(mut self, pages: u32) -> std::io::Result<IonicFunction> {
-        let pages = pages.min((BAR2_SIZE / PAGE) as u32 / 2);
+    /// Offers the top pages of BAR 2 the profile's
+    /// `shared_doorbell_pages` names as shared memory (a no-op for none;
+    /// the LIF already reports only the pages below them).
+    pub fn with_shared_doorbells(mut self) -> std::io::Result<IonicFunction> {
+        let pages = self
+            .bar0
+            .identity()
+            .shared_doorbell_pages
+            .min((BAR2_SIZE / PAGE) as u32 / 2);
         if pages == 0 {
             self.shared = None;
             return Ok(self);

@@ -173,10 +173,9 @@ fn attach(name: &str, id: Identity) -> Rig {
     let (task_tx, task_rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
         let _ = task_tx.send(std::fs::read_link("/proc/thread-self").unwrap());
-        let shared = id.shared_doorbell_pages;
         let f = IonicFunction::new(id)
             .with_wire(wire)
-            .with_shared_doorbells(shared)
+            .with_shared_doorbells()
             .unwrap();
         let mut s = Server::new(f, Capabilities::default());
         let (c, _) = listener.accept().unwrap();

@@ -38,10 +38,7 @@ pub fn serve(name: &str, profile_spec: &str, ini: &str) -> PathBuf {
     let (path, listener) = socket(name);
     let mut id = profile::load(profile_spec).unwrap();
     profile::apply(&mut id, ini, "test").unwrap();
-    let shared = id.shared_doorbell_pages;
-    let f = IonicFunction::new(id)
-        .with_shared_doorbells(shared)
-        .unwrap();
+    let f = IonicFunction::new(id).with_shared_doorbells().unwrap();
     spawn(listener, f);
     path
 }
