@@ -2,7 +2,8 @@
 //!
 //! The requester's half turns a work request whose peer lives on another
 //! node into one or more [`wire`] messages (at most
-//! [`EngineConfig::max_piece`](crate::EngineConfig::max_piece) bytes each), records it in the pending table, and completes it when every
+//! [`EngineConfig::max_piece`](crate::EngineConfig::max_piece) bytes
+//! each), records it in the pending table, and completes it when every
 //! message has been answered, or with transport retry exceeded when no answer
 //! comes within the request timeout. The responder's half applies a peer's
 //! message to this engine's memory through the same responder operations the
