@@ -449,10 +449,9 @@ impl Me {
         (from, per.min(count - from))
     }
 
-    /// One collective of `count` floats; answers the wrong elements.
-    /// Runs the collective (the part that is timed, reductions included),
-    /// out of place as nccl-tests runs it: the input (area 0) is left as it
-    /// is, so running again gives the same result.
+    /// Runs the collective of `count` floats (the part that is timed,
+    /// reductions included), out of place as nccl-tests runs it: the input
+    /// (area 0) is left as it is, so running again gives the same result.
     fn run(&mut self, op: Op, count: usize) -> Result<()> {
         let (n, me) = (self.n, self.rank);
         match op {
