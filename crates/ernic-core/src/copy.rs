@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::memory::{DmaMemory, MemError};
 use crate::mr::Seg;
+use crate::remote::{PeerReadError, PeerRun, Remote};
+use crate::types::NodeId;
+use crate::wire::{self, MAX_REF_RUNS};
 use crate::wr::SendOp;
 
 /// Where bytes come from.
@@ -21,6 +24,29 @@ pub(crate) enum Src<'a> {
     Segs(&'a [Seg<'a>]),
     /// Bytes the engine holds (inline payloads, headers, wire payloads).
     Bytes(&'a [u8]),
+    /// Bytes a peer on this host named in its own memory (a by-reference
+    /// payload, already checked by [`wire::Repr::parse`]), read through the
+    /// carrier.
+    Peer {
+        carrier: &'a dyn Remote,
+        from: NodeId,
+        runs: &'a [u8],
+    },
+}
+
+/// Why a copy stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CopyError {
+    /// This side's memory.
+    Mem(MemError),
+    /// The peer's memory, for a by-reference payload.
+    Peer(PeerReadError),
+}
+
+impl From<MemError> for CopyError {
+    fn from(e: MemError) -> CopyError {
+        CopyError::Mem(e)
+    }
 }
 
 /// Where bytes go.
@@ -64,7 +90,7 @@ pub(crate) fn copy<M: DmaMemory>(
     dst: Dst<'_>,
     src: Src<'_>,
     len: u64,
-) -> Result<(), MemError> {
+) -> Result<(), CopyError> {
     if len == 0 {
         return Ok(());
     }
@@ -143,7 +169,106 @@ pub(crate) fn copy<M: DmaMemory>(
             d[..n].copy_from_slice(&s[..n]);
             Ok(())
         }
+        (
+            Dst::Segs(d),
+            Src::Peer {
+                carrier,
+                from,
+                runs,
+            },
+        ) => {
+            let d = SegCursor {
+                segs: d,
+                idx: 0,
+                pos: 0,
+            };
+            read_peer(mem, d, carrier, from, runs, len)
+        }
+        // A by-reference payload only ever lands in memory.
+        (Dst::Bytes(_), Src::Peer { .. }) => Err(CopyError::Peer(PeerReadError::Fault)),
     }
+}
+
+/// Reads `len` bytes a peer named by reference into `d`, in batches of up to
+/// [`MAX_REF_RUNS`] pieces, each as long as both its run and the destination
+/// run allow.
+fn read_peer<M: DmaMemory>(
+    mem: &M,
+    mut d: SegCursor<'_>,
+    carrier: &dyn Remote,
+    from: NodeId,
+    runs: &[u8],
+    len: u64,
+) -> Result<(), CopyError> {
+    let mut theirs = wire::ref_runs(runs);
+    let (mut at, mut left_in_run) = (0u64, 0u64);
+    let mut batch = [PeerRun {
+        remote: 0,
+        local: NonNull::dangling(),
+        len: 0,
+    }; MAX_REF_RUNS];
+    let mut k = 0;
+    let mut left = len;
+    while left > 0 {
+        if left_in_run == 0 {
+            (at, left_in_run) = theirs.next().ok_or(CopyError::Peer(PeerReadError::Fault))?;
+            continue;
+        }
+        let (dp, dn) = d.chunk(mem)?;
+        let n = (dn as u64).min(left_in_run).min(left);
+        batch[k] = PeerRun {
+            remote: at,
+            local: dp,
+            len: n as usize,
+        };
+        k += 1;
+        d.advance(n as usize);
+        at += n;
+        left_in_run -= n;
+        left -= n;
+        if k == MAX_REF_RUNS || left == 0 {
+            // SAFETY: each `local` came from `map` with at least `len`
+            // writable bytes, valid while `mem` is borrowed, which it is for
+            // the whole call.
+            unsafe { carrier.read_peer(from, &batch[..k]) }.map_err(CopyError::Peer)?;
+            k = 0;
+        }
+    }
+    Ok(())
+}
+
+/// The host runs holding `len` bytes of `src`, as (address, length) pairs
+/// written into `out`, adjacent runs merged: what a by-reference payload
+/// names. `None` when they are more than `out` holds or unmapped.
+pub(crate) fn host_runs<M: DmaMemory>(
+    mem: &M,
+    src: Src<'_>,
+    len: u64,
+    out: &mut [(u64, u64)],
+) -> Option<usize> {
+    let Src::Segs(s) = src else { return None };
+    let mut s = SegCursor {
+        segs: s,
+        idx: 0,
+        pos: 0,
+    };
+    let mut k = 0usize;
+    let mut left = len;
+    while left > 0 {
+        let (p, n) = s.chunk(mem).ok()?;
+        let n = (n as u64).min(left);
+        let addr = p.as_ptr() as u64;
+        match k.checked_sub(1).map(|i| &mut out[i]) {
+            Some(last) if last.0.checked_add(last.1) == Some(addr) => last.1 += n,
+            _ => {
+                *out.get_mut(k)? = (addr, n);
+                k += 1;
+            }
+        }
+        s.advance(n as usize);
+        left -= n;
+    }
+    Some(k)
 }
 
 /// Why an atomic could not run.

@@ -26,14 +26,14 @@
 
 use std::time::Instant;
 
-use crate::copy::{self, Dst, Src};
+use crate::copy::{self, CopyError, Dst, Src};
 use crate::counters::Counter;
 use crate::engine::{AsyncEvent, Device, Engine, EngineConfig, MAX_SGE};
 use crate::grh::{self, GRH_LEN};
 use crate::memory::DmaMemory;
 use crate::mr::{self, KeyError, MrKind, Run, Seg};
 use crate::qp::{OpenRecv, QpState, QpType};
-use crate::types::{DeviceId, Gid, Lkey, PdId, Qpn, Route, SrqId};
+use crate::types::{DeviceId, Gid, Lkey, NodeId, PdId, Qpn, Route, SrqId};
 use crate::wr::{
     Access, Completion, CqEvent, PageSource, RegMr, RemoteAddr, SendFlags, SendOp, Sge, UdDest,
     WcOpcode, WcStatus,
@@ -181,6 +181,9 @@ pub(crate) enum Source<'r> {
     },
     /// Bytes in hand: an inline payload, or a message from a peer.
     Bytes(&'r [u8]),
+    /// A by-reference payload from node `from` on this host: the runs of
+    /// its memory that hold the bytes (see [`crate::wire::flags::BY_REF`]).
+    Peer { from: NodeId, runs: &'r [u8] },
 }
 
 /// Where a request's result goes.
@@ -261,6 +264,14 @@ impl<M: DmaMemory> Engine<M> {
     ) -> Result<Src<'a>, WcStatus> {
         match *s {
             Source::Bytes(b) => Ok(Src::Bytes(b)),
+            Source::Peer { from, runs } => {
+                let carrier = self.remote.carrier.as_deref().ok_or(WcStatus::LocProtErr)?;
+                Ok(Src::Peer {
+                    carrier,
+                    from,
+                    runs,
+                })
+            }
             Source::Sgl { dev, pd, sgl, skip } => {
                 let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
                 let (n, _) = resolve_sgl(d, &self.cfg, pd, sgl, Access::NONE, segs)?;
@@ -756,7 +767,8 @@ impl<M: DmaMemory> Engine<M> {
                 };
             return match copy::copy(&self.mem, Dst::Segs(&[seg]), src, len) {
                 Ok(()) => Delivery::Ok(len as u32),
-                Err(_) => Delivery::Local(WcStatus::RemAccessErr),
+                Err(CopyError::Peer(_)) => Delivery::Local(WcStatus::LocProtErr),
+                Err(CopyError::Mem(_)) => Delivery::Local(WcStatus::RemAccessErr),
             };
         }
         let mut dseg: SegArray<'_> = Default::default();
@@ -790,7 +802,10 @@ impl<M: DmaMemory> Engine<M> {
         let first = skip_prefix(dst, hdr + inc.offset);
         match copy::copy(&self.mem, Dst::Segs(&dst[first..]), src, len) {
             Ok(()) => Delivery::Ok(len as u32),
-            Err(_) => bad_recv,
+            // The sender's bytes could not be read: its own fault, as a
+            // local DMA read error is.
+            Err(CopyError::Peer(_)) => Delivery::Local(WcStatus::LocProtErr),
+            Err(CopyError::Mem(_)) => bad_recv,
         }
     }
 
@@ -813,8 +828,10 @@ impl<M: DmaMemory> Engine<M> {
             }
             let d = self.dev(at.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let seg = resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, len, Access::REMOTE_WRITE)?;
-            copy::copy(&self.mem, Dst::Segs(&[seg]), src, len)
-                .map_err(|_| WcStatus::RemAccessErr)?;
+            copy::copy(&self.mem, Dst::Segs(&[seg]), src, len).map_err(|e| match e {
+                CopyError::Peer(_) => WcStatus::LocProtErr,
+                CopyError::Mem(_) => WcStatus::RemAccessErr,
+            })?;
             Ok(len as u32)
         })();
         if let Ok(n) = result {

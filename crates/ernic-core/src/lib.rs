@@ -44,7 +44,7 @@ pub use counters::{Counter, Counters};
 pub use engine::{AsyncEvent, Engine, EngineConfig, EngineError, GSI_QKEY, MAX_SGE, MrSpec};
 pub use memory::{DmaMemory, MemError, ProcessMemory};
 pub use qp::{Dest, QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
-pub use remote::{Outgoing, Remote, RemoteStats, SendError};
+pub use remote::{Outgoing, PeerReadError, PeerRun, Remote, RemoteStats, SendError};
 pub use types::{AhId, CqId, DeviceId, Gid, Lkey, NodeId, PdId, Qpn, Rkey, Route, SrqId};
 pub use wr::{
     Access, Completion, CqEvent, PageSource, RecvWr, RegMr, RemoteAddr, SendFlags, SendOp, SendWr,

@@ -40,6 +40,57 @@ pub trait Remote: Send {
 
     /// Takes back queued messages tagged `tag` that have not started to go out.
     fn cancel(&mut self, tag: u64);
+
+    /// Whether node `to` reads this process's memory itself: a peer on this
+    /// host that has proved which process it talks to. Messages to it may
+    /// then name their payload by reference ([`wire::flags::BY_REF`]) instead
+    /// of carrying it, and the payload crosses once, by the responder's
+    /// read, instead of through two socket copies. The peer reads it any
+    /// time until it answers, as a NIC's DMA reads a posted buffer: memory
+    /// freed or remapped before the request completes is the same misuse
+    /// it is on hardware.
+    fn reads_from_me(&self, _to: NodeId) -> bool {
+        false
+    }
+
+    /// Reads what node `from` named by reference in its own memory: for each
+    /// run, `len` bytes at the peer's address `remote` into `local`. Fails
+    /// when `from` has not proved which process it is, is gone, or named
+    /// memory it does not have.
+    ///
+    /// # Safety
+    ///
+    /// Every run's `local` must be valid for writes of `len` bytes for the
+    /// duration of the call.
+    #[allow(unsafe_code)]
+    unsafe fn read_peer(&self, _from: NodeId, _runs: &[PeerRun]) -> Result<(), PeerReadError> {
+        Err(PeerReadError::NotProved)
+    }
+}
+
+/// One run of a read from a peer's memory (see [`Remote::read_peer`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PeerRun {
+    /// The address in the peer's memory.
+    pub remote: u64,
+    /// Where the bytes go in this process.
+    pub local: std::ptr::NonNull<u8>,
+    /// Bytes.
+    pub len: usize,
+}
+
+/// Why a peer's memory could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PeerReadError {
+    /// The node has not proved which process on this host it is.
+    #[error("the node has not proved which process on this host it is")]
+    NotProved,
+    /// The process is gone.
+    #[error("the peer's process is gone")]
+    Gone,
+    /// The memory named could not be read (unmapped, or fewer bytes).
+    #[error("the peer's memory could not be read")]
+    Fault,
 }
 
 /// A message for [`Remote::send`].
@@ -134,6 +185,10 @@ pub struct RemoteStats {
     /// Replies for requests no longer pending (flushed, timed out, or a QP
     /// that was destroyed), ignored.
     pub stale_replies: u64,
+    /// Messages sent with their payload by reference, to peers on this host.
+    pub sent_by_ref: u64,
+    /// Bytes read from peers' memory for by-reference payloads.
+    pub read_by_ref: u64,
 }
 
 /// The request's operation as the peer sees it, for one piece.
@@ -273,7 +328,25 @@ impl<M: DmaMemory> Engine<M> {
         let Some(mut carrier) = self.remote.carrier.take() else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        let max = u64::from(self.cfg.max_piece).clamp(1, wire::MAX_PAYLOAD as u64);
+        // Pieces a peer reads from this memory itself may be larger: they
+        // cost the socket nothing.
+        let payload_op = matches!(
+            req.op,
+            SendOp::Send
+                | SendOp::SendImm(_)
+                | SendOp::SendInv(_)
+                | SendOp::Write(_)
+                | SendOp::WriteImm(..)
+        );
+        let cap = if payload_op
+            && len - sent > u64::from(self.cfg.max_piece)
+            && carrier.reads_from_me(node)
+        {
+            self.cfg.max_piece.max(self.cfg.max_ref_piece)
+        } else {
+            self.cfg.max_piece
+        };
+        let max = u64::from(cap).clamp(1, wire::MAX_PAYLOAD as u64);
         let budget = self.cfg.read_reply_budget;
         let result = loop {
             let piece = (len - sent).min(max);
@@ -339,21 +412,46 @@ impl<M: DmaMemory> Engine<M> {
                     break Err(crate::remote::SendError::Busy);
                 }
             }
+            let skipped = match src {
+                Source::Sgl { dev, pd, sgl, .. } => Source::Sgl {
+                    dev,
+                    pd,
+                    sgl,
+                    skip: sent,
+                },
+                Source::Bytes(b) => Source::Bytes(&b[sent as usize..]),
+                Source::Peer { .. } => src,
+            };
+            // To a peer that reads this process's memory itself, a large
+            // payload goes by reference: the runs that hold it, not the bytes.
+            let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
+            let by_ref = (matches!(op, Op::Send | Op::Write | Op::WriteImm)
+                && piece >= u64::from(self.cfg.by_ref_min)
+                && carrier.reads_from_me(node))
+            .then(|| {
+                let mut seg: SegArray<'_> = Default::default();
+                let s = self.resolve_source(&skipped, &mut seg).ok()?;
+                crate::copy::host_runs(&self.mem, s, piece, &mut refs)
+            })
+            .flatten();
+            if let Some(k) = by_ref {
+                hdr.flags |= flags::BY_REF;
+                hdr.operand0 = k as u64;
+            }
             let payload_len = hdr.payload_len();
             let this = &*self;
             let mut fill = |buf: &mut [u8]| {
                 hdr.emit(buf);
-                if payload_len > 0 {
+                if let Some(k) = by_ref {
+                    for (out, (addr, n)) in buf[HEADER_LEN..]
+                        .chunks_exact_mut(wire::REF_RUN_LEN)
+                        .zip(&refs[..k])
+                    {
+                        out[..8].copy_from_slice(&addr.to_le_bytes());
+                        out[8..].copy_from_slice(&n.to_le_bytes());
+                    }
+                } else if payload_len > 0 {
                     let mut seg: SegArray<'_> = Default::default();
-                    let skipped = match src {
-                        Source::Sgl { dev, pd, sgl, .. } => Source::Sgl {
-                            dev,
-                            pd,
-                            sgl,
-                            skip: sent,
-                        },
-                        Source::Bytes(b) => Source::Bytes(&b[sent as usize..]),
-                    };
                     if let Ok(s) = this.resolve_source(&skipped, &mut seg) {
                         let _ = crate::copy::copy(
                             &this.mem,
@@ -377,6 +475,9 @@ impl<M: DmaMemory> Engine<M> {
                 break Err(e);
             }
             sent += piece;
+            if by_ref.is_some() {
+                self.remote.stats.sent_by_ref += 1;
+            }
             let Some(p) = self.remote.pending.get_mut(&req_id) else {
                 // Answered and ended (in error) while pieces were still going.
                 break Ok(());
@@ -409,7 +510,7 @@ impl<M: DmaMemory> Engine<M> {
     /// Checks that a request's local payload is readable, without copying.
     fn resolve_source_checked(&self, src: &Source<'_>) -> Result<(), WcStatus> {
         match *src {
-            Source::Bytes(_) => Ok(()),
+            Source::Bytes(_) | Source::Peer { .. } => Ok(()),
             Source::Sgl { dev, pd, sgl, .. } => {
                 let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
                 let mut seg: SegArray<'_> = Default::default();
@@ -689,15 +790,27 @@ impl<M: DmaMemory> Engine<M> {
             access: qp.access,
         };
         let unreliable = qp.qp_type == crate::qp::QpType::Uc;
+        // A by-reference payload is read from the requester's memory as it
+        // is copied (parse checked its runs add up to `len`).
+        let by_ref = r.flags & flags::BY_REF != 0;
+        let data = if by_ref {
+            Source::Peer {
+                from,
+                runs: payload,
+            }
+        } else {
+            Source::Bytes(payload)
+        };
         let ra = RemoteAddr {
             addr: r.addr,
             rkey: Rkey(r.rkey),
         };
         match r.op {
             Op::Write => {
-                let st = self
-                    .respond_write(at, ra, Source::Bytes(payload), u64::from(r.len))
-                    .err();
+                let st = self.respond_write(at, ra, data, u64::from(r.len)).err();
+                if by_ref && st.is_none() {
+                    self.remote.stats.read_by_ref += u64::from(r.len);
+                }
                 self.reply(from, r, Op::Ack, st.unwrap_or(WcStatus::Success), 0);
             }
             Op::Send | Op::WriteImm => {
@@ -713,7 +826,7 @@ impl<M: DmaMemory> Engine<M> {
                         ud: None,
                         decode_error: None,
                     },
-                    src: Source::Bytes(payload),
+                    src: data,
                     len: u64::from(r.len),
                     offset: u64::from(r.offset),
                     total: u64::from(r.total),
@@ -724,7 +837,12 @@ impl<M: DmaMemory> Engine<M> {
                 };
                 match self.respond_receive(at, &inc) {
                     Outcome::Rnr => return self.hold(dev, r.dst_qpn, from, msg, now),
-                    Outcome::Done(st, _) => self.reply(from, r, Op::Ack, st, 0),
+                    Outcome::Done(st, _) => {
+                        if by_ref && st.is_ok() {
+                            self.remote.stats.read_by_ref += u64::from(r.len);
+                        }
+                        self.reply(from, r, Op::Ack, st, 0)
+                    }
                     Outcome::InFlight | Outcome::Blocked => unreachable!("responders do not send"),
                 }
             }

@@ -119,8 +119,40 @@ pub mod flags {
     pub const DATAGRAM: u8 = 1 << 3;
     /// The last message of a request carried in several.
     pub const LAST: u8 = 1 << 4;
+    /// The payload is not the data but where it lies in the requester's
+    /// own memory: operand 0 runs of [`REF_RUN_LEN`](super::REF_RUN_LEN)
+    /// bytes, each a little-endian address and length, that together hold
+    /// `len` bytes. Only a responder on the same host, which has proved who
+    /// the requester is, reads them (see [`Remote`](crate::Remote)).
+    pub const BY_REF: u8 = 1 << 5;
     /// Bits this version knows.
-    pub const KNOWN: u8 = IMM | INVALIDATE | SOLICITED | DATAGRAM | LAST;
+    pub const KNOWN: u8 = IMM | INVALIDATE | SOLICITED | DATAGRAM | LAST | BY_REF;
+}
+
+/// Bytes of one run in a by-reference payload: address and length.
+pub const REF_RUN_LEN: usize = 16;
+
+/// Most runs one by-reference message names.
+pub const MAX_REF_RUNS: usize = 64;
+
+/// The runs of a by-reference payload, as (address, length). The payload
+/// must have passed [`Repr::parse`], which checks its shape.
+pub fn ref_runs(payload: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    payload.chunks_exact(REF_RUN_LEN).map(|r| {
+        let mut a = [0u8; 8];
+        let mut l = [0u8; 8];
+        a.copy_from_slice(&r[..8]);
+        l.copy_from_slice(&r[8..]);
+        (u64::from_le_bytes(a), u64::from_le_bytes(l))
+    })
+}
+
+/// Whether a data message (of any validity) says its payload is by
+/// reference: the mesh refuses such messages from anyone but the requester
+/// itself.
+pub fn is_by_ref(msg: &[u8]) -> bool {
+    msg.get(field::FLAGS)
+        .is_some_and(|f| f & flags::BY_REF != 0)
 }
 
 /// The message was malformed.
@@ -146,6 +178,10 @@ pub enum WireError {
     /// A status number that is not a completion status.
     #[error("unknown completion status {0}")]
     UnknownStatus(u16),
+    /// A by-reference payload of the wrong shape: not a SEND or WRITE, no
+    /// runs or too many, or runs that do not add up to `len`.
+    #[error("malformed by-reference payload")]
+    BadReference,
     /// A chunk that does not fit in its whole.
     #[error("chunk at offset {offset} of {len} bytes exceeds the total {total}")]
     BadChunk {
@@ -319,7 +355,12 @@ impl Repr {
             .ok_or(WireError::UnknownStatus(p.status()))?;
         let got = p.payload().len();
         let len = p.length();
+        let by_ref = fl & flags::BY_REF != 0;
         let carries = match op {
+            _ if by_ref => {
+                check_refs(op, fl, p.operand0(), len, p.payload())?;
+                p.operand0() as usize * REF_RUN_LEN
+            }
             Op::Send | Op::Write | Op::WriteImm | Op::ReadResp => len as usize,
             _ => 0,
         };
@@ -378,6 +419,9 @@ impl Repr {
     /// Bytes of payload this message carries.
     pub fn payload_len(&self) -> usize {
         match self.op {
+            _ if self.flags & flags::BY_REF != 0 => {
+                (self.operand0.min(MAX_REF_RUNS as u64) as usize) * REF_RUN_LEN
+            }
             Op::Send | Op::Write | Op::WriteImm | Op::ReadResp => self.len as usize,
             _ => 0,
         }
@@ -387,6 +431,29 @@ impl Repr {
     pub fn buffer_len(&self) -> usize {
         HEADER_LEN + self.payload_len()
     }
+}
+
+/// Checks a by-reference payload: a SEND or WRITE that is not a datagram,
+/// 1 to [`MAX_REF_RUNS`] whole runs, none wrapping, adding up to `len`.
+fn check_refs(op: Op, fl: u8, runs: u64, len: u32, payload: &[u8]) -> Result<(), WireError> {
+    let shape_ok = matches!(op, Op::Send | Op::Write | Op::WriteImm)
+        && fl & flags::DATAGRAM == 0
+        && (1..=MAX_REF_RUNS as u64).contains(&runs)
+        && payload.len() == runs as usize * REF_RUN_LEN;
+    if !shape_ok {
+        return Err(WireError::BadReference);
+    }
+    let mut sum = 0u64;
+    for (addr, n) in ref_runs(payload) {
+        if addr.checked_add(n).is_none() {
+            return Err(WireError::BadReference);
+        }
+        sum = sum.checked_add(n).ok_or(WireError::BadReference)?;
+    }
+    if sum != u64::from(len) {
+        return Err(WireError::BadReference);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -524,5 +591,55 @@ mod tests {
             Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             r
         );
+    }
+
+    fn by_ref(op: Op, fl: u8, len: u32, runs: &[(u64, u64)], said: u64) -> Vec<u8> {
+        let r = Repr {
+            flags: fl | flags::BY_REF,
+            len,
+            total: len,
+            operand0: said,
+            ..Repr::new(op)
+        };
+        let mut b = vec![0u8; HEADER_LEN + runs.len() * REF_RUN_LEN];
+        r.emit(&mut b);
+        for (out, (a, n)) in b[HEADER_LEN..].chunks_exact_mut(REF_RUN_LEN).zip(runs) {
+            out[..8].copy_from_slice(&a.to_le_bytes());
+            out[8..].copy_from_slice(&n.to_le_bytes());
+        }
+        b
+    }
+
+    fn parse(b: &[u8]) -> Result<Repr, WireError> {
+        Repr::parse(&Packet::new_checked(b)?)
+    }
+
+    #[test]
+    fn by_reference_payloads_are_runs_that_add_up_to_len() {
+        let runs = [(0x1000, 100), (0x9000, 28)];
+        let b = by_ref(Op::Write, flags::LAST, 128, &runs, 2);
+        let r = parse(&b).unwrap();
+        assert_eq!(r.buffer_len(), b.len());
+        assert!(is_by_ref(&b));
+        assert_eq!(ref_runs(&b[HEADER_LEN..]).collect::<Vec<_>>(), runs);
+        for op in [Op::Send, Op::WriteImm] {
+            assert!(parse(&by_ref(op, 0, 128, &runs, 2)).is_ok());
+        }
+
+        let bad = [
+            by_ref(Op::Write, 0, 127, &runs, 2),   // runs hold 128
+            by_ref(Op::Write, 0, 128, &runs, 3),   // says 3 runs, has 2
+            by_ref(Op::Write, 0, 0, &[], 0),       // no runs
+            by_ref(Op::ReadReq, 0, 128, &runs, 2), // not a SEND or WRITE
+            by_ref(Op::Send, flags::DATAGRAM, 128, &runs, 2),
+            by_ref(Op::Write, 0, 1, &[(u64::MAX, 1)], 1), // wraps
+            by_ref(Op::Write, 0, 65, &[(0, 1); 65], 65),  // too many
+        ];
+        for b in bad {
+            assert!(parse(&b).is_err(), "{:?}", parse(&b));
+            assert!(is_by_ref(&b));
+        }
+        assert!(!is_by_ref(&WRITE_BYTES));
+        assert!(!is_by_ref(&[]));
     }
 }

@@ -22,6 +22,14 @@ struct Net {
     /// Most request messages queued at once (replies always fit).
     room: usize,
     down: bool,
+    /// Each node's memory as "a process on this host", (base, length): what
+    /// a peer's reference may name.
+    arenas: HashMap<u16, (u64, usize)>,
+    /// Whether each node tells its requests that the peer reads its memory.
+    refs_out: bool,
+    /// Whether a node accepts to read its peer's memory (has it proved
+    /// who it is).
+    refs_in: bool,
 }
 
 struct Carrier {
@@ -50,6 +58,36 @@ impl Remote for Carrier {
         let mut buf = vec![0u8; out.len];
         (out.fill)(&mut buf);
         n.queue.push_back((to.0, self.me, out.tag, out.reply, buf));
+        Ok(())
+    }
+
+    fn reads_from_me(&self, _to: NodeId) -> bool {
+        self.net.lock().unwrap().refs_out
+    }
+
+    /// As `process_vm_readv` on a proved peer: runs outside the peer's
+    /// memory fail.
+    unsafe fn read_peer(&self, from: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
+        let n = self.net.lock().unwrap();
+        if !n.refs_in {
+            return Err(PeerReadError::NotProved);
+        }
+        let &(base, len) = n.arenas.get(&from.0).ok_or(PeerReadError::Gone)?;
+        for r in runs {
+            let inside = r.remote >= base
+                && r.remote
+                    .checked_add(r.len as u64)
+                    .is_some_and(|end| end <= base + len as u64);
+            if !inside {
+                return Err(PeerReadError::Fault);
+            }
+            // SAFETY: the source lies in the peer's arena (checked above),
+            // alive for the test; the caller promises `local` for `len`
+            // writes. The two arenas are distinct allocations.
+            unsafe {
+                std::ptr::copy_nonoverlapping(r.remote as *const u8, r.local.as_ptr(), r.len)
+            };
+        }
         Ok(())
     }
 
@@ -87,6 +125,10 @@ impl Node {
         let gid: Gid = gid.parse().unwrap();
         let dev = e.add_device(vec![gid]);
         net.lock().unwrap().owners.insert(gid, id);
+        net.lock()
+            .unwrap()
+            .arenas
+            .insert(id, (arena.as_ptr() as u64, ARENA));
         e.set_remote(Box::new(Carrier {
             me: id,
             net: net.clone(),
@@ -800,4 +842,211 @@ fn held_sends_are_given_up_at_once_when_they_keep_a_full_queue_waiting() {
     w.pump(10);
     assert_eq!(w.a.take(qa, 1).status, WcStatus::RnrRetryExcErr);
     assert!(!w.b.e.has_held());
+}
+
+/// The requests that reached the wire, as (flags, bytes).
+fn on_the_wire(w: &World) -> Vec<(u8, usize)> {
+    w.net
+        .lock()
+        .unwrap()
+        .queue
+        .iter()
+        .map(|m| (m.4[1], m.4.len()))
+        .collect()
+}
+
+#[test]
+fn large_payloads_to_a_peer_that_reads_this_memory_go_by_reference() {
+    // By-reference pieces of 1 MiB, to see a request split and its runs.
+    let mut w = World::with(EngineConfig {
+        max_ref_piece: 1 << 20,
+        rnr_timeout: Duration::from_millis(100),
+        request_timeout: Duration::from_secs(1),
+        ..EngineConfig::default()
+    });
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
+    let (qa, qb) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 8 << 20);
+    let kb = w.b.mr(0, 8 << 20);
+    let n = (3 << 20) + 5;
+    let data = pattern(n, 21);
+    w.a.arena[..n].copy_from_slice(&data);
+
+    // A WRITE of three pieces and a bit: four messages, each naming its
+    // bytes, none carrying them.
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
+    );
+    let sent = on_the_wire(&w);
+    assert_eq!(sent.len(), 4);
+    for (flags, len) in &sent[..3] {
+        assert_ne!(flags & wire::flags::BY_REF, 0);
+        assert_eq!(*len, wire::HEADER_LEN + wire::REF_RUN_LEN, "one run each");
+    }
+    // The last piece (5 bytes) is under the threshold: it carries them.
+    assert_eq!(sent[3], (wire::flags::LAST, wire::HEADER_LEN + 5));
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert!(w.b.bytes(0, n) == &data[..]);
+    assert_eq!(w.a.e.remote_stats().sent_by_ref, 3);
+    assert_eq!(w.b.e.remote_stats().read_by_ref, 3 << 20);
+
+    // A SEND gathered from two places lands scattered over two; its second
+    // piece names two runs.
+    let half = 1 << 20;
+    let (g1, g2) = (3 << 19, 1 << 19);
+    w.recv(
+        qb,
+        2,
+        &[
+            sge(w.b.addr(4 << 20), 300_000, kb),
+            sge(w.b.addr(6 << 20), 2 << 20, kb),
+        ],
+    );
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Send).sgl(&[
+            sge(w.a.addr(0), g1 as u32, ka),
+            sge(w.a.addr(2 << 20), g2 as u32, ka),
+        ]),
+    );
+    let sent: Vec<usize> = on_the_wire(&w).iter().map(|m| m.1).collect();
+    let runs = |k| wire::HEADER_LEN + k * wire::REF_RUN_LEN;
+    assert_eq!(sent, vec![runs(1), runs(2)]);
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::Success);
+    let r = w.b.take(qb, 2);
+    assert_eq!((r.status, r.byte_len), (WcStatus::Success, 2 << 20));
+    let mut got = w.b.bytes(4 << 20, 300_000).to_vec();
+    got.extend_from_slice(w.b.bytes(6 << 20, (2 << 20) - 300_000));
+    let mut want = data[..g1].to_vec();
+    want.extend_from_slice(&data[2 << 20..(2 << 20) + g2]);
+    assert!(got == want);
+
+    // A WRITE with immediate consumes a receive and carries its immediate.
+    w.recv(qb, 3, &[]);
+    w.post(
+        qa,
+        &SendWr::new(3, SendOp::WriteImm(ra(w.b.addr(1 << 20), kb), 0xabcd)).sgl(&[sge(
+            w.a.addr(0),
+            half as u32,
+            ka,
+        )]),
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 3).status, WcStatus::Success);
+    let r = w.b.take(qb, 3);
+    assert_eq!((r.status, r.imm), (WcStatus::Success, Some(0xabcd)));
+    assert!(w.b.bytes(1 << 20, half) == &data[..half]);
+
+    // A peer that does not read this memory gets the bytes.
+    w.net.lock().unwrap().refs_out = false;
+    w.post(
+        qa,
+        &SendWr::new(4, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(
+            w.a.addr(0),
+            half as u32,
+            ka,
+        )]),
+    );
+    assert_eq!(
+        on_the_wire(&w),
+        vec![(wire::flags::LAST, wire::HEADER_LEN + half)]
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 4).status, WcStatus::Success);
+}
+
+#[test]
+fn by_reference_pieces_are_larger_than_those_that_carry_bytes() {
+    let mut w = World::new();
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
+    let (qa, _) = w.pair(QpType::Rc);
+    let n = 20 << 20;
+    let ka = w.a.mr(0, n);
+    let kb = w.b.mr(0, n);
+    let data = pattern(n, 5);
+    w.a.arena[..n].copy_from_slice(&data);
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
+    );
+    let piece = EngineConfig::default().max_ref_piece as usize;
+    assert!(piece > EngineConfig::default().max_piece as usize);
+    assert_eq!(on_the_wire(&w).len(), n.div_ceil(piece));
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert!(w.b.bytes(0, n) == &data[..]);
+}
+
+#[test]
+fn a_reference_the_responder_cannot_read_fails_that_request_only() {
+    let mut w = World::new();
+    w.net.lock().unwrap().refs_out = true;
+    let (qa, qb) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 4 << 20);
+    let kb = w.b.mr(0, 4 << 20);
+    // The responder has not proved the requester: it refuses to read, and
+    // the requester learns its buffer could not be read.
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), 1 << 20, ka)]),
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::LocProtErr);
+    assert_eq!(w.b.e.remote_stats().read_by_ref, 0);
+
+    // A reference outside the requester's memory (forged, or memory gone)
+    // fails the same way, for a SEND too, and leaves the receive posted.
+    w.net.lock().unwrap().refs_in = true;
+    let (qa, qb2) = w.pair(QpType::Rc);
+    w.recv(qb2, 7, &[sge(w.b.addr(0), 4 << 20, kb)]);
+    let mut m = vec![0u8; wire::HEADER_LEN + wire::REF_RUN_LEN];
+    wire::Repr {
+        flags: wire::flags::LAST | wire::flags::BY_REF,
+        src_qpn: qa,
+        dst_qpn: qb2,
+        req_id: 77,
+        len: 4096,
+        total: 4096,
+        operand0: 1,
+        sgid: w.a.gid,
+        dgid: w.b.gid,
+        ..wire::Repr::new(wire::Op::Send)
+    }
+    .emit(&mut m);
+    m[wire::HEADER_LEN..wire::HEADER_LEN + 8].copy_from_slice(&0x1000u64.to_le_bytes());
+    m[wire::HEADER_LEN + 8..].copy_from_slice(&4096u64.to_le_bytes());
+    let now = w.now;
+    w.b.e.apply_remote(NodeId(1), m, 0, now);
+    let ack = w.net.lock().unwrap().queue.pop_front().unwrap();
+    let r = wire::Repr::parse(&wire::Packet::new_checked(&ack.4[..]).unwrap()).unwrap();
+    assert_eq!(
+        (r.op, r.status, r.req_id),
+        (wire::Op::Ack, WcStatus::LocProtErr, 77)
+    );
+    assert!(w.b.none(qb2, 7), "the receive is still posted");
+
+    // References whose runs do not add up to the length are malformed.
+    let mut m = vec![0u8; wire::HEADER_LEN + wire::REF_RUN_LEN];
+    wire::Repr {
+        flags: wire::flags::LAST | wire::flags::BY_REF,
+        dst_qpn: qb,
+        len: 4096,
+        total: 4096,
+        operand0: 1,
+        dgid: w.b.gid,
+        ..wire::Repr::new(wire::Op::Write)
+    }
+    .emit(&mut m);
+    m[wire::HEADER_LEN + 8..].copy_from_slice(&4095u64.to_le_bytes());
+    w.b.e.apply_remote(NodeId(1), m, 0, now);
+    assert_eq!(w.b.e.remote_stats().malformed, 1);
 }
