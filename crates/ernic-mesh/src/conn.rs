@@ -169,6 +169,8 @@ pub(crate) struct Conn {
     epoch: Instant,
     max_requests: usize,
     max_replies: usize,
+    /// The same-host path on this connection.
+    pub same_host: crate::same_host::Link,
 }
 
 impl Conn {
@@ -195,6 +197,7 @@ impl Conn {
             epoch: Instant::now(),
             max_requests,
             max_replies,
+            same_host: crate::same_host::Link::new(),
         })
     }
 

@@ -11,8 +11,8 @@ use ernic_core::{Gid, NodeId};
 
 /// "ERNM".
 pub const MAGIC: u32 = 0x4552_4e4d;
-/// Protocol version.
-pub const VERSION: u16 = 1;
+/// Protocol version (2: the same-host offer and by-reference payloads).
+pub const VERSION: u16 = 2;
 /// Length of the frame header.
 pub const HEADER_LEN: usize = 16;
 /// Largest body: a data message with a full payload.
@@ -43,6 +43,9 @@ pub enum Kind {
     HeartbeatAck,
     /// A data path message.
     Data,
+    /// Either side of a new connection: a token and the name of this node's
+    /// same-host socket (see `same_host`).
+    SameHost,
     /// Anything else.
     Unknown(u8),
 }
@@ -60,6 +63,7 @@ impl From<u8> for Kind {
             8 => Kind::Heartbeat,
             9 => Kind::HeartbeatAck,
             10 => Kind::Data,
+            11 => Kind::SameHost,
             v => Kind::Unknown(v),
         }
     }
@@ -78,6 +82,7 @@ impl From<Kind> for u8 {
             Kind::Heartbeat => 8,
             Kind::HeartbeatAck => 9,
             Kind::Data => 10,
+            Kind::SameHost => 11,
             Kind::Unknown(v) => v,
         }
     }
@@ -208,6 +213,11 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(v))
     }
 
+    /// `n` raw bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], FrameError> {
+        self.take(n)
+    }
+
     /// 16 bytes: a GID or an IPv6 (or v4-mapped) address.
     pub fn gid(&mut self) -> Result<Gid, FrameError> {
         Ok(Gid::from_slice(self.take(16)?).expect("take gives 16 bytes"))
@@ -253,6 +263,12 @@ impl Writer {
         self
     }
 
+    /// Raw bytes.
+    pub fn bytes(mut self, b: &[u8]) -> Writer {
+        self.0.extend_from_slice(b);
+        self
+    }
+
     /// 16 bytes.
     pub fn gid(mut self, g: Gid) -> Writer {
         self.0.extend_from_slice(&g.0);
@@ -295,7 +311,7 @@ mod tests {
     }
 
     static HELLO: [u8; 16] = [
-        0x45, 0x52, 0x4e, 0x4d, 0, 1, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,
+        0x45, 0x52, 0x4e, 0x4d, 0, 2, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,
     ];
 
     #[test]
@@ -318,8 +334,8 @@ mod tests {
         b[0] = b'G'; // an HTTP client, say
         assert!(matches!(Header::parse(&b), Err(FrameError::Magic(_))));
         let mut b = HELLO;
-        b[5] = 2;
-        assert_eq!(Header::parse(&b), Err(FrameError::Version(2)));
+        b[5] = 1;
+        assert_eq!(Header::parse(&b), Err(FrameError::Version(1)));
         let mut b = HELLO;
         b[6] = 77;
         assert_eq!(Header::parse(&b), Err(FrameError::Kind(77)));

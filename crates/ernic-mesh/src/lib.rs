@@ -25,6 +25,8 @@ mod conn;
 pub mod frame;
 mod inbound;
 mod node;
+#[allow(unsafe_code)]
+mod same_host;
 pub mod spec;
 #[allow(unsafe_code)]
 mod sys;
@@ -34,7 +36,7 @@ use std::net::{Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ernic_core::{Gid, NodeId, Outgoing, Remote, SendError};
+use ernic_core::{Gid, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendError};
 
 pub use inbound::Message;
 pub use node::Peer;
@@ -77,6 +79,10 @@ pub struct MeshConfig {
     /// turns it off, for networks where they cannot reach each other: the
     /// manager then relays everything between workers).
     pub direct: bool,
+    /// Whether nodes on this host read large payloads from each other's
+    /// memory instead of through TCP (`ERNIC_TCP_SAME_HOST=0` turns it off;
+    /// see the `same_host` module).
+    pub same_host: bool,
 }
 
 impl MeshConfig {
@@ -100,6 +106,7 @@ impl MeshConfig {
             stall_drop: Duration::from_secs(2),
             max_nodes: 64,
             direct: std::env::var("ERNIC_TCP_DIRECT").map_or(true, |v| v != "0"),
+            same_host: std::env::var("ERNIC_TCP_SAME_HOST").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -255,6 +262,18 @@ impl Mesh {
         self.shared.peers()
     }
 
+    /// The same-host path with `peer`: whether it reads this process's
+    /// memory (this node sends it large payloads by reference), and whether
+    /// this node reads the peer's (it proved which process it is).
+    pub fn same_host(&self, peer: NodeId) -> SameHostLink {
+        let st = self.shared.lock();
+        let c = st.conns.get(&peer.0);
+        SameHostLink {
+            reads_me: c.is_some_and(|c| c.same_host.reads_me()),
+            read_by_me: c.is_some_and(|c| c.same_host.proved()),
+        }
+    }
+
     /// Frames the manager could not relay.
     pub fn relay_drops(&self) -> u64 {
         self.shared.lock().relay_drops
@@ -270,6 +289,15 @@ impl Drop for Mesh {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// The same-host path with one peer (see [`Mesh::same_host`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SameHostLink {
+    /// The peer reads this process's memory.
+    pub reads_me: bool,
+    /// This node reads the peer's memory.
+    pub read_by_me: bool,
 }
 
 /// The engine's way out: queues data path messages on the mesh.
@@ -322,6 +350,20 @@ impl Remote for Carrier {
                 })
             }
         }
+    }
+
+    fn reads_from_me(&self, to: NodeId) -> bool {
+        self.shared
+            .lock()
+            .conns
+            .get(&to.0)
+            .is_some_and(|c| c.same_host.reads_me())
+    }
+
+    #[allow(unsafe_code)]
+    unsafe fn read_peer(&self, from: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
+        // SAFETY: the caller promised every `local` writable for its `len`.
+        unsafe { same_host::read_from(&self.shared, from, runs) }
     }
 
     fn cancel(&mut self, tag: u64) {

@@ -104,6 +104,8 @@ pub(crate) struct Shared {
     epoch: Instant,
     /// Calls of `poll_io`, to read the clock on a few of them only.
     poll_calls: AtomicU64,
+    /// This node's same-host socket, unless the path is off.
+    pub same_host: Option<crate::same_host::Listener>,
 }
 
 /// A poller that polled within this long is taken to be polling still: the
@@ -136,7 +138,21 @@ impl Shared {
             st.dirty_gids.insert(0);
             st.recompute_owners(Some(0));
         }
+        let same_host = if cfg.same_host {
+            crate::same_host::Listener::bind()
+                .map_err(|e| {
+                    if log_level() >= Level::Info {
+                        eprintln!(
+                            "ernic-mesh: no same-host path ({e}); every payload goes over TCP"
+                        );
+                    }
+                })
+                .ok()
+        } else {
+            None
+        };
         Shared {
+            same_host,
             manager,
             boot,
             me: AtomicU32::new(if manager { 0 } else { NO_ID }),
@@ -293,6 +309,7 @@ impl Shared {
         if let Some(o) = old {
             o.close();
         }
+        self.offer_same_host(&c);
         self.run_conn(c);
         self.changed.notify_all();
     }
@@ -506,6 +523,20 @@ impl Shared {
                     self.recycle(buf);
                     return Ok(None);
                 }
+                let relayed = hdr.src != c.peer.0;
+                if relayed && ernic_core::wire::is_by_ref(body) {
+                    // A reference is read from the process that proved it
+                    // holds this connection, so only that node may send one.
+                    self.log(
+                        Level::Warn,
+                        format_args!(
+                            "dropping a by-reference message for node {} relayed from node {}",
+                            hdr.dst, hdr.src
+                        ),
+                    );
+                    self.recycle(buf);
+                    return Ok(None);
+                }
                 if hdr.dst == NO_NODE || hdr.dst == me {
                     let m = Message {
                         from: NodeId(hdr.src),
@@ -565,6 +596,11 @@ impl Shared {
                 }
                 self.changed.notify_all();
                 self.recycle(buf);
+            }
+            Kind::SameHost => {
+                let r = self.take_offer(c, body);
+                self.recycle(buf);
+                r?;
             }
             Kind::Refuse => {
                 let mut r = Reader::new(Kind::Refuse, body);
@@ -1029,6 +1065,12 @@ impl Shared {
         let _ = thread::Builder::new()
             .name("mesh-accept".into())
             .spawn(move || s.accept_loop(listener));
+        if self.same_host.is_some() {
+            let s = self.clone();
+            let _ = thread::Builder::new()
+                .name("mesh-same-host".into())
+                .spawn(move || s.same_host_loop());
+        }
         match self.cfg.spec.clone() {
             Spec::Manager { .. } => {
                 let s = self.clone();

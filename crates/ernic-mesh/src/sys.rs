@@ -1,5 +1,7 @@
-//! The few socket calls std does not offer: a send and a receive that never
-//! block (`MSG_DONTWAIT`), and waiting for a socket to become readable.
+//! The few system calls std does not offer: a send and a receive that never
+//! block (`MSG_DONTWAIT`), waiting for a socket to become readable, and what
+//! the same-host path needs (a Unix socket's peer, pidfds, reading another
+//! process's memory, random tokens).
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -121,4 +123,110 @@ pub fn readable_now(fds: &[RawFd], ready: &mut [bool]) {
             *o = n > 0 && slot.revents != 0;
         }
     }
+}
+
+/// The process at the other end of a Unix socket, as the kernel saw it
+/// connect (`SO_PEERCRED`), in this process's PID namespace; `None` when it
+/// is not visible there.
+pub fn peer_pid(fd: &impl AsRawFd) -> io::Result<Option<libc::pid_t>> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes and `len` holds the size
+    // of `cred`, as SO_PEERCRED requires; `fd` is the caller's socket.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((cred.pid > 0).then_some(cred.pid))
+}
+
+/// A file descriptor that stands for process `pid` (`pidfd_open(2)`): it
+/// becomes readable when the process exits.
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // or -1; it touches no memory of ours.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just gave us this descriptor; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Whether the process a pidfd stands for is still running.
+pub fn alive(pidfd: &impl AsRawFd) -> bool {
+    !wait_readable(pidfd, Duration::ZERO)
+}
+
+/// Reads from process `pid`'s memory (`process_vm_readv(2)`): for each
+/// `(remote, local, len)`, `len` bytes at `remote` in that process into
+/// `local`. At most 64 pieces. Returns the bytes read, which fall short when a
+/// remote range is not mapped.
+///
+/// # Safety
+///
+/// Every `local` must be valid for writes of its `len` for the duration of
+/// the call.
+pub unsafe fn read_process(
+    pid: libc::pid_t,
+    pieces: &[(u64, *mut u8, usize)],
+) -> io::Result<usize> {
+    const MAX: usize = 64;
+    let empty = libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    };
+    let (mut local, mut remote) = ([empty; MAX], [empty; MAX]);
+    let n = pieces.len().min(MAX);
+    for ((l, r), &(at, to, len)) in local.iter_mut().zip(remote.iter_mut()).zip(pieces) {
+        *l = libc::iovec {
+            iov_base: to.cast(),
+            iov_len: len,
+        };
+        *r = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: len,
+        };
+    }
+    // SAFETY: `local` holds `n` iovecs the caller promised writable; the
+    // remote iovecs name the other process's memory, which the kernel checks
+    // (a bad range ends the read short or fails with EFAULT).
+    let r = unsafe {
+        libc::process_vm_readv(
+            pid,
+            local.as_ptr(),
+            n as libc::c_ulong,
+            remote.as_ptr(),
+            n as libc::c_ulong,
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
+/// 16 random bytes from the kernel (`getrandom(2)`).
+pub fn random16() -> io::Result<[u8; 16]> {
+    let mut b = [0u8; 16];
+    // SAFETY: `b` is valid for writes of its 16 bytes.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != 16 {
+        return Err(io::Error::other("getrandom gave fewer than 16 bytes"));
+    }
+    Ok(b)
 }

@@ -128,3 +128,96 @@ fn a_registered_worker_that_sends_garbage_is_cut_off_alone() {
     assert!(alive.contains(&1), "{alive:?}");
     assert!(!alive.contains(&2), "{alive:?}");
 }
+
+/// Registers by hand and reads frames until the manager's same-host offer:
+/// its token and socket name.
+fn offer_to_raw_worker(m: &Mesh) -> (TcpStream, [u8; 16], String) {
+    let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let body = Writer::default().u64(7).u16(NO_NODE).u16(9).u16(0).0;
+    s.write_all(&frame::frame(Kind::Register, NO_NODE, 0, &body))
+        .unwrap();
+    for _ in 0..20 {
+        let mut hdr = [0u8; frame::HEADER_LEN];
+        s.read_exact(&mut hdr).unwrap();
+        let h = Header::parse(&hdr).unwrap();
+        let mut body = vec![0u8; h.len as usize];
+        s.read_exact(&mut body).unwrap();
+        if h.kind == Kind::SameHost {
+            let token: [u8; 16] = body[..16].try_into().unwrap();
+            let name = String::from_utf8(body[16..].to_vec()).unwrap();
+            return (s, token, name);
+        }
+    }
+    panic!("no same-host offer");
+}
+
+/// Presents a proof on the manager's same-host socket; returns its verdict.
+fn prove(name: &str, token: &[u8; 16], addr: u64) -> u8 {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixStream};
+    let mut u = UnixStream::connect_addr(&SocketAddr::from_abstract_name(name).unwrap()).unwrap();
+    u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    u.write_all(token).unwrap();
+    u.write_all(&addr.to_le_bytes()).unwrap();
+    let mut verdict = [9u8; 1];
+    u.read_exact(&mut verdict).unwrap();
+    verdict[0]
+}
+
+#[test]
+fn same_host_proofs_that_do_not_hold_are_refused() {
+    use ernic_core::{NodeId, PeerReadError, PeerRun, Remote};
+    let m = manager();
+    let (_s, token, name) = offer_to_raw_worker(&m);
+    let held = Box::new(token);
+    let at = held.as_ptr() as u64;
+    let mut wrong = token;
+    wrong[0] ^= 1;
+    assert_eq!(
+        prove(&name, &wrong, at),
+        0,
+        "a token that names no connection"
+    );
+    let mut other = Box::new(token);
+    other[15] ^= 0x80;
+    assert_eq!(
+        prove(&name, &token, other.as_ptr() as u64),
+        0,
+        "the token is not where the prover says"
+    );
+    assert_eq!(
+        prove(&name, &token, 8),
+        0,
+        "an address the prover does not have"
+    );
+    // Unproved: the node's references are not read.
+    let c = m.carrier();
+    let mut dst = [0u8; 16];
+    let run = PeerRun {
+        remote: at,
+        local: std::ptr::NonNull::new(dst.as_mut_ptr()).unwrap(),
+        len: 16,
+    };
+    // SAFETY: `dst` is valid for writes of its 16 bytes.
+    #[allow(unsafe_code)]
+    let r = unsafe { c.read_peer(NodeId(1), &[run]) };
+    assert_eq!(r, Err(PeerReadError::NotProved));
+    assert!(!m.same_host(NodeId(1)).read_by_me);
+    // A socket that says nothing holds up no one, and the true proof holds
+    // once only.
+    let _mute = {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixStream};
+        UnixStream::connect_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap()
+    };
+    assert_eq!(prove(&name, &token, at), 1);
+    assert!(m.same_host(NodeId(1)).read_by_me);
+    // SAFETY: as above.
+    #[allow(unsafe_code)]
+    let r = unsafe { c.read_peer(NodeId(1), &[run]) };
+    assert_eq!(r, Ok(()));
+    assert_eq!(&dst, &token);
+    assert_eq!(prove(&name, &token, at), 0, "a second proof is refused");
+    drop(other);
+}

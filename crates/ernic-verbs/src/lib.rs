@@ -70,7 +70,7 @@ pub use mr::{FastMr, Mr};
 pub use provider::{CqOps, MrMemory, Provider};
 pub use qp::{Ah, Pd, Qp, Srq};
 
-pub use ernic_mesh::{Mesh, MeshConfig, Spec as MeshSpec};
+pub use ernic_mesh::{Mesh, MeshConfig, SameHostLink, Spec as MeshSpec};
 
 pub use ernic_core::{
     Access, AhId, AsyncEvent, Completion as Wc, Counter, Counters, CqId, EngineConfig as Config,

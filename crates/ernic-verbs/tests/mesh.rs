@@ -16,17 +16,24 @@ fn wait_owner(f: &Fabric, gid: Gid) {
 }
 
 fn two_nodes(cfg: Config) -> (Fabric, Fabric) {
+    two_nodes_on(cfg, true)
+}
+
+/// Two nodes, with or without the same-host path.
+fn two_nodes_on(cfg: Config, same_host: bool) -> (Fabric, Fabric) {
     let mut mc = MeshConfig::new("tcp:manager:listen:1".parse().unwrap());
     mc.spec = MeshSpec::Manager { port: 0 };
     // Port 0 is not a valid spec port; bind it directly for the test.
     let manager = Mesh::start(MeshConfig {
         heartbeat: Duration::from_millis(100),
+        same_host,
         ..mc
     })
     .unwrap();
     let port = manager.listen_addr().port();
     let wc = MeshConfig {
         heartbeat: Duration::from_millis(100),
+        same_host,
         ..MeshConfig::new(MeshSpec::Worker {
             host: "127.0.0.1".into(),
             port,
@@ -52,7 +59,11 @@ struct RcPair {
 }
 
 fn rc_pair(ga: &str, gb: &str, depth: u32) -> RcPair {
-    let (fa, fb) = two_nodes(Config::default());
+    rc_pair_on(ga, gb, depth, true)
+}
+
+fn rc_pair_on(ga: &str, gb: &str, depth: u32, same_host: bool) -> RcPair {
+    let (fa, fb) = two_nodes_on(Config::default(), same_host);
     let a = fa.open_device(ga.parse().unwrap()).unwrap();
     let b = fb.open_device(gb.parse().unwrap()).unwrap();
     wait_owner(&fa, b.gid());
@@ -268,4 +279,77 @@ fn an_address_handle_made_before_its_gid_was_known_reaches_it_later() {
     let mut got = [0u8; 4];
     mb.read(40, &mut got).unwrap();
     assert_eq!(&got, b"late");
+}
+
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8)
+        .collect()
+}
+
+/// A WRITE of `len` bytes and a SEND of `len / 2` from A to B, checked at B.
+fn write_and_send(p: &RcPair, len: usize) {
+    let ma = p.pa.reg_mr(len, Access::ALL).unwrap();
+    let mb = p.pb.reg_mr(2 * len, Access::ALL).unwrap();
+    let data = pattern(len, len as u32);
+    ma.write(0, &data).unwrap();
+    p.qa.post_send(
+        &SendWr::new(1, SendOp::Write(mb.remote(0).unwrap()))
+            .sgl(&[ma.sge(0, len as u32).unwrap()]),
+    )
+    .unwrap();
+    assert_eq!(p.ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    p.qb.post_recv(2, &[mb.sge(len, len as u32).unwrap()])
+        .unwrap();
+    p.qa.post_send(&SendWr::new(3, SendOp::Send).sgl(&[ma.sge(7, (len / 2) as u32).unwrap()]))
+        .unwrap();
+    assert_eq!(p.ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    let r = p.cb.wait_one(T).unwrap().unwrap();
+    assert_eq!(
+        (r.wr_id, r.status, r.byte_len),
+        (2, WcStatus::Success, (len / 2) as u32)
+    );
+    let mut got = vec![0u8; len];
+    mb.read(0, &mut got).unwrap();
+    assert!(got == data, "the WRITE landed whole");
+    let mut got = vec![0u8; len / 2];
+    mb.read(len, &mut got).unwrap();
+    assert!(got[..] == data[7..7 + len / 2], "the SEND landed whole");
+}
+
+#[test]
+fn large_payloads_between_nodes_on_one_host_are_read_from_the_sender() {
+    let p = rc_pair_on("fd00::3a", "fd00::3b", 16, true);
+    let (fa, fb) = &p._fabrics;
+    let (ma, mb) = (fa.mesh().unwrap(), fb.mesh().unwrap());
+    // Both links prove themselves soon after the connection is up.
+    let end = Instant::now() + T;
+    let both = SameHostLink {
+        reads_me: true,
+        read_by_me: true,
+    };
+    while ma.same_host(NodeId(1)) != both || mb.same_host(NodeId(0)) != both {
+        assert!(Instant::now() < end, "the same-host path never came up");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let len = 5 << 20;
+    write_and_send(&p, len);
+    // Both went by reference, in one piece each, and B read all of them.
+    let (sa, sb) = (fa.remote_stats(), fb.remote_stats());
+    assert_eq!(sa.sent_by_ref, 2, "{sa:?}");
+    assert_eq!(sb.read_by_ref, (len + len / 2) as u64, "{sb:?}");
+}
+
+#[test]
+fn with_the_same_host_path_off_payloads_cross_tcp() {
+    let p = rc_pair_on("fd00::4a", "fd00::4b", 16, false);
+    let (fa, fb) = &p._fabrics;
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        fa.mesh().unwrap().same_host(NodeId(1)),
+        SameHostLink::default()
+    );
+    write_and_send(&p, 2 << 20);
+    assert_eq!(fa.remote_stats().sent_by_ref, 0);
+    assert_eq!(fb.remote_stats().read_by_ref, 0);
 }

@@ -1,0 +1,304 @@
+//! The same-host path: a node on this host reads a requester's large
+//! payloads straight from the requester's memory (`process_vm_readv(2)`),
+//! so a WRITE or SEND crosses once instead of through two socket copies and
+//! the kernel's loopback. Everything else (headers, replies, small payloads,
+//! READ data) still goes over the TCP connection, in order with the
+//! references.
+//!
+//! Who may read whom is proved, never claimed. Each node listens on an
+//! abstract Unix socket; abstract names belong to a network namespace, so
+//! nodes in different namespaces (different hosts, or the hosts of the
+//! network-namespace tests) never find each other and keep to TCP. Once a
+//! mesh connection is up, each side offers ([`Kind::SameHost`]): a fresh
+//! random token and its socket's name. The side that gets the offer, if it
+//! reaches that socket, connects and sends the token back with the address
+//! of a copy of it in its own memory. The offering side takes the
+//! connecting process from the kernel (`SO_PEERCRED`), holds a pidfd for it,
+//! and reads the token back out of that process at that address. Only when
+//! it matches does it read from that process for that connection's node,
+//! and says so with one byte; the prover then sends by reference
+//! ([`ernic_core::wire::flags::BY_REF`]).
+//!
+//! A reference is honoured only from the node's own connection: the mesh
+//! drops relayed data frames that carry one.
+//!
+//! [`Kind::SameHost`]: crate::frame::Kind::SameHost
+
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+use ernic_core::{NodeId, PeerReadError, PeerRun};
+
+use crate::conn::Conn;
+use crate::frame::{self, FrameError, Kind, Reader, Writer};
+use crate::node::{Level, Shared};
+use crate::sys;
+
+/// Bytes of an offer's token.
+const TOKEN: usize = 16;
+/// Longest socket name an offer may carry (the abstract namespace allows 107).
+const MAX_NAME: usize = 100;
+/// What the prover sends: the token, then where a copy of it lies.
+const PROOF: usize = TOKEN + 8;
+
+/// This node's listening socket.
+pub(crate) struct Listener {
+    pub name: String,
+    sock: UnixListener,
+}
+
+impl Listener {
+    /// Binds a fresh abstract name.
+    pub fn bind() -> io::Result<Listener> {
+        let r = sys::random16()?;
+        let tag = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
+        let name = format!("ernic-mesh-{}-{tag:016x}", std::process::id());
+        let sock = UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name)?)?;
+        sock.set_nonblocking(true)?;
+        Ok(Listener { name, sock })
+    }
+}
+
+/// A process this node has proved it talks to.
+struct Proc {
+    pid: libc::pid_t,
+    pidfd: OwnedFd,
+}
+
+/// A connection's same-host state.
+pub(crate) struct Link {
+    /// The token this side offers on the connection (none when the kernel
+    /// gave no random bytes: a guessable token would let any local process
+    /// pass for the peer).
+    token: Option<[u8; TOKEN]>,
+    /// The peer proved this process and reads its memory: requests to it
+    /// may go by reference.
+    reads_me: AtomicBool,
+    /// The peer's process, once it proved which it is.
+    peer: OnceLock<Proc>,
+}
+
+impl Link {
+    pub fn new() -> Link {
+        Link {
+            token: sys::random16().ok(),
+            reads_me: AtomicBool::new(false),
+            peer: OnceLock::new(),
+        }
+    }
+
+    /// Whether the peer reads this process's memory.
+    pub fn reads_me(&self) -> bool {
+        self.reads_me.load(Ordering::Relaxed)
+    }
+
+    /// Whether this node has proved the peer's process and reads its memory.
+    pub fn proved(&self) -> bool {
+        self.peer.get().is_some()
+    }
+
+    /// Reads what the peer named by reference.
+    ///
+    /// # Safety
+    ///
+    /// As [`ernic_core::Remote::read_peer`]: every run's `local` is valid
+    /// for writes of its `len` during the call.
+    pub unsafe fn read(&self, runs: &[PeerRun]) -> Result<(), PeerReadError> {
+        const MAX: usize = 64;
+        let p = self.peer.get().ok_or(PeerReadError::NotProved)?;
+        if !sys::alive(&p.pidfd) {
+            return Err(PeerReadError::Gone);
+        }
+        let mut pieces = [(0u64, std::ptr::null_mut(), 0usize); MAX];
+        for chunk in runs.chunks(MAX) {
+            let mut want = 0usize;
+            for (slot, r) in pieces.iter_mut().zip(chunk) {
+                *slot = (r.remote, r.local.as_ptr(), r.len);
+                want += r.len;
+            }
+            // SAFETY: the caller promised every `local` writable for its `len`.
+            let got = unsafe { sys::read_process(p.pid, &pieces[..chunk.len()]) }.map_err(|e| {
+                if e.raw_os_error() == Some(libc::ESRCH) {
+                    PeerReadError::Gone
+                } else {
+                    PeerReadError::Fault
+                }
+            })?;
+            if got != want {
+                return Err(PeerReadError::Fault);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// Offers the same-host path on a new connection.
+    pub(crate) fn offer_same_host(&self, c: &Conn) {
+        let (Some(l), Some(token)) = (&self.same_host, &c.same_host.token) else {
+            return;
+        };
+        let me = frame::node(self.me());
+        let body = Writer::default().bytes(token).text(&l.name).0;
+        c.control(frame::frame(Kind::SameHost, me, c.peer.0, &body));
+    }
+
+    /// A peer offered: prove this process to it, in the background (the
+    /// receive thread does not wait on another socket).
+    pub(crate) fn take_offer(
+        self: &Arc<Self>,
+        c: &Arc<Conn>,
+        body: &[u8],
+    ) -> Result<(), FrameError> {
+        let mut r = Reader::new(Kind::SameHost, body);
+        let mut token = [0u8; TOKEN];
+        token.copy_from_slice(r.bytes(TOKEN)?);
+        let name = r.text();
+        if name.is_empty() || name.len() > MAX_NAME {
+            return Err(FrameError::Body(Kind::SameHost));
+        }
+        if self.same_host.is_none() {
+            return Ok(());
+        }
+        let (s, c) = (self.clone(), c.clone());
+        let _ = thread::Builder::new()
+            .name("mesh-same-host".into())
+            .spawn(move || match s.prove(&c, token, &name) {
+                Ok(true) => s.log(
+                    Level::Info,
+                    format_args!(
+                        "node {} is on this host: large payloads go by reference",
+                        c.peer.0
+                    ),
+                ),
+                Ok(false) => s.log(
+                    Level::Info,
+                    format_args!("node {} refused to read this process's memory", c.peer.0),
+                ),
+                Err(e) => s.log(
+                    Level::Debug,
+                    format_args!("node {} is not reachable on this host ({e})", c.peer.0),
+                ),
+            });
+        Ok(())
+    }
+
+    /// Connects to the offerer's socket and shows it the token in this
+    /// process's memory. Returns whether the offerer now reads it.
+    fn prove(&self, c: &Conn, token: [u8; TOKEN], name: &str) -> io::Result<bool> {
+        let mut s = UnixStream::connect_addr(&SocketAddr::from_abstract_name(name)?)?;
+        s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
+        s.set_write_timeout(Some(self.cfg.handshake_timeout))?;
+        // The copy the offerer reads back; it lives until the answer comes.
+        let copy = Box::new(token);
+        let mut proof = [0u8; PROOF];
+        proof[..TOKEN].copy_from_slice(&token);
+        proof[TOKEN..].copy_from_slice(&(copy.as_ptr() as u64).to_le_bytes());
+        s.write_all(&proof)?;
+        let mut answer = [0u8; 1];
+        s.read_exact(&mut answer)?;
+        drop(copy);
+        let ok = answer[0] == 1 && !c.is_closed();
+        c.same_host.reads_me.store(ok, Ordering::Relaxed);
+        Ok(ok)
+    }
+
+    /// The same-host listener's thread: checks each proof in a thread of its
+    /// own (a local process that connects and says nothing holds up no one).
+    pub(crate) fn same_host_loop(self: &Arc<Self>) {
+        let Some(l) = &self.same_host else { return };
+        while !self.stop.load(Ordering::Relaxed) {
+            match l.sock.accept() {
+                Ok((stream, _)) => {
+                    let s = self.clone();
+                    let _ = thread::Builder::new()
+                        .name("mesh-same-host".into())
+                        .spawn(move || {
+                            if let Err(e) = s.check_proof(stream) {
+                                s.log(Level::Info, format_args!("a same-host proof failed: {e}"));
+                            }
+                        });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(10))
+                }
+                Err(_) => thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Checks one proof: the token names a connection of this node's, and
+    /// the process that connected holds it at the address it gave.
+    fn check_proof(&self, mut s: UnixStream) -> io::Result<()> {
+        let _ = s.set_nonblocking(false);
+        s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
+        s.set_write_timeout(Some(self.cfg.handshake_timeout))?;
+        let mut proof = [0u8; PROOF];
+        s.read_exact(&mut proof)?;
+        let verdict = self.judge(&s, &proof);
+        s.write_all(&[u8::from(verdict.is_ok())])?;
+        verdict
+    }
+
+    fn judge(&self, s: &UnixStream, proof: &[u8; PROOF]) -> io::Result<()> {
+        let token = &proof[..TOKEN];
+        let addr = u64::from_le_bytes(proof[TOKEN..].try_into().expect("8 bytes"));
+        let c = self
+            .lock()
+            .conns
+            .values()
+            .find(|c| c.same_host.token.as_ref().is_some_and(|t| t[..] == *token))
+            .cloned()
+            .ok_or_else(|| io::Error::other("the token names no connection"))?;
+        let pid = sys::peer_pid(s)?
+            .ok_or_else(|| io::Error::other("the process is not visible in this PID namespace"))?;
+        let pidfd = sys::pidfd_open(pid)?;
+        let mut back = [0u8; TOKEN];
+        let piece = [(addr, back.as_mut_ptr(), TOKEN)];
+        // SAFETY: `back` is valid for writes of its 16 bytes during the call.
+        let n = unsafe { sys::read_process(pid, &piece) }?;
+        if n != TOKEN || back != token {
+            return Err(io::Error::other(format!(
+                "process {pid} does not hold the token where it said"
+            )));
+        }
+        if c.same_host.peer.set(Proc { pid, pidfd }).is_err() {
+            return Err(io::Error::other("the connection's peer was already proved"));
+        }
+        self.log(
+            Level::Info,
+            format_args!(
+                "node {} is process {pid} on this host: reading its payloads",
+                c.peer.0
+            ),
+        );
+        Ok(())
+    }
+}
+
+/// Reads what node `from` named by reference, through its connection.
+///
+/// # Safety
+///
+/// As [`ernic_core::Remote::read_peer`].
+pub(crate) unsafe fn read_from(
+    shared: &Shared,
+    from: NodeId,
+    runs: &[PeerRun],
+) -> Result<(), PeerReadError> {
+    let c = shared
+        .lock()
+        .conns
+        .get(&from.0)
+        .cloned()
+        .ok_or(PeerReadError::NotProved)?;
+    // SAFETY: this function's caller promised every `local` writable for
+    // its `len`.
+    unsafe { c.same_host.read(runs) }
+}
