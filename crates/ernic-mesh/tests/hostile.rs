@@ -221,3 +221,52 @@ fn same_host_proofs_that_do_not_hold_are_refused() {
     assert_eq!(prove(&name, &token, at), 0, "a second proof is refused");
     drop(other);
 }
+
+#[test]
+fn a_reference_relayed_by_the_manager_is_dropped() {
+    let m = manager();
+    let b = Mesh::start(MeshConfig::new(Spec::Worker {
+        host: "127.0.0.1".into(),
+        port: m.listen_addr().port(),
+    }))
+    .unwrap();
+    let b_id = b.wait_registered(Duration::from_secs(10)).unwrap().0;
+    // A worker by hand: its frames to B go through the manager.
+    let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let body = Writer::default().u64(3).u16(NO_NODE).u16(9).u16(0).0;
+    s.write_all(&frame::frame(Kind::Register, NO_NODE, 0, &body))
+        .unwrap();
+    let mut hdr = [0u8; frame::HEADER_LEN];
+    s.read_exact(&mut hdr).unwrap();
+    let h = Header::parse(&hdr).unwrap();
+    assert_eq!(h.kind, Kind::Welcome);
+    let mut welcome = vec![0u8; h.len as usize];
+    s.read_exact(&mut welcome).unwrap();
+    let a_id = u16::from_be_bytes([welcome[0], welcome[1]]);
+    let data = |flags: u8, tag: u8| {
+        let mut msg = vec![0u8; ernic_core::wire::HEADER_LEN];
+        msg[1] = flags;
+        msg[2] = tag;
+        frame::frame(Kind::Data, a_id, b_id, &msg)
+    };
+    s.write_all(&data(ernic_core::wire::flags::BY_REF, 1))
+        .unwrap();
+    s.write_all(&data(0, 2)).unwrap();
+    // The plain message arrives; the reference never does.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let mut got = Vec::new();
+    while got.is_empty() && std::time::Instant::now() < end {
+        while let Some(msg) = b.pop() {
+            assert_eq!(msg.from.0, a_id);
+            got.push(msg.buf[msg.start + 2]);
+            b.release(msg.buf);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    while let Some(msg) = b.pop() {
+        got.push(msg.buf[msg.start + 2]);
+    }
+    assert_eq!(got, vec![2]);
+}
