@@ -28,7 +28,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::Duration;
@@ -46,11 +46,19 @@ const TOKEN: usize = 16;
 const MAX_NAME: usize = 100;
 /// What the prover sends: the token, then where a copy of it lies.
 const PROOF: usize = TOKEN + 8;
+/// Every node's socket name starts so; an offer naming any other socket is
+/// refused (a peer must not make this node write to arbitrary local sockets).
+const PREFIX: &str = "ernic-mesh-";
+/// Proofs checked at once; a local process that opens more connections to
+/// the socket has them closed.
+const MAX_CHECKS: usize = 16;
 
 /// This node's listening socket.
 pub(crate) struct Listener {
     pub name: String,
     sock: UnixListener,
+    /// Proofs being checked now.
+    checking: Arc<AtomicUsize>,
 }
 
 impl Listener {
@@ -58,10 +66,14 @@ impl Listener {
     pub fn bind() -> io::Result<Listener> {
         let r = sys::random16()?;
         let tag = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
-        let name = format!("ernic-mesh-{}-{tag:016x}", std::process::id());
+        let name = format!("{PREFIX}{}-{tag:016x}", std::process::id());
         let sock = UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name)?)?;
         sock.set_nonblocking(true)?;
-        Ok(Listener { name, sock })
+        Ok(Listener {
+            name,
+            sock,
+            checking: Arc::new(AtomicUsize::new(0)),
+        })
     }
 }
 
@@ -82,6 +94,8 @@ pub(crate) struct Link {
     reads_me: AtomicBool,
     /// The peer's process, once it proved which it is.
     peer: OnceLock<Proc>,
+    /// An offer from the peer was taken (one per connection).
+    offer_taken: AtomicBool,
 }
 
 impl Link {
@@ -90,6 +104,7 @@ impl Link {
             token: sys::random16().ok(),
             reads_me: AtomicBool::new(false),
             peer: OnceLock::new(),
+            offer_taken: AtomicBool::new(false),
         }
     }
 
@@ -160,10 +175,10 @@ impl Shared {
         let mut token = [0u8; TOKEN];
         token.copy_from_slice(r.bytes(TOKEN)?);
         let name = r.text();
-        if name.is_empty() || name.len() > MAX_NAME {
+        if !name.starts_with(PREFIX) || name.len() > MAX_NAME {
             return Err(FrameError::Body(Kind::SameHost));
         }
-        if self.same_host.is_none() {
+        if self.same_host.is_none() || c.same_host.offer_taken.swap(true, Ordering::Relaxed) {
             return Ok(());
         }
         let (s, c) = (self.clone(), c.clone());
@@ -216,14 +231,26 @@ impl Shared {
         while !self.stop.load(Ordering::Relaxed) {
             match l.sock.accept() {
                 Ok((stream, _)) => {
-                    let s = self.clone();
-                    let _ = thread::Builder::new()
-                        .name("mesh-same-host".into())
-                        .spawn(move || {
-                            if let Err(e) = s.check_proof(stream) {
-                                s.log(Level::Info, format_args!("a same-host proof failed: {e}"));
-                            }
-                        });
+                    if l.checking.fetch_add(1, Ordering::AcqRel) >= MAX_CHECKS {
+                        l.checking.fetch_sub(1, Ordering::AcqRel);
+                        continue;
+                    }
+                    let (s, busy) = (self.clone(), l.checking.clone());
+                    let spawned =
+                        thread::Builder::new()
+                            .name("mesh-same-host".into())
+                            .spawn(move || {
+                                if let Err(e) = s.check_proof(stream) {
+                                    s.log(
+                                        Level::Info,
+                                        format_args!("a same-host proof failed: {e}"),
+                                    );
+                                }
+                                busy.fetch_sub(1, Ordering::AcqRel);
+                            });
+                    if spawned.is_err() {
+                        l.checking.fetch_sub(1, Ordering::AcqRel);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     thread::sleep(Duration::from_millis(10))

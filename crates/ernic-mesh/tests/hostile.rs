@@ -9,9 +9,15 @@ use ernic_mesh::frame::{self, Header, Kind, NO_NODE, Writer};
 use ernic_mesh::{Mesh, MeshConfig, Spec};
 
 fn manager() -> Mesh {
+    manager_beating(Duration::from_millis(100))
+}
+
+/// A manager with this heartbeat (long, for tests whose hand-made worker
+/// answers none and must stay alive while the test runs).
+fn manager_beating(heartbeat: Duration) -> Mesh {
     Mesh::start(
         MeshConfig {
-            heartbeat: Duration::from_millis(100),
+            heartbeat,
             handshake_timeout: Duration::from_millis(500),
             ..MeshConfig::new(Spec::Manager { port: 1 })
         }
@@ -168,7 +174,7 @@ fn prove(name: &str, token: &[u8; 16], addr: u64) -> u8 {
 #[test]
 fn same_host_proofs_that_do_not_hold_are_refused() {
     use ernic_core::{NodeId, PeerReadError, PeerRun, Remote};
-    let m = manager();
+    let m = manager_beating(Duration::from_secs(30));
     let (_s, token, name) = offer_to_raw_worker(&m);
     let held = Box::new(token);
     let at = held.as_ptr() as u64;
@@ -224,7 +230,7 @@ fn same_host_proofs_that_do_not_hold_are_refused() {
 
 #[test]
 fn a_reference_relayed_by_the_manager_is_dropped() {
-    let m = manager();
+    let m = manager_beating(Duration::from_secs(30));
     let b = Mesh::start(MeshConfig::new(Spec::Worker {
         host: "127.0.0.1".into(),
         port: m.listen_addr().port(),
@@ -269,4 +275,53 @@ fn a_reference_relayed_by_the_manager_is_dropped() {
         got.push(msg.buf[msg.start + 2]);
     }
     assert_eq!(got, vec![2]);
+}
+
+#[test]
+fn an_offer_naming_a_foreign_socket_is_refused_and_silent_provers_are_bounded() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+    let m = manager_beating(Duration::from_secs(30));
+    // A peer that offers some other local socket: the manager never
+    // connects to it, and cuts the peer off.
+    let bait_name = format!("not-ernic-{}", std::process::id());
+    let bait =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&bait_name).unwrap()).unwrap();
+    bait.set_nonblocking(true).unwrap();
+    let (mut s, _token, name) = offer_to_raw_worker(&m);
+    let body = Writer::default().u64(0).u64(0).text(&bait_name).0;
+    s.write_all(&frame::frame(Kind::SameHost, 1, 0, &body))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        bait.accept().is_err(),
+        "the manager connected to a foreign socket"
+    );
+
+    // Local processes that connect and say nothing: past 16 at once, the
+    // rest are closed at once; when they go, proofs are checked again.
+    let silent: Vec<UnixStream> = (0..24)
+        .map(|_| UnixStream::connect_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let closed = silent
+        .iter()
+        .filter(|u| {
+            u.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            matches!((&**u).read(&mut [0u8; 1]), Ok(0))
+        })
+        .count();
+    assert!(
+        closed >= 8,
+        "only {closed} of 24 silent connections were closed at once"
+    );
+    drop(silent);
+    // The checks of the silent ones end (at the latest when they time out,
+    // 500 ms here) and room returns.
+    std::thread::sleep(Duration::from_millis(700));
+    let (_s2, token, name) = offer_to_raw_worker(&m);
+    let held = Box::new(token);
+    assert_eq!(prove(&name, &token, held.as_ptr() as u64), 1);
 }
