@@ -10,6 +10,12 @@
 //! id, a restarted one gets a new id; the table holds at most 64 nodes and no
 //! id is given out twice.
 //!
+//! Nodes on one host (and in one network namespace) also prove to each
+//! other which process each is; a proved peer then reads large WRITE and
+//! SEND payloads straight from the requester's memory, and only the request
+//! crosses TCP (see the `same_host` module; `ERNIC_TCP_SAME_HOST=0` turns it
+//! off).
+//!
 //! What it promises the device thread: it never waits for a peer (sending
 //! queues, [`Carrier`] refuses with `Busy` when a connection's queue is full);
 //! memory for peers' messages is bounded by the inbound queue; nothing queued

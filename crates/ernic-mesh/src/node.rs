@@ -5,8 +5,9 @@
 //! thread per connection; on the manager a health-check thread and a
 //! broadcast thread; on a worker a connect thread that registers (again,
 //! under its id, when the manager goes quiet) and connects to peers (the
-//! lower id connects to the higher). None of them touches device memory:
-//! data frames go to the inbound queue.
+//! lower id connects to the higher); the same-host socket's accept thread,
+//! and short-lived threads that make or check a same-host proof. None of
+//! them touches device memory: data frames go to the inbound queue.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Read, Write};
