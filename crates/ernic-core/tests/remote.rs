@@ -442,20 +442,27 @@ fn requests_larger_than_one_message_go_in_pieces_and_complete_once() {
     assert!(w.a.bytes(18 << 20, n) == &data[..]);
 }
 
-#[test]
-fn the_default_piece_splits_a_large_write_into_that_many_messages() {
-    let mut w = World::new();
+/// Connects an RC pair and posts, as request 1, a WRITE of `n` bytes of a
+/// pattern from A's arena to the start of B's. Returns A's QP and the bytes.
+fn post_write(w: &mut World, n: usize, seed: u8) -> (Qpn, Vec<u8>) {
     let (qa, _) = w.pair(QpType::Rc);
-    let piece = EngineConfig::default().max_piece as usize;
-    let n = 3 * piece + 5;
     let ka = w.a.mr(0, n);
     let kb = w.b.mr(0, n);
-    let data = pattern(n, 3);
+    let data = pattern(n, seed);
     w.a.arena[..n].copy_from_slice(&data);
     w.post(
         qa,
         &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
     );
+    (qa, data)
+}
+
+#[test]
+fn the_default_piece_splits_a_large_write_into_that_many_messages() {
+    let mut w = World::new();
+    let piece = EngineConfig::default().max_piece as usize;
+    let n = 3 * piece + 5;
+    let (qa, data) = post_write(&mut w, n, 3);
     let lens: Vec<usize> = w
         .net
         .lock()
@@ -744,6 +751,14 @@ fn datagrams_cross_nodes_with_their_grh_and_complete_at_once() {
     assert!(w.b.none(qb, 2));
 }
 
+/// Hands node B a message from node A and returns B's answer.
+fn answer_to(w: &mut World, msg: Vec<u8>) -> wire::Repr {
+    let now = w.now;
+    w.b.e.apply_remote(NodeId(1), msg, 0, now);
+    let m = w.net.lock().unwrap().queue.pop_front().expect("an answer");
+    wire::Repr::parse(&wire::Packet::new_checked(&m.4[..]).unwrap()).unwrap()
+}
+
 #[test]
 fn malformed_and_unknown_messages_are_dropped_without_harm() {
     let mut w = World::new();
@@ -777,9 +792,7 @@ fn malformed_and_unknown_messages_are_dropped_without_harm() {
         ..wire::Repr::new(wire::Op::Send)
     }
     .emit(&mut req);
-    w.b.e.apply_remote(NodeId(1), req, 0, now);
-    let m = w.net.lock().unwrap().queue.pop_front().unwrap();
-    let r = wire::Repr::parse(&wire::Packet::new_checked(&m.4[..]).unwrap()).unwrap();
+    let r = answer_to(&mut w, req);
     assert_eq!(
         (r.op, r.status, r.req_id),
         (wire::Op::Ack, WcStatus::RetryExcErr, 42)
@@ -968,16 +981,8 @@ fn by_reference_pieces_are_larger_than_those_that_carry_bytes() {
         let mut n = w.net.lock().unwrap();
         (n.refs_out, n.refs_in) = (true, true);
     }
-    let (qa, _) = w.pair(QpType::Rc);
     let n = 20 << 20;
-    let ka = w.a.mr(0, n);
-    let kb = w.b.mr(0, n);
-    let data = pattern(n, 5);
-    w.a.arena[..n].copy_from_slice(&data);
-    w.post(
-        qa,
-        &SendWr::new(1, SendOp::Write(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
-    );
+    let (qa, data) = post_write(&mut w, n, 5);
     let piece = EngineConfig::default().max_ref_piece as usize;
     assert!(piece > EngineConfig::default().max_piece as usize);
     assert_eq!(on_the_wire(&w).len(), n.div_ceil(piece));
@@ -989,6 +994,7 @@ fn by_reference_pieces_are_larger_than_those_that_carry_bytes() {
 #[test]
 fn a_reference_the_responder_cannot_read_fails_that_request_only() {
     let mut w = World::new();
+    let now = w.now;
     w.net.lock().unwrap().refs_out = true;
     let (qa, qb) = w.pair(QpType::Rc);
     let ka = w.a.mr(0, 4 << 20);
@@ -1024,10 +1030,7 @@ fn a_reference_the_responder_cannot_read_fails_that_request_only() {
     .emit(&mut m);
     m[wire::HEADER_LEN..wire::HEADER_LEN + 8].copy_from_slice(&0x1000u64.to_le_bytes());
     m[wire::HEADER_LEN + 8..].copy_from_slice(&4096u64.to_le_bytes());
-    let now = w.now;
-    w.b.e.apply_remote(NodeId(1), m, 0, now);
-    let ack = w.net.lock().unwrap().queue.pop_front().unwrap();
-    let r = wire::Repr::parse(&wire::Packet::new_checked(&ack.4[..]).unwrap()).unwrap();
+    let r = answer_to(&mut w, m);
     assert_eq!(
         (r.op, r.status, r.req_id),
         (wire::Op::Ack, WcStatus::LocProtErr, 77)

@@ -53,6 +53,23 @@ fn closed_after(m: &Mesh, bytes: &[u8]) -> bool {
     }
 }
 
+/// Registers with the manager by hand (a worker that listens nowhere and
+/// answers no heartbeat); returns the connection and the id it got.
+fn register_by_hand(m: &Mesh, boot: u64) -> (TcpStream, u16) {
+    let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let body = Writer::default().u64(boot).u16(NO_NODE).u16(9).u16(0).0;
+    s.write_all(&frame::frame(Kind::Register, NO_NODE, 0, &body))
+        .unwrap();
+    let mut hdr = [0u8; frame::HEADER_LEN];
+    s.read_exact(&mut hdr).unwrap();
+    let h = Header::parse(&hdr).unwrap();
+    assert_eq!(h.kind, Kind::Welcome);
+    let mut welcome = vec![0u8; h.len as usize];
+    s.read_exact(&mut welcome).unwrap();
+    (s, u16::from_be_bytes([welcome[0], welcome[1]]))
+}
+
 #[test]
 fn foreign_and_malformed_connections_are_closed_and_the_manager_keeps_serving() {
     let m = manager();
@@ -109,17 +126,7 @@ fn a_registered_worker_that_sends_garbage_is_cut_off_alone() {
     .unwrap();
     assert!(good.wait_registered(Duration::from_secs(10)).is_some());
     // Register by hand, then send a frame with a bad magic.
-    let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let body = Writer::default().u64(42).u16(NO_NODE).u16(9).u16(0).0;
-    s.write_all(&frame::frame(Kind::Register, NO_NODE, 0, &body))
-        .unwrap();
-    let mut hdr = [0u8; frame::HEADER_LEN];
-    s.read_exact(&mut hdr).unwrap();
-    let h = Header::parse(&hdr).unwrap();
-    assert_eq!(h.kind, Kind::Welcome);
-    let mut welcome = vec![0u8; h.len as usize];
-    s.read_exact(&mut welcome).unwrap();
+    let (mut s, _) = register_by_hand(&m, 42);
     s.write_all(b"\x00\x01garbage garbage").unwrap();
     let mut rest = Vec::new();
     let _ = s.read_to_end(&mut rest); // closed (after whatever was queued)
@@ -138,11 +145,7 @@ fn a_registered_worker_that_sends_garbage_is_cut_off_alone() {
 /// Registers by hand and reads frames until the manager's same-host offer:
 /// its token and socket name.
 fn offer_to_raw_worker(m: &Mesh) -> (TcpStream, [u8; 16], String) {
-    let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let body = Writer::default().u64(7).u16(NO_NODE).u16(9).u16(0).0;
-    s.write_all(&frame::frame(Kind::Register, NO_NODE, 0, &body))
-        .unwrap();
+    let (mut s, _) = register_by_hand(m, 7);
     for _ in 0..20 {
         let mut hdr = [0u8; frame::HEADER_LEN];
         s.read_exact(&mut hdr).unwrap();
@@ -238,18 +241,7 @@ fn a_reference_relayed_by_the_manager_is_dropped() {
     .unwrap();
     let b_id = b.wait_registered(Duration::from_secs(10)).unwrap().0;
     // A worker by hand: its frames to B go through the manager.
-    let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let body = Writer::default().u64(3).u16(NO_NODE).u16(9).u16(0).0;
-    s.write_all(&frame::frame(Kind::Register, NO_NODE, 0, &body))
-        .unwrap();
-    let mut hdr = [0u8; frame::HEADER_LEN];
-    s.read_exact(&mut hdr).unwrap();
-    let h = Header::parse(&hdr).unwrap();
-    assert_eq!(h.kind, Kind::Welcome);
-    let mut welcome = vec![0u8; h.len as usize];
-    s.read_exact(&mut welcome).unwrap();
-    let a_id = u16::from_be_bytes([welcome[0], welcome[1]]);
+    let (mut s, a_id) = register_by_hand(&m, 3);
     let data = |flags: u8, tag: u8| {
         let mut msg = vec![0u8; ernic_core::wire::HEADER_LEN];
         msg[1] = flags;
