@@ -80,7 +80,14 @@ side() {
 }
 run() {
     name=$1
-    if side "$@"; then echo "ERNIC-VM: ok $name"; else echo "ERNIC-VM: failed $name"; wait; fi
+    if side "$@"; then
+        echo "ERNIC-VM: ok $name"
+    else
+        echo "ERNIC-VM: failed $name"
+        wait
+        # What the server side said (solo: it ran here too).
+        [ -e /tmp/$name-s ] && grep -E "rror|ouldn|fail|[0-9]" /tmp/$name-s | tail -n 12 | sed "s/^/ERNIC-VM: $name server: /"
+    fi
     grep -E "iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|rror|ouldn" /tmp/$name-c | sed "s/^/ERNIC-VM: $name: /"
 }
 run rc_pingpong ibv_rc_pingpong -d ionic_0 -g 1 -n 100
