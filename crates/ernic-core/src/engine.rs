@@ -76,11 +76,12 @@ pub struct EngineConfig {
     /// memory itself (see [`Remote::reads_from_me`](crate::Remote)); smaller
     /// ones carry their bytes.
     pub by_ref_min: u32,
-    /// Largest piece sent by reference (at most
-    /// [`wire::MAX_PAYLOAD`](crate::wire::MAX_PAYLOAD)): such a piece costs
-    /// the socket nothing, so fewer, larger ones save messages and calls.
-    /// Between two processes here, 64 MiB sendrecv in the bench moved
-    /// 2.4–2.7 GB/s with 1 MiB pieces and 3.0–3.7 with 4 to 16 MiB.
+    /// Largest piece sent by reference. Such a piece costs the socket
+    /// nothing, so it may be larger than `max_piece`; but a responder reads
+    /// one in a single call, and what queues behind it (a transport's
+    /// control message, say) waits that long. Two processes' 64 MiB
+    /// sendrecv (ernic bench, four A/B rounds) moved 3.5-4.0 GB/s with
+    /// 2 MiB pieces, 3.8-4.4 with 4 MiB, 3.3-4.0 with 8 and 3.2-4.3 with 16.
     pub max_ref_piece: u32,
 }
 
@@ -105,7 +106,7 @@ impl Default for EngineConfig {
             read_reply_budget: 32 << 20,
             max_piece: 1 << 20,
             by_ref_min: 64 << 10,
-            max_ref_piece: 8 << 20,
+            max_ref_piece: 4 << 20,
         }
     }
 }

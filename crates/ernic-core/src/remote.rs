@@ -328,28 +328,48 @@ impl<M: DmaMemory> Engine<M> {
         let Some(mut carrier) = self.remote.carrier.take() else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
-        // Pieces a peer reads from this memory itself may be larger: they
-        // cost the socket nothing.
-        let payload_op = matches!(
+        let max = u64::from(self.cfg.max_piece).clamp(1, wire::MAX_PAYLOAD as u64);
+        // To a peer that reads this process's memory itself, a large payload
+        // goes by reference (the runs that hold it, not the bytes), in
+        // pieces that may be larger: they cost the socket nothing.
+        let by_ref_ok = matches!(
             req.op,
             SendOp::Send
                 | SendOp::SendImm(_)
                 | SendOp::SendInv(_)
                 | SendOp::Write(_)
                 | SendOp::WriteImm(..)
-        );
-        let cap = if payload_op
-            && len - sent > u64::from(self.cfg.max_piece)
-            && carrier.reads_from_me(node)
-        {
-            self.cfg.max_piece.max(self.cfg.max_ref_piece)
-        } else {
-            self.cfg.max_piece
-        };
-        let max = u64::from(cap).clamp(1, wire::MAX_PAYLOAD as u64);
+        ) && len - sent >= u64::from(self.cfg.by_ref_min)
+            && carrier.reads_from_me(node);
+        let max_ref = u64::from(self.cfg.max_ref_piece.max(1));
         let budget = self.cfg.read_reply_budget;
         let result = loop {
-            let piece = (len - sent).min(max);
+            let skipped = match src {
+                Source::Sgl { dev, pd, sgl, .. } => Source::Sgl {
+                    dev,
+                    pd,
+                    sgl,
+                    skip: sent,
+                },
+                Source::Bytes(b) => Source::Bytes(&b[sent as usize..]),
+                Source::Peer { .. } => src,
+            };
+            let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
+            let rest = len - sent;
+            let by_ref = (by_ref_ok && rest >= u64::from(self.cfg.by_ref_min))
+                .then(|| {
+                    let mut seg: SegArray<'_> = Default::default();
+                    let s = self.resolve_source(&skipped, &mut seg).ok()?;
+                    crate::copy::host_runs(&self.mem, s, rest.min(max_ref), &mut refs)
+                })
+                .flatten();
+            // A payload whose runs are too many for one reference carries
+            // its bytes, in pieces a frame holds.
+            let piece = if by_ref.is_some() {
+                rest.min(max_ref)
+            } else {
+                rest.min(max)
+            };
             let last = sent + piece == len;
             let op = piece_op(req.op, last);
             let mut hdr = Repr {
@@ -412,28 +432,6 @@ impl<M: DmaMemory> Engine<M> {
                     break Err(crate::remote::SendError::Busy);
                 }
             }
-            let skipped = match src {
-                Source::Sgl { dev, pd, sgl, .. } => Source::Sgl {
-                    dev,
-                    pd,
-                    sgl,
-                    skip: sent,
-                },
-                Source::Bytes(b) => Source::Bytes(&b[sent as usize..]),
-                Source::Peer { .. } => src,
-            };
-            // To a peer that reads this process's memory itself, a large
-            // payload goes by reference: the runs that hold it, not the bytes.
-            let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
-            let by_ref = (matches!(op, Op::Send | Op::Write | Op::WriteImm)
-                && piece >= u64::from(self.cfg.by_ref_min)
-                && carrier.reads_from_me(node))
-            .then(|| {
-                let mut seg: SegArray<'_> = Default::default();
-                let s = self.resolve_source(&skipped, &mut seg).ok()?;
-                crate::copy::host_runs(&self.mem, s, piece, &mut refs)
-            })
-            .flatten();
             if let Some(k) = by_ref {
                 hdr.flags |= flags::BY_REF;
                 hdr.operand0 = k as u64;
