@@ -334,9 +334,12 @@ fn large_payloads_between_nodes_on_one_host_are_read_from_the_sender() {
     }
     let len = 5 << 20;
     write_and_send(&p, len);
-    // Both went by reference, in one piece each, and B read all of them.
+    // Both went by reference, in pieces of up to max_ref_piece, and B read
+    // all of them.
     let (sa, sb) = (fa.remote_stats(), fb.remote_stats());
-    assert_eq!(sa.sent_by_ref, 2, "{sa:?}");
+    let piece = Config::default().max_ref_piece as usize;
+    let pieces = len.div_ceil(piece) + (len / 2).div_ceil(piece);
+    assert_eq!(sa.sent_by_ref, pieces as u64, "{sa:?}");
     assert_eq!(sb.read_by_ref, (len + len / 2) as u64, "{sb:?}");
 }
 
