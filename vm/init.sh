@@ -85,8 +85,9 @@ run() {
     else
         echo "ERNIC-VM: failed $name"
         wait
-        # What the server side said (solo: it ran here too).
-        [ -e /tmp/$name-s ] && grep -E "rror|ouldn|fail|[0-9]" /tmp/$name-s | tail -n 12 | sed "s/^/ERNIC-VM: $name server: /"
+        # What both sides said last (solo: the server ran here too).
+        tail -n 8 /tmp/$name-c | sed "s/^/ERNIC-VM: $name client: /"
+        [ -e /tmp/$name-s ] && tail -n 8 /tmp/$name-s | sed "s/^/ERNIC-VM: $name server: /"
     fi
     grep -E "iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|rror|ouldn" /tmp/$name-c | sed "s/^/ERNIC-VM: $name: /"
 }
