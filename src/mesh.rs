@@ -30,7 +30,7 @@ pub enum MeshCmd {
 
 const NODE_HELP: &str = "\
 Commands (one JSON object per line; every answer is one line, with \"error\" on failure):
-  {\"op\":\"info\"}                                   node id, GID, peers
+  {\"op\":\"info\"}                                   node id, GID, peers (and the same-host path with each)
   {\"op\":\"wait_owner\",\"gid\":G,\"timeout_ms\":T}      wait until a node owns GID G
   {\"op\":\"mr\",\"len\":N}                             register N bytes -> mr, addr, rkey
   {\"op\":\"fill\",\"mr\":M,\"offset\":O,\"len\":N,\"seed\":S}  fill with a pattern
@@ -44,7 +44,7 @@ Commands (one JSON object per line; every answer is one line, with \"error\" on 
   {\"op\":\"poll\",\"n\":N,\"timeout_ms\":T}              wait for up to N completions
   {\"op\":\"flood\",\"qp\":Q,\"mr\":M,\"len\":N,\"count\":C,\"raddr\":A,\"rkey\":R,\"depth\":D,\"timeout_ms\":T}
                                                     C WRITEs, D in flight -> ok, errors
-  {\"op\":\"stats\"}                                  the node's mesh and device counters
+  {\"op\":\"stats\"}                                  the node's mesh and device counters, bytes read by reference
   {\"op\":\"exit\"}";
 
 /// Arguments of `ernic mesh manager`.
@@ -248,7 +248,15 @@ impl Node {
                 let peers: Vec<Value> = mesh
                     .peers()
                     .iter()
-                    .map(|(p, direct)| json!({"id": p.id.0, "alive": p.alive, "direct": direct}))
+                    .map(|(p, direct)| {
+                        let l = mesh.same_host(p.id);
+                        json!({
+                            "id": p.id.0,
+                            "alive": p.alive,
+                            "direct": direct,
+                            "same_host": {"reads_me": l.reads_me, "read_by_me": l.read_by_me},
+                        })
+                    })
                     .collect();
                 json!({"node": mesh.node_id().map(|n| n.0), "gid": self.dev.gid().to_string(), "peers": peers})
             }
@@ -366,10 +374,13 @@ impl Node {
                 let mesh = self.fabric.mesh().expect("on a mesh");
                 let (bytes, msgs) = mesh.inbound_usage();
                 let c = self.dev.counters();
+                let r = self.fabric.remote_stats();
                 json!({
                     "inbound_bytes": bytes,
                     "inbound_msgs": msgs,
                     "relay_drops": mesh.relay_drops(),
+                    "sent_by_ref": r.sent_by_ref,
+                    "read_by_ref": r.read_by_ref,
                     "counters": c.iter().map(|(k, v)| (k.to_string(), v)).collect::<BTreeMap<_, _>>(),
                 })
             }
