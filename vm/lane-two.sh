@@ -17,7 +17,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 mirror=${ERNIC_VM_MIRROR:-http://deb.debian.org/debian}
 
 say() { echo "vm-lane-two: $*"; }
-fail() { echo "vm-lane-two: FAILED: $*"; exit 1; }
+fail() {
+    # What the servers said, then the reason (kept on the last line).
+    for g in a b; do
+        [ -f "$work/server-$g.log" ] && tail -n 20 "$work/server-$g.log" | sed "s/^/vm-lane-two: server $g: /"
+    done
+    echo "vm-lane-two: FAILED: $*"
+    exit 1
+}
 
 # One lane at a time per work directory: they share the chroot, the guest
 # image and its socket paths.

@@ -18,7 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 mirror=${ERNIC_VM_MIRROR:-http://deb.debian.org/debian}
 
 say() { echo "vm-lane: $*"; }
-fail() { echo "vm-lane: FAILED: $*"; exit 1; }
+fail() {
+    # What the server said, then the reason (kept on the last line).
+    [ -f "$work/server.log" ] && tail -n 20 "$work/server.log" | sed 's/^/vm-lane: server: /'
+    echo "vm-lane: FAILED: $*"
+    exit 1
+}
 
 # One lane at a time per work directory: they share the chroot, the guest
 # image and its socket paths.

@@ -202,6 +202,9 @@ struct Cq {
     /// The next entry the driver will read, as its last doorbell said.
     guest_next: u16,
     armed: bool,
+    /// Entries that could not be written (the ring is not in writable
+    /// guest memory).
+    lost: u64,
 }
 
 /// An RDMA admin queue.
@@ -561,6 +564,7 @@ impl RdmaDev {
                     prod: 0,
                     guest_next: 0,
                     armed: false,
+                    lost: 0,
                 },
             );
         }
@@ -679,7 +683,16 @@ impl RdmaDev {
             slot + cqe::QID_TYPE_FLAGS_BE as u64,
             &c[cqe::QID_TYPE_FLAGS_BE..],
         );
-        if body.is_err() || last.is_err() {
+        if let Err(e) = body.and(last) {
+            // The guest gave a ring the device cannot write: this entry is
+            // lost. Said once per CQ (a guest must not flood the log).
+            cq.lost += 1;
+            if cq.lost == 1 {
+                eprintln!(
+                    "ernic-server: CQ {cqid}: cannot write its entry at {slot:#x} ({e}); \
+                     completions to it are lost"
+                );
+            }
             return;
         }
         cq.prod = cq.prod.wrapping_add(1);
@@ -840,6 +853,7 @@ impl RdmaDev {
                 prod: 0,
                 guest_next: 0,
                 armed: false,
+                lost: 0,
             },
         );
         st::OK
