@@ -67,12 +67,12 @@ start a ernic0 "::ffff:192.0.2.2,fe80::45ff:fe52:4e01" "tcp:manager:listen:$port
 start b ernic1 "::ffff:192.0.2.3,fe80::45ff:fe52:4e02" "tcp:worker:127.0.0.1:$port" \
     "--nic-profile compat,$work/guest-b.ini"
 
-say "booting two guests (TCG)"
+say "booting two guests (TCG, one host thread each: see lane.sh)"
 boot() {
     local name=$1 append=$2
     timeout "${ERNIC_VM_TIMEOUT:-300}" chroot "$sid" qemu-system-x86_64 \
         -machine q35,memory-backend=mem -object memory-backend-memfd,id=mem,size=1G,share=on \
-        -m 1G -smp 4 -cpu max -nographic -no-reboot \
+        -accel "${ERNIC_VM_ACCEL:-tcg,thread=single}" -m 1G -smp 4 -cpu max -nographic -no-reboot \
         -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz \
         -append "console=ttyS0 panic=-1 quiet $append" \
         -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"/tmp/ernic-$name.sock\",\"type\":\"unix\"}}" \
