@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ernic_core::{
     Access, AhId, Completion, Counters, CqId, EngineError, Gid, PdId, QpAttr, QpInfo, QpInit, Qpn,
@@ -378,44 +378,40 @@ impl CqOps for IonicCq {
     fn wait(&self, out: &mut [Completion], timeout: Duration) -> Result<usize, ernic_verbs::Error> {
         const SPIN: Duration = Duration::from_micros(20);
         const SLICE: Duration = Duration::from_millis(5);
-        let start = Instant::now();
-        loop {
-            let n = self.poll(out)?;
-            if n > 0 || out.is_empty() {
-                return Ok(n);
-            }
-            let waited = start.elapsed();
-            if waited >= timeout {
-                return Ok(0);
-            }
-            if waited < SPIN {
-                std::hint::spin_loop();
-                continue;
-            }
-            {
-                let mut st = self.shared.lock();
-                let st = &mut *st;
-                let Some(cq) = st.cqs.get(&self.id) else {
-                    return Ok(0);
+        ernic_verbs::wait_with(
+            out,
+            timeout,
+            SPIN,
+            |o| self.poll(o),
+            |o, left| {
+                {
+                    let mut st = self.shared.lock();
+                    let st = &mut *st;
+                    let Some(cq) = st.cqs.get(&self.id) else {
+                        return Ok(0);
+                    };
+                    st.d.arm_cq(cq).map_err(dev_err)?;
+                }
+                // Armed: what came before the arm is polled now, what comes
+                // after raises the event.
+                let n = self.poll(o)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+                // The eventfd stays open while `shared` (which this CQ holds)
+                // lives; it is waited on without the driver's lock.
+                let fd = {
+                    let st = self.shared.lock();
+                    st.d.event_fd().as_raw_fd()
                 };
-                st.d.arm_cq(cq).map_err(dev_err)?;
-            }
-            let n = self.poll(out)?;
-            if n > 0 {
-                return Ok(n);
-            }
-            // The eventfd stays open while `shared` (which this CQ holds)
-            // lives; it is waited on without the driver's lock.
-            let fd = {
-                let st = self.shared.lock();
-                st.d.event_fd().as_raw_fd()
-            };
-            // SAFETY: the descriptor belongs to the driver, which outlives
-            // this borrow (see above).
-            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-            crate::wait_readable(fd, (timeout - waited).min(SLICE));
-            self.shared.lock().d.drain_events();
-        }
+                // SAFETY: the descriptor belongs to the driver, which outlives
+                // this borrow (see above).
+                let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+                crate::wait_readable(fd, left.min(SLICE));
+                self.shared.lock().d.drain_events();
+                Ok(0)
+            },
+        )
     }
 
     fn len(&self) -> usize {

@@ -67,7 +67,7 @@ pub use buffer::PAGE;
 pub use cq::Cq;
 pub use fabric::{Device, Fabric};
 pub use mr::{FastMr, Mr};
-pub use provider::{CqOps, MrMemory, Provider};
+pub use provider::{CqOps, MrMemory, Provider, wait_with};
 pub use qp::{Ah, Pd, Qp, Srq};
 
 pub use ernic_mesh::{Mesh, MeshConfig, SameHostLink, Spec as MeshSpec};

@@ -141,6 +141,38 @@ pub trait Provider: Send + Sync {
     fn describe(&self) -> String;
 }
 
+/// The waiting loop of every CQ: `poll`; done when something came, when
+/// `out` has no room, or when `timeout` has passed; spin for the first
+/// `spin`; after that, `idle` with the time left (which may find
+/// completions itself, or sleep until some may have come).
+pub fn wait_with(
+    out: &mut [Completion],
+    timeout: Duration,
+    spin: Duration,
+    mut poll: impl FnMut(&mut [Completion]) -> Result<usize, Error>,
+    mut idle: impl FnMut(&mut [Completion], Duration) -> Result<usize, Error>,
+) -> Result<usize, Error> {
+    let start = Instant::now();
+    loop {
+        let n = poll(out)?;
+        if n > 0 || out.is_empty() {
+            return Ok(n);
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Ok(0);
+        }
+        if waited < spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        let n = idle(out, timeout - waited)?;
+        if n > 0 {
+            return Ok(n);
+        }
+    }
+}
+
 /// One completion queue of a provider. Dropping it destroys the CQ.
 pub trait CqOps: Send + Sync {
     /// The id QPs name it by.
@@ -150,22 +182,16 @@ pub trait CqOps: Send + Sync {
     /// Waits up to `timeout` for at least one completion. The default polls,
     /// spinning for a few microseconds and then napping.
     fn wait(&self, out: &mut [Completion], timeout: Duration) -> Result<usize, Error> {
-        let start = Instant::now();
-        loop {
-            let n = self.poll(out)?;
-            if n > 0 || out.is_empty() {
-                return Ok(n);
-            }
-            let waited = start.elapsed();
-            if waited >= timeout {
-                return Ok(0);
-            }
-            if waited < Duration::from_micros(50) {
-                std::hint::spin_loop();
-            } else {
-                std::thread::sleep(Duration::from_micros(20).min(timeout - waited));
-            }
-        }
+        wait_with(
+            out,
+            timeout,
+            Duration::from_micros(50),
+            |o| self.poll(o),
+            |_, left| {
+                std::thread::sleep(Duration::from_micros(20).min(left));
+                Ok(0)
+            },
+        )
     }
     /// Completions (or, for a device that completes several requests with
     /// one entry, entries) waiting.
