@@ -212,6 +212,12 @@ impl Mesh {
         self.shared.poller_idle();
     }
 
+    /// The polling thread is busy with what it read (true), or done (false):
+    /// the receive threads keep standing aside meanwhile.
+    pub fn poller_busy(&self, busy: bool) {
+        self.shared.poller_busy(busy);
+    }
+
     /// Whether some thread polled the connections itself within the last
     /// millisecond (the device thread then need not wake for messages).
     pub fn poller_active(&self) -> bool {

@@ -253,7 +253,9 @@ impl Shared {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    thread::sleep(Duration::from_millis(10))
+                    // Woken by the next connection; the timeout only bounds
+                    // how long a stopped node's thread lingers.
+                    crate::sys::wait_readable(&l.sock, Duration::from_millis(100));
                 }
                 Err(_) => thread::sleep(Duration::from_millis(50)),
             }

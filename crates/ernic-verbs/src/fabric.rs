@@ -154,6 +154,8 @@ impl Shared {
     /// One device loop pass: apply every queued message, run timers, hand
     /// completions to CQs, give buffers back.
     fn pass(st: &mut State, mesh: &Mesh, now: Instant, flush: bool) {
+        // Both callers polled the connections just before.
+        mesh.poller_busy(true);
         mesh.begin_pass();
         let read_before = st.engine.remote_stats().read_by_ref;
         while let Some(m) = mesh.pop() {
@@ -185,6 +187,7 @@ impl Shared {
             mesh.flush();
         }
         mesh.end_pass();
+        mesh.poller_busy(false);
     }
 
     fn publish_deadline(&self, st: &State) {
@@ -211,9 +214,11 @@ impl Shared {
         loop {
             let Some(me) = weak.upgrade() else { return };
             let Some(mesh) = me.mesh.clone() else { return };
-            if me.app_polling() {
+            if let Some(left) = me.app_polling() {
+                // Looked at again when the application's window would end:
+                // each look takes a core from it (or its peer) for a moment.
                 drop(me);
-                std::thread::sleep(Duration::from_micros(500));
+                std::thread::sleep(left.max(Duration::from_micros(100)));
                 continue;
             }
             mesh.poll_io();
@@ -235,13 +240,16 @@ impl Shared {
         }
     }
 
-    fn app_polling(&self) -> bool {
+    /// Whether an application thread is polling: for how long more it is
+    /// taken to be, if it stopped now.
+    fn app_polling(&self) -> Option<Duration> {
         if self.app_in_pass.load(Ordering::Relaxed) {
-            return true;
+            return Some(APP_WINDOW);
         }
         let last = self.app_polled.load(Ordering::Relaxed);
-        last != 0
-            && self.since_epoch(Instant::now()).saturating_sub(last) < APP_WINDOW.as_nanos() as u64
+        let ago = self.since_epoch(Instant::now()).saturating_sub(last);
+        let window = APP_WINDOW.as_nanos() as u64;
+        (last != 0 && ago < window).then(|| Duration::from_nanos(window - ago))
     }
 
     /// Whether a timer is due now.

@@ -356,3 +356,48 @@ fn with_the_same_host_path_off_payloads_cross_tcp() {
     assert_eq!(fa.remote_stats().sent_by_ref, 0);
     assert_eq!(fb.remote_stats().read_by_ref, 0);
 }
+
+/// While B's application polls its CQ, B's own thread applies what A sends;
+/// when it stops polling (without a word), B's device thread and receive
+/// threads take over. A's WRITEs complete before, across and after that.
+#[test]
+fn a_node_whose_application_stops_polling_keeps_serving() {
+    let p = rc_pair("fd00::4a", "fd00::4b", 64);
+    let ma = p.pa.reg_mr(4096, Access::ALL).unwrap();
+    let mb = p.pb.reg_mr(4096, Access::ALL).unwrap();
+    let cb = p.cb.clone();
+    let spin = Duration::from_millis(100);
+    let poller = std::thread::spawn(move || {
+        let mut out = [Wc::EMPTY; 4];
+        let end = Instant::now() + spin;
+        let mut polls = 0u64;
+        while Instant::now() < end {
+            assert_eq!(
+                cb.poll(&mut out).unwrap(),
+                0,
+                "plain WRITEs complete nothing at B"
+            );
+            polls += 1;
+        }
+        polls
+    });
+    let start = Instant::now();
+    let mut n = 0u32;
+    // Before, across and well after the poller stops.
+    while start.elapsed() < 3 * spin {
+        ma.write(0, &n.to_le_bytes()).unwrap();
+        p.qa.post_send(
+            &SendWr::new(u64::from(n), SendOp::Write(mb.remote(0).unwrap()))
+                .sgl(&[ma.sge(0, 4).unwrap()]),
+        )
+        .unwrap();
+        let c = p.ca.wait_one(T).unwrap().expect("each WRITE completes");
+        assert_eq!((c.wr_id, c.status), (u64::from(n), WcStatus::Success));
+        let mut got = [0u8; 4];
+        mb.read(0, &mut got).unwrap();
+        assert_eq!(u32::from_le_bytes(got), n);
+        n += 1;
+    }
+    assert!(poller.join().unwrap() > 0);
+    assert!(n > 10, "only {n} WRITEs in {:?}", 3 * spin);
+}
