@@ -72,6 +72,12 @@ pub struct EngineConfig {
     /// copy into a frame through the socket and back out into memory: 1 MiB
     /// moved 64 MiB WRITEs between two processes 1.4x faster than 16 MiB here.
     pub max_piece: u32,
+    /// Whether requests to a peer that reads this process's memory itself
+    /// may name their payloads instead of carrying them. A device whose
+    /// memory can go away under a request (a guest's, which the guest may
+    /// unmap at any time) says no: a reference could be read after the
+    /// mapping is gone and something else is at that address.
+    pub send_by_ref: bool,
     /// Smallest piece sent by reference to a peer that reads this process's
     /// memory itself (see [`Remote::reads_from_me`](crate::Remote)); smaller
     /// ones carry their bytes.
@@ -105,6 +111,7 @@ impl Default for EngineConfig {
             request_timeout: Duration::from_secs(30),
             read_reply_budget: 32 << 20,
             max_piece: 1 << 20,
+            send_by_ref: true,
             by_ref_min: 64 << 10,
             max_ref_piece: 4 << 20,
         }

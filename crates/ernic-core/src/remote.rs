@@ -339,7 +339,8 @@ impl<M: DmaMemory> Engine<M> {
                 | SendOp::SendInv(_)
                 | SendOp::Write(_)
                 | SendOp::WriteImm(..)
-        ) && len - sent >= u64::from(self.cfg.by_ref_min)
+        ) && self.cfg.send_by_ref
+            && len - sent >= u64::from(self.cfg.by_ref_min)
             && carrier.reads_from_me(node);
         let max_ref = u64::from(self.cfg.max_ref_piece.max(1));
         let budget = self.cfg.read_reply_budget;

@@ -230,12 +230,17 @@ impl World {
     }
 
     fn with(cfg: EngineConfig) -> World {
+        World::with_each(cfg.clone(), cfg)
+    }
+
+    /// Nodes a and b with configurations of their own.
+    fn with_each(ca: EngineConfig, cb: EngineConfig) -> World {
         let net = Arc::new(Mutex::new(Net {
             room: usize::MAX,
             ..Net::default()
         }));
-        let a = Node::new(1, "10.1.0.1", &net, cfg.clone());
-        let b = Node::new(2, "10.1.0.2", &net, cfg);
+        let a = Node::new(1, "10.1.0.1", &net, ca);
+        let b = Node::new(2, "10.1.0.2", &net, cb);
         World {
             net,
             a,
@@ -972,6 +977,68 @@ fn large_payloads_to_a_peer_that_reads_this_memory_go_by_reference() {
     );
     w.pump(100);
     assert_eq!(w.a.take(qa, 4).status, WcStatus::Success);
+}
+
+/// An engine configured not to send references (the ionic server's, whose
+/// guest may unmap its memory at any time) carries the bytes even to a
+/// peer that reads its memory, and still reads the references it is sent.
+#[test]
+fn an_engine_that_does_not_send_references_carries_bytes_and_still_reads_them() {
+    // a is such an engine; b is not.
+    let mut w = World::with_each(
+        EngineConfig {
+            send_by_ref: false,
+            ..EngineConfig::default()
+        },
+        EngineConfig::default(),
+    );
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
+    let (qa, qb) = w.pair(QpType::Rc);
+    let n = 3 << 20;
+    let ka = w.a.mr(0, 2 * n);
+    let kb = w.b.mr(0, 2 * n);
+    let (da, db) = (pattern(n, 9), pattern(n, 10));
+    w.a.arena[..n].copy_from_slice(&da);
+    w.b.arena[..n].copy_from_slice(&db);
+
+    // a to b: bytes, in pieces that carry them.
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Write(ra(w.b.addr(n), kb))).sgl(&[sge(w.a.addr(0), n as u32, ka)]),
+    );
+    let piece = EngineConfig::default().max_piece as usize;
+    let sent = on_the_wire(&w);
+    assert_eq!(sent.len(), n.div_ceil(piece));
+    assert!(
+        sent.iter().all(
+            |&(flags, len)| flags & wire::flags::BY_REF == 0 && len == wire::HEADER_LEN + piece
+        ),
+        "{sent:?}"
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert!(w.b.bytes(n, n) == &da[..]);
+    assert_eq!(w.a.e.remote_stats().sent_by_ref, 0);
+
+    // b to a: by reference, and a reads it.
+    let now = w.now;
+    let sgl = [sge(w.b.addr(0), n as u32, kb)];
+    let wr = SendWr::new(2, SendOp::Write(ra(w.a.addr(n), ka))).sgl(&sgl);
+    w.b.e.post_send(w.b.dev, qb, &wr, now).unwrap();
+    let sent = on_the_wire(&w);
+    assert!(
+        !sent.is_empty()
+            && sent
+                .iter()
+                .all(|&(flags, _)| flags & wire::flags::BY_REF != 0)
+    );
+    w.pump(100);
+    assert_eq!(w.b.take(qb, 2).status, WcStatus::Success);
+    assert!(w.a.bytes(n, n) == &db[..]);
+    assert_eq!(w.a.e.remote_stats().read_by_ref, n as u64);
 }
 
 #[test]

@@ -347,6 +347,11 @@ impl RdmaDev {
             allow_reserved_lkey: true,
             rnr_timeout: limits.rnr_timeout,
             request_timeout: limits.request_timeout,
+            // Payloads from guest memory cross the mesh as bytes: the guest
+            // may unmap that memory while a peer on this host would still
+            // read it by address. (References from peers are still read
+            // into guest memory: that copy is this server's own.)
+            send_by_ref: false,
             ..EngineConfig::default()
         };
         let mut engine = Engine::new(cfg, GuestMemory::default());
