@@ -111,10 +111,16 @@ pub struct BenchArgs {
 
 const T: Duration = Duration::from_secs(120);
 
-/// Polls that find nothing before a waiting rank yields its core. Four ranks
-/// on two cores, 1 KiB sendrecv: 0.7-6.5 ms without yielding, 0.2-0.3 ms
-/// with; two ranks' 64 MiB bandwidth did not change.
+/// Polls that find nothing before a waiting rank yields its core, when
+/// there is a core for every rank. Two ranks' 64 MiB bandwidth did not
+/// change with yielding.
 const IDLE_POLLS: u32 = 16;
+
+/// The same when ranks outnumber cores: a rank waits on others that need
+/// its core, so it yields at once. Four ranks on two cores, 1 KiB: sendrecv
+/// 0.7-6.5 ms without yielding, 0.21-0.26 ms after 16 polls, 0.11-0.18 ms
+/// after one; all_reduce 1.2-1.4 ms after 16, 0.6-0.7 ms after one.
+const IDLE_POLLS_CROWDED: u32 = 1;
 
 /// Which provider the ranks' endpoints use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,6 +410,8 @@ struct Me {
     area: usize,
     rank: usize,
     n: usize,
+    /// Idle polls before a waiting rank yields ([`IDLE_POLLS`]).
+    idle_polls: u32,
 }
 
 impl Me {
@@ -447,7 +455,7 @@ impl Me {
                 // Ranks outnumber cores (four on two by default): one that
                 // keeps finding nothing lets the others run.
                 idle += 1;
-                if idle >= IDLE_POLLS {
+                if idle >= self.idle_polls {
                     std::thread::yield_now();
                 }
             } else {
@@ -631,6 +639,10 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
         area,
         rank,
         n: a.nodes,
+        idle_polls: match std::thread::available_parallelism() {
+            Ok(cores) if a.nodes > cores.get() => IDLE_POLLS_CROWDED,
+            _ => IDLE_POLLS,
+        },
     };
     writeln!(out, "READY")?;
     out.flush()?;
