@@ -413,22 +413,41 @@ impl Conn {
     pub fn flush_now(&self, done: &mut dyn FnMut(Vec<u8>)) {
         let mut q = self.lock();
         while !q.writing && q.heartbeat.is_none() && q.answer.is_none() && q.control.is_empty() {
-            let Some(it) = q.data.front_mut() else { break };
-            match sys::send_now(&self.stream, &it.frame[it.offset..]) {
-                Ok(n) => {
-                    it.offset += n;
-                    if it.offset < it.frame.len() {
-                        break;
-                    }
-                    let it = q.data.pop_front().expect("front exists");
-                    q.account(it.frame.len(), it.reply, false);
-                    done(it.frame);
-                }
+            if q.data.is_empty() {
+                break;
+            }
+            // Up to 16 frames in one sendmsg (the replies a pass queued,
+            // say): one system call where there were as many as frames.
+            let mut bufs: [&[u8]; 16] = [&[]; 16];
+            let mut n = 0;
+            for (b, it) in bufs.iter_mut().zip(q.data.iter()) {
+                *b = &it.frame[it.offset..];
+                n += 1;
+            }
+            let mut sent = match sys::send_vectored_now(&self.stream, &bufs[..n]) {
+                Ok(sent) => sent,
                 Err(_) => {
                     drop(q);
                     self.close();
                     return;
                 }
+            };
+            let mut whole = 0;
+            while let Some(it) = q.data.front_mut() {
+                let left = it.frame.len() - it.offset;
+                if sent < left {
+                    it.offset += sent;
+                    break;
+                }
+                sent -= left;
+                let it = q.data.pop_front().expect("front exists");
+                q.account(it.frame.len(), it.reply, false);
+                done(it.frame);
+                whole += 1;
+            }
+            if whole < n {
+                // The socket took only part: the rest waits for room.
+                break;
             }
         }
         // What the socket did not take (deferred replies included, which
