@@ -68,7 +68,13 @@ pub(crate) struct Shared {
     app_in_pass: AtomicBool,
     /// Calls of `progress`, to read the clock on a few of them only.
     progress_calls: AtomicU64,
+    /// When `progress` last looked at the sockets (nanoseconds since
+    /// `epoch`).
+    io_polled: AtomicU64,
 }
+
+/// Least time between two looks at the sockets by `progress`.
+const IO_GAP_NS: u64 = 1_000;
 
 /// An application that polled within this long is taken to be polling still.
 const APP_WINDOW: Duration = Duration::from_millis(1);
@@ -126,13 +132,19 @@ impl Shared {
     /// waiting for it to wake.
     pub fn progress(&self) {
         let Some(mesh) = &self.mesh else { return };
-        // One call in 64 reads the clock: the device thread only needs to
-        // know an application polled within the last millisecond.
+        let now = self.since_epoch(Instant::now()).max(1);
+        // The device thread only needs to know an application polled within
+        // the last millisecond: one call in 64 says so.
         if self.progress_calls.fetch_add(1, Ordering::Relaxed) % 64 == 0 {
-            self.app_polled
-                .store(self.since_epoch(Instant::now()).max(1), Ordering::Relaxed);
+            self.app_polled.store(now, Ordering::Relaxed);
         }
-        mesh.poll_io();
+        // A caller polling several CQs in a row (a transport's rails) asks
+        // again within a microsecond: the sockets were just looked at, and
+        // looking costs a system call.
+        if now.saturating_sub(self.io_polled.load(Ordering::Relaxed)) >= IO_GAP_NS {
+            self.io_polled.store(now, Ordering::Relaxed);
+            mesh.poll_io();
+        }
         if !mesh.has_messages() {
             return;
         }
@@ -329,6 +341,7 @@ impl Fabric {
                 app_polled: AtomicU64::new(0),
                 app_in_pass: AtomicBool::new(false),
                 progress_calls: AtomicU64::new(0),
+                io_polled: AtomicU64::new(0),
             }),
         }
     }
