@@ -350,29 +350,51 @@ impl Conn {
     /// far as the socket takes them; retires the queued frames written whole
     /// and returns how much of `frame` went.
     fn send_with_queued(&self, q: &mut Queue, frame: &[u8]) -> Result<usize, ()> {
-        let mut bufs: [&[u8]; 16] = [&[]; 16];
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let (_, of_frame) = self.send_batch(q, frame, &mut |f| written.push(f))?;
+        Ok(of_frame)
+    }
+
+    /// One sendmsg of the queued data frames (as many as fit beside
+    /// `extra`, at most 16 in all) and then `extra`, as far as the socket
+    /// takes them. The frames written whole go to `done`; a frame written in
+    /// part keeps its offset. Returns whether every frame of the batch went
+    /// whole, and how much of `extra` went.
+    fn send_batch(
+        &self,
+        q: &mut Queue,
+        extra: &[u8],
+        done: &mut dyn FnMut(Vec<u8>),
+    ) -> Result<(bool, usize), ()> {
+        const MAX: usize = 16;
+        let mut bufs: [&[u8]; MAX] = [&[]; MAX];
+        // `extra` goes only behind every queued frame, never ahead of one.
+        let extra = if q.data.len() < MAX { extra } else { &[] };
+        let room = if extra.is_empty() { MAX } else { MAX - 1 };
         let mut n = 0;
-        for it in q.data.iter() {
-            bufs[n] = &it.frame[it.offset..];
+        for (b, it) in bufs[..room].iter_mut().zip(q.data.iter()) {
+            *b = &it.frame[it.offset..];
             n += 1;
         }
-        bufs[n] = frame;
-        let mut sent = sys::send_vectored_now(&self.stream, &bufs[..=n]).map_err(|_| ())?;
-        while let Some(it) = q.data.front_mut() {
+        let batch = n;
+        if !extra.is_empty() {
+            bufs[n] = extra;
+            n += 1;
+        }
+        let mut sent = sys::send_vectored_now(&self.stream, &bufs[..n]).map_err(|_| ())?;
+        for _ in 0..batch {
+            let it = q.data.front_mut().expect("batched from the queue");
             let left = it.frame.len() - it.offset;
             if sent < left {
                 it.offset += sent;
-                return Ok(0);
+                return Ok((false, 0));
             }
             sent -= left;
             let it = q.data.pop_front().expect("front exists");
             q.account(it.frame.len(), it.reply, false);
-            self.written
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(it.frame);
+            done(it.frame);
         }
-        Ok(sent)
+        Ok((true, sent))
     }
 
     /// Frames written whole by a vectored send, for the caller to recycle.
@@ -418,36 +440,15 @@ impl Conn {
             }
             // Up to 16 frames in one sendmsg (the replies a pass queued,
             // say): one system call where there were as many as frames.
-            let mut bufs: [&[u8]; 16] = [&[]; 16];
-            let mut n = 0;
-            for (b, it) in bufs.iter_mut().zip(q.data.iter()) {
-                *b = &it.frame[it.offset..];
-                n += 1;
-            }
-            let mut sent = match sys::send_vectored_now(&self.stream, &bufs[..n]) {
-                Ok(sent) => sent,
-                Err(_) => {
+            match self.send_batch(&mut q, &[], done) {
+                Ok((true, _)) => {}
+                // The socket took only part: the rest waits for room.
+                Ok((false, _)) => break,
+                Err(()) => {
                     drop(q);
                     self.close();
                     return;
                 }
-            };
-            let mut whole = 0;
-            while let Some(it) = q.data.front_mut() {
-                let left = it.frame.len() - it.offset;
-                if sent < left {
-                    it.offset += sent;
-                    break;
-                }
-                sent -= left;
-                let it = q.data.pop_front().expect("front exists");
-                q.account(it.frame.len(), it.reply, false);
-                done(it.frame);
-                whole += 1;
-            }
-            if whole < n {
-                // The socket took only part: the rest waits for room.
-                break;
             }
         }
         // What the socket did not take (deferred replies included, which
@@ -628,5 +629,91 @@ impl Conn {
             rs.body = Some((h, buf));
             rs.body_got = frame::HEADER_LEN;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    /// A connection's far end, read by a thread into one buffer.
+    fn pair() -> (Conn, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (far, _) = l.accept().unwrap();
+        let c = Conn::new(NodeId(1), near, 1 << 30, 1 << 30, Duration::from_secs(5)).unwrap();
+        (c, far)
+    }
+
+    fn frame(i: usize, len: usize) -> Vec<u8> {
+        (0..len).map(|k| (i * 31 + k * 7) as u8).collect()
+    }
+
+    /// Flushes until `n` frames are done or the time is up.
+    fn flush_all(c: &Conn, n: usize) -> Vec<Vec<u8>> {
+        let mut done = Vec::new();
+        let end = Instant::now() + Duration::from_secs(10);
+        while done.len() < n {
+            c.flush_now(&mut |f| done.push(f));
+            assert!(
+                Instant::now() < end,
+                "only {} of {n} frames went",
+                done.len()
+            );
+        }
+        done
+    }
+
+    #[test]
+    fn a_flush_writes_deferred_frames_whole_and_in_order() {
+        let (c, mut far) = pair();
+        // More than one batch (16) of replies, of several sizes.
+        let frames: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 50 + i * 13)).collect();
+        for f in &frames {
+            assert!(matches!(c.data(f.clone(), 0, true, true), Ok(None)));
+        }
+        let done = flush_all(&c, frames.len());
+        assert!(done == frames, "each frame retired whole, in order");
+        let want: Vec<u8> = frames.concat();
+        let mut got = vec![0u8; want.len()];
+        far.read_exact(&mut got).unwrap();
+        assert!(got == want);
+    }
+
+    #[test]
+    fn frames_the_socket_takes_in_part_go_on_from_where_they_stopped() {
+        let (c, far) = pair();
+        // Far more than the socket buffers hold: the first flushes stop
+        // inside a frame.
+        let frames: Vec<Vec<u8>> = (0..24).map(|i| frame(i, (1 << 20) + i)).collect();
+        let want: Vec<u8> = frames.concat();
+        let total = want.len();
+        for f in &frames[..20] {
+            assert!(matches!(c.data(f.clone(), 0, true, true), Ok(None)));
+        }
+        let mut early = Vec::new();
+        c.flush_now(&mut |f| early.push(f));
+        assert!(early.len() < 20, "the socket took every frame at once");
+        assert!(
+            c.lock().data.front().is_some_and(|it| it.offset > 0),
+            "stopped inside a frame"
+        );
+        // A frame sent now (not deferred) queues behind the others.
+        for f in &frames[20..] {
+            assert!(matches!(c.data(f.clone(), 0, false, false), Ok(None)));
+        }
+        let reader = std::thread::spawn(move || {
+            let mut far = far;
+            let mut got = vec![0u8; total];
+            far.read_exact(&mut got).unwrap();
+            got
+        });
+        let mut done = early;
+        done.extend(flush_all(&c, frames.len() - done.len()));
+        assert!(done == frames, "each frame retired whole, in order");
+        assert!(c.lock().data.is_empty());
+        assert!(reader.join().unwrap() == want, "every byte, in order");
     }
 }
