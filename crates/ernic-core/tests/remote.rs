@@ -91,6 +91,30 @@ impl Remote for Carrier {
         Ok(())
     }
 
+    /// As `process_vm_writev` into a proved peer: runs outside the peer's
+    /// memory fail.
+    unsafe fn write_peer(&self, to: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
+        let n = self.net.lock().unwrap();
+        if !n.refs_in {
+            return Err(PeerReadError::NotProved);
+        }
+        let &(base, len) = n.arenas.get(&to.0).ok_or(PeerReadError::Gone)?;
+        for r in runs {
+            let inside = r.remote >= base
+                && r.remote
+                    .checked_add(r.len as u64)
+                    .is_some_and(|end| end <= base + len as u64);
+            if !inside {
+                return Err(PeerReadError::Fault);
+            }
+            // SAFETY: the destination lies in the peer's arena (checked
+            // above), alive for the test; the caller promises `local` for
+            // `len` reads. The two arenas are distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping(r.local.as_ptr(), r.remote as *mut u8, r.len) };
+        }
+        Ok(())
+    }
+
     fn cancel(&mut self, tag: u64) {
         let me = self.me;
         self.net
@@ -1039,6 +1063,97 @@ fn an_engine_that_does_not_send_references_carries_bytes_and_still_reads_them() 
     assert_eq!(w.b.take(qb, 2).status, WcStatus::Success);
     assert!(w.a.bytes(n, n) == &db[..]);
     assert_eq!(w.a.e.remote_stats().read_by_ref, n as u64);
+}
+
+#[test]
+fn a_read_from_a_peer_that_reads_this_memory_is_written_in_place() {
+    let mut w = World::with(EngineConfig {
+        max_ref_piece: 1 << 20,
+        ..EngineConfig::default()
+    });
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
+    let (qa, _) = w.pair(QpType::Rc);
+    let ka = w.a.mr(0, 8 << 20);
+    let kb = w.b.mr(0, 8 << 20);
+    let n = (2 << 20) + 5;
+    let data = pattern(n, 33);
+    w.b.arena[..n].copy_from_slice(&data);
+
+    // Two pieces name their destination; the last 5 bytes come as bytes.
+    w.post(
+        qa,
+        &SendWr::new(1, SendOp::Read(ra(w.b.addr(0), kb))).sgl(&[
+            sge(w.a.addr(1 << 20), 1 << 20, ka),
+            sge(w.a.addr(4 << 20), (1 << 20) + 5, ka),
+        ]),
+    );
+    let sent = on_the_wire(&w);
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    for (flags, len) in &sent[..2] {
+        assert_ne!(flags & wire::flags::BY_REF, 0);
+        assert_eq!(*len, wire::HEADER_LEN + wire::REF_RUN_LEN, "one run each");
+    }
+    assert_eq!(sent[2], (wire::flags::LAST, wire::HEADER_LEN));
+    // b answers: the two pieces in place (no payload), the tail with bytes.
+    w.pump(3);
+    let replies = on_the_wire(&w);
+    assert_eq!(
+        replies,
+        vec![
+            (wire::flags::LAST | wire::flags::BY_REF, wire::HEADER_LEN),
+            (wire::flags::LAST | wire::flags::BY_REF, wire::HEADER_LEN),
+            (wire::flags::LAST, wire::HEADER_LEN + 5),
+        ]
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
+    assert!(w.a.bytes(1 << 20, 1 << 20) == &data[..1 << 20]);
+    assert!(w.a.bytes(4 << 20, (1 << 20) + 5) == &data[1 << 20..]);
+    assert_eq!(w.b.e.remote_stats().written_by_ref, 2 << 20);
+
+    // A destination b cannot write (a's memory gone from under it, here:
+    // not proved) fails that READ with a's fault, and b's memory is safe.
+    w.net.lock().unwrap().refs_in = false;
+    w.post(
+        qa,
+        &SendWr::new(2, SendOp::Read(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), 1 << 20, ka)]),
+    );
+    w.pump(100);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::LocProtErr);
+    assert_eq!(w.b.e.remote_stats().written_by_ref, 2 << 20);
+
+    // With the path off (a sends no references), the data comes as bytes.
+    let mut w2 = World::with_each(
+        EngineConfig {
+            send_by_ref: false,
+            ..EngineConfig::default()
+        },
+        EngineConfig::default(),
+    );
+    {
+        let mut n = w2.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
+    let (qa, _) = w2.pair(QpType::Rc);
+    let ka = w2.a.mr(0, 4 << 20);
+    let kb = w2.b.mr(0, 4 << 20);
+    w2.b.arena[..1 << 20].copy_from_slice(&data[..1 << 20]);
+    w2.post(
+        qa,
+        &SendWr::new(3, SendOp::Read(ra(w2.b.addr(0), kb))).sgl(&[sge(w2.a.addr(0), 1 << 20, ka)]),
+    );
+    assert!(
+        on_the_wire(&w2)
+            .iter()
+            .all(|&(f, _)| f & wire::flags::BY_REF == 0)
+    );
+    w2.pump(100);
+    assert_eq!(w2.a.take(qa, 3).status, WcStatus::Success);
+    assert!(w2.a.bytes(0, 1 << 20) == &data[..1 << 20]);
+    assert_eq!(w2.b.e.remote_stats().written_by_ref, 0);
 }
 
 #[test]

@@ -378,6 +378,12 @@ impl Remote for Carrier {
         unsafe { same_host::read_from(&self.shared, from, runs) }
     }
 
+    #[allow(unsafe_code)]
+    unsafe fn write_peer(&self, to: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
+        // SAFETY: the caller promised every `local` readable for its `len`.
+        unsafe { same_host::write_to(&self.shared, to, runs) }
+    }
+
     fn cancel(&mut self, tag: u64) {
         let conns: Vec<_> = self.shared.lock().conns.values().cloned().collect();
         let mut back = Vec::new();
