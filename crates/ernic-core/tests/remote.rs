@@ -1219,6 +1219,33 @@ fn a_reference_the_responder_cannot_read_fails_that_request_only() {
     );
     assert!(w.b.none(qb2, 7), "the receive is still posted");
 
+    // A READ naming a destination outside the requester's memory: the
+    // answer blames the requester, and nothing counts as written.
+    let mut m = vec![0u8; wire::HEADER_LEN + wire::REF_RUN_LEN];
+    wire::Repr {
+        flags: wire::flags::LAST | wire::flags::BY_REF,
+        src_qpn: qa,
+        dst_qpn: qb2,
+        req_id: 78,
+        rkey: kb,
+        addr: w.b.addr(0),
+        len: 4096,
+        total: 4096,
+        operand0: 1,
+        sgid: w.a.gid,
+        dgid: w.b.gid,
+        ..wire::Repr::new(wire::Op::ReadReq)
+    }
+    .emit(&mut m);
+    m[wire::HEADER_LEN..wire::HEADER_LEN + 8].copy_from_slice(&0x1000u64.to_le_bytes());
+    m[wire::HEADER_LEN + 8..].copy_from_slice(&4096u64.to_le_bytes());
+    let r = answer_to(&mut w, m);
+    assert_eq!(
+        (r.op, r.status, r.req_id, r.flags & wire::flags::BY_REF != 0),
+        (wire::Op::ReadResp, WcStatus::LocProtErr, 78, true)
+    );
+    assert_eq!(w.b.e.remote_stats().written_by_ref, 0);
+
     // References whose runs do not add up to the length are malformed.
     let mut m = vec![0u8; wire::HEADER_LEN + wire::REF_RUN_LEN];
     wire::Repr {
