@@ -190,7 +190,7 @@ pub(crate) fn copy<M: DmaMemory>(
                 idx: 0,
                 pos: 0,
             };
-            read_peer(mem, d, carrier, from, runs, len)
+            peer_transfer(mem, d, carrier, from, runs, len, Way::Read)
         }
         (Dst::Peer { carrier, to, runs }, Src::Segs(s)) => {
             let s = SegCursor {
@@ -198,7 +198,7 @@ pub(crate) fn copy<M: DmaMemory>(
                 idx: 0,
                 pos: 0,
             };
-            to_peer(mem, s, carrier, to, runs, len)
+            peer_transfer(mem, s, carrier, to, runs, len, Way::Write)
         }
         // A by-reference payload only ever lands in memory, and a READ's
         // data only ever comes from it.
@@ -215,30 +215,6 @@ enum Way {
     Read,
     /// From this process into the peer ([`Remote::write_peer`]).
     Write,
-}
-
-/// Reads `len` bytes a peer named by reference into `d`.
-fn read_peer<M: DmaMemory>(
-    mem: &M,
-    d: SegCursor<'_>,
-    carrier: &dyn Remote,
-    from: NodeId,
-    runs: &[u8],
-    len: u64,
-) -> Result<(), CopyError> {
-    peer_transfer(mem, d, carrier, from, runs, len, Way::Read)
-}
-
-/// Writes `len` bytes of `s` where a peer named by reference.
-fn to_peer<M: DmaMemory>(
-    mem: &M,
-    s: SegCursor<'_>,
-    carrier: &dyn Remote,
-    to: NodeId,
-    runs: &[u8],
-    len: u64,
-) -> Result<(), CopyError> {
-    peer_transfer(mem, s, carrier, to, runs, len, Way::Write)
 }
 
 /// Moves `len` bytes between this side's segments `mine` and the runs a

@@ -212,6 +212,43 @@ pub struct RemoteStats {
     pub written_by_ref: u64,
 }
 
+/// The READ reply header answering `r`, with `status` and extra `fl`ags.
+fn read_reply(r: &Repr, status: WcStatus, fl: u8) -> Repr {
+    Repr {
+        flags: flags::LAST | fl,
+        status,
+        src_qpn: r.src_qpn,
+        dst_qpn: r.dst_qpn,
+        req_id: r.req_id,
+        len: r.len,
+        total: r.total,
+        offset: r.offset,
+        sgid: r.dgid,
+        dgid: r.sgid,
+        ..Repr::new(Op::ReadResp)
+    }
+}
+
+/// Sends a reply of `len` bytes that `fill` writes; hands the carrier back
+/// with the outcome.
+fn send_reply(
+    mut carrier: Box<dyn Remote>,
+    to: NodeId,
+    len: usize,
+    fill: &mut dyn FnMut(&mut [u8]),
+) -> (Box<dyn Remote>, Result<(), SendError>) {
+    let res = carrier.send(
+        to,
+        Outgoing {
+            reply: true,
+            tag: 0,
+            len,
+            fill,
+        },
+    );
+    (carrier, res)
+}
+
 /// The request's operation as the peer sees it, for one piece.
 fn piece_op(op: SendOp, last: bool) -> Op {
     match op {
@@ -899,7 +936,7 @@ impl<M: DmaMemory> Engine<M> {
     /// Answers a READ request with the bytes, read straight into the reply.
     fn serve_read(&mut self, from: NodeId, at: End, r: &Repr) {
         let len = r.len as usize;
-        let Some(mut carrier) = self.remote.carrier.take() else {
+        let Some(carrier) = self.remote.carrier.take() else {
             return;
         };
         let ra = RemoteAddr {
@@ -911,41 +948,17 @@ impl<M: DmaMemory> Engine<M> {
                 .respond_read(at, ra, Sink::Bytes(&mut buf[HEADER_LEN..]), len as u64)
                 .err()
                 .unwrap_or(WcStatus::Success);
-            let hdr = Repr {
-                flags: flags::LAST,
-                status: st,
-                src_qpn: r.src_qpn,
-                dst_qpn: r.dst_qpn,
-                req_id: r.req_id,
-                len: r.len,
-                total: r.total,
-                offset: r.offset,
-                sgid: r.dgid,
-                dgid: r.sgid,
-                ..Repr::new(Op::ReadResp)
-            };
-            hdr.emit(buf);
+            read_reply(r, st, 0).emit(buf);
         };
-        let res = carrier.send(
-            from,
-            Outgoing {
-                reply: true,
-                tag: 0,
-                len: HEADER_LEN + len,
-                fill: &mut fill,
-            },
-        );
-        self.remote.carrier = Some(carrier);
-        if res.is_err() {
-            self.remote.stats.replies_dropped += 1;
-        }
+        let res = send_reply(carrier, from, HEADER_LEN + len, &mut fill);
+        self.put_back(res);
     }
 
     /// Answers a READ whose requester, a peer on this host, named its
     /// destination (`runs`, checked by parse to add up to `len`): the data
     /// is written there, and the reply only says so.
     fn serve_read_in_place(&mut self, from: NodeId, at: End, r: &Repr, runs: &[u8]) {
-        let Some(mut carrier) = self.remote.carrier.take() else {
+        let Some(carrier) = self.remote.carrier.take() else {
             return;
         };
         let ra = RemoteAddr {
@@ -964,28 +977,14 @@ impl<M: DmaMemory> Engine<M> {
         if st.is_ok() {
             self.remote.stats.written_by_ref += u64::from(r.len);
         }
-        let hdr = Repr {
-            flags: flags::LAST | flags::BY_REF,
-            status: st,
-            src_qpn: r.src_qpn,
-            dst_qpn: r.dst_qpn,
-            req_id: r.req_id,
-            len: r.len,
-            total: r.total,
-            offset: r.offset,
-            sgid: r.dgid,
-            dgid: r.sgid,
-            ..Repr::new(Op::ReadResp)
-        };
-        let res = carrier.send(
-            from,
-            Outgoing {
-                reply: true,
-                tag: 0,
-                len: HEADER_LEN,
-                fill: &mut |buf: &mut [u8]| hdr.emit(buf),
-            },
-        );
+        let hdr = read_reply(r, st, flags::BY_REF);
+        let res = send_reply(carrier, from, HEADER_LEN, &mut |buf| hdr.emit(buf));
+        self.put_back(res);
+    }
+
+    /// Gives the carrier back after a reply, counting a reply that found no
+    /// room.
+    fn put_back(&mut self, (carrier, res): (Box<dyn Remote>, Result<(), SendError>)) {
         self.remote.carrier = Some(carrier);
         if res.is_err() {
             self.remote.stats.replies_dropped += 1;

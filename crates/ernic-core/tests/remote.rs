@@ -37,6 +37,47 @@ struct Carrier {
     net: Arc<Mutex<Net>>,
 }
 
+impl Carrier {
+    /// Copies between `runs` and the peer's arena, in the direction `write`
+    /// says (into the peer when true).
+    ///
+    /// # Safety
+    ///
+    /// Every run's `local` is valid for its `len` in that direction.
+    unsafe fn transfer(
+        &self,
+        peer: NodeId,
+        runs: &[PeerRun],
+        write: bool,
+    ) -> Result<(), PeerReadError> {
+        let n = self.net.lock().unwrap();
+        if !n.refs_in {
+            return Err(PeerReadError::NotProved);
+        }
+        let &(base, len) = n.arenas.get(&peer.0).ok_or(PeerReadError::Gone)?;
+        for r in runs {
+            let inside = r.remote >= base
+                && r.remote
+                    .checked_add(r.len as u64)
+                    .is_some_and(|end| end <= base + len as u64);
+            if !inside {
+                return Err(PeerReadError::Fault);
+            }
+            let (theirs, mine) = (r.remote as *mut u8, r.local.as_ptr());
+            let (from, to) = if write {
+                (mine, theirs)
+            } else {
+                (theirs, mine)
+            };
+            // SAFETY: the peer's side lies in its arena (checked above),
+            // alive for the test; the caller promises `local` for `len`. The
+            // two arenas are distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping(from.cast_const(), to, r.len) };
+        }
+        Ok(())
+    }
+}
+
 impl Remote for Carrier {
     fn owner(&self, gid: &Gid) -> Option<NodeId> {
         let n = self.net.lock().unwrap();
@@ -68,51 +109,15 @@ impl Remote for Carrier {
     /// As `process_vm_readv` on a proved peer: runs outside the peer's
     /// memory fail.
     unsafe fn read_peer(&self, from: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        let n = self.net.lock().unwrap();
-        if !n.refs_in {
-            return Err(PeerReadError::NotProved);
-        }
-        let &(base, len) = n.arenas.get(&from.0).ok_or(PeerReadError::Gone)?;
-        for r in runs {
-            let inside = r.remote >= base
-                && r.remote
-                    .checked_add(r.len as u64)
-                    .is_some_and(|end| end <= base + len as u64);
-            if !inside {
-                return Err(PeerReadError::Fault);
-            }
-            // SAFETY: the source lies in the peer's arena (checked above),
-            // alive for the test; the caller promises `local` for `len`
-            // writes. The two arenas are distinct allocations.
-            unsafe {
-                std::ptr::copy_nonoverlapping(r.remote as *const u8, r.local.as_ptr(), r.len)
-            };
-        }
-        Ok(())
+        // SAFETY: the caller promises every `local` writable for its `len`.
+        unsafe { self.transfer(from, runs, false) }
     }
 
     /// As `process_vm_writev` into a proved peer: runs outside the peer's
     /// memory fail.
     unsafe fn write_peer(&self, to: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        let n = self.net.lock().unwrap();
-        if !n.refs_in {
-            return Err(PeerReadError::NotProved);
-        }
-        let &(base, len) = n.arenas.get(&to.0).ok_or(PeerReadError::Gone)?;
-        for r in runs {
-            let inside = r.remote >= base
-                && r.remote
-                    .checked_add(r.len as u64)
-                    .is_some_and(|end| end <= base + len as u64);
-            if !inside {
-                return Err(PeerReadError::Fault);
-            }
-            // SAFETY: the destination lies in the peer's arena (checked
-            // above), alive for the test; the caller promises `local` for
-            // `len` reads. The two arenas are distinct allocations.
-            unsafe { std::ptr::copy_nonoverlapping(r.local.as_ptr(), r.remote as *mut u8, r.len) };
-        }
-        Ok(())
+        // SAFETY: the caller promises every `local` readable for its `len`.
+        unsafe { self.transfer(to, runs, true) }
     }
 
     fn cancel(&mut self, tag: u64) {
@@ -271,6 +276,13 @@ impl World {
             b,
             now: Instant::now(),
         }
+    }
+
+    /// Both nodes have proved themselves to each other: each names its
+    /// memory by reference, and each reads and writes the other's.
+    fn prove_both(&self) {
+        let mut n = self.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
     }
 
     /// Delivers queued messages until none are left (at most `max`).
@@ -906,10 +918,7 @@ fn large_payloads_to_a_peer_that_reads_this_memory_go_by_reference() {
         request_timeout: Duration::from_secs(1),
         ..EngineConfig::default()
     });
-    {
-        let mut n = w.net.lock().unwrap();
-        (n.refs_out, n.refs_in) = (true, true);
-    }
+    w.prove_both();
     let (qa, qb) = w.pair(QpType::Rc);
     let ka = w.a.mr(0, 8 << 20);
     let kb = w.b.mr(0, 8 << 20);
@@ -1016,10 +1025,7 @@ fn an_engine_that_does_not_send_references_carries_bytes_and_still_reads_them() 
         },
         EngineConfig::default(),
     );
-    {
-        let mut n = w.net.lock().unwrap();
-        (n.refs_out, n.refs_in) = (true, true);
-    }
+    w.prove_both();
     let (qa, qb) = w.pair(QpType::Rc);
     let n = 3 << 20;
     let ka = w.a.mr(0, 2 * n);
@@ -1071,10 +1077,7 @@ fn a_read_from_a_peer_that_reads_this_memory_is_written_in_place() {
         max_ref_piece: 1 << 20,
         ..EngineConfig::default()
     });
-    {
-        let mut n = w.net.lock().unwrap();
-        (n.refs_out, n.refs_in) = (true, true);
-    }
+    w.prove_both();
     let (qa, _) = w.pair(QpType::Rc);
     let ka = w.a.mr(0, 8 << 20);
     let kb = w.b.mr(0, 8 << 20);
@@ -1133,10 +1136,7 @@ fn a_read_from_a_peer_that_reads_this_memory_is_written_in_place() {
         },
         EngineConfig::default(),
     );
-    {
-        let mut n = w2.net.lock().unwrap();
-        (n.refs_out, n.refs_in) = (true, true);
-    }
+    w2.prove_both();
     let (qa, _) = w2.pair(QpType::Rc);
     let ka = w2.a.mr(0, 4 << 20);
     let kb = w2.b.mr(0, 4 << 20);
@@ -1159,10 +1159,7 @@ fn a_read_from_a_peer_that_reads_this_memory_is_written_in_place() {
 #[test]
 fn by_reference_pieces_are_larger_than_those_that_carry_bytes() {
     let mut w = World::new();
-    {
-        let mut n = w.net.lock().unwrap();
-        (n.refs_out, n.refs_in) = (true, true);
-    }
+    w.prove_both();
     let n = 20 << 20;
     let (qa, data) = post_write(&mut w, n, 5);
     let piece = EngineConfig::default().max_ref_piece as usize;

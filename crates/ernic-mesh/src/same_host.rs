@@ -342,45 +342,33 @@ impl Shared {
     }
 }
 
-/// Reads what node `from` named by reference, through its connection.
-///
-/// # Safety
-///
-/// As [`ernic_core::Remote::read_peer`].
-pub(crate) unsafe fn read_from(
-    shared: &Shared,
-    from: NodeId,
-    runs: &[PeerRun],
-) -> Result<(), PeerReadError> {
-    let c = shared
-        .lock()
-        .conns
-        .get(&from.0)
-        .cloned()
-        .ok_or(PeerReadError::NotProved)?;
-    // SAFETY: this function's caller promised every `local` writable for
-    // its `len`.
-    unsafe { c.same_host.read(runs) }
-}
-
-/// Writes into what node `to` named by reference (see
+/// Reads what node `from` named by reference (see
+/// [`ernic_core::Remote::read_peer`]), or with `write`, writes into it (see
 /// [`ernic_core::Remote::write_peer`]).
 ///
 /// # Safety
 ///
-/// As [`ernic_core::Remote::write_peer`].
-pub(crate) unsafe fn write_to(
+/// Every run's `local` must be valid for writes (a read) or reads (a write)
+/// of its `len` for the duration of the call.
+pub(crate) unsafe fn transfer(
     shared: &Shared,
-    to: NodeId,
+    peer: NodeId,
     runs: &[PeerRun],
+    write: bool,
 ) -> Result<(), PeerReadError> {
     let c = shared
         .lock()
         .conns
-        .get(&to.0)
+        .get(&peer.0)
         .cloned()
         .ok_or(PeerReadError::NotProved)?;
-    // SAFETY: this function's caller promised every `local` readable for
-    // its `len`.
-    unsafe { c.same_host.write(runs) }
+    // SAFETY: this function's caller promised every `local` usable in this
+    // direction for its `len`.
+    unsafe {
+        if write {
+            c.same_host.write(runs)
+        } else {
+            c.same_host.read(runs)
+        }
+    }
 }
