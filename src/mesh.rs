@@ -381,7 +381,6 @@ impl Node {
                     "relay_drops": mesh.relay_drops(),
                     "sent_by_ref": r.sent_by_ref,
                     "read_by_ref": r.read_by_ref,
-                    "written_by_ref": r.written_by_ref,
                     "counters": c.iter().map(|(k, v)| (k.to_string(), v)).collect::<BTreeMap<_, _>>(),
                 })
             }

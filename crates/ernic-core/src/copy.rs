@@ -55,14 +55,6 @@ pub(crate) enum Dst<'a> {
     Segs(&'a [Seg<'a>]),
     /// A buffer the engine holds.
     Bytes(&'a mut [u8]),
-    /// Where a peer on this host named, in its own memory, the destination
-    /// of its READ (already checked by [`wire::Repr::parse`]), written
-    /// through the carrier.
-    Peer {
-        carrier: &'a dyn Remote,
-        to: NodeId,
-        runs: &'a [u8],
-    },
 }
 
 struct SegCursor<'a> {
@@ -190,44 +182,23 @@ pub(crate) fn copy<M: DmaMemory>(
                 idx: 0,
                 pos: 0,
             };
-            peer_transfer(mem, d, carrier, from, runs, len, Way::Read)
+            read_peer(mem, d, carrier, from, runs, len)
         }
-        (Dst::Peer { carrier, to, runs }, Src::Segs(s)) => {
-            let s = SegCursor {
-                segs: s,
-                idx: 0,
-                pos: 0,
-            };
-            peer_transfer(mem, s, carrier, to, runs, len, Way::Write)
-        }
-        // A by-reference payload only ever lands in memory, and a READ's
-        // data only ever comes from it.
-        (Dst::Bytes(_), Src::Peer { .. }) | (Dst::Peer { .. }, _) => {
-            Err(CopyError::Peer(PeerReadError::Fault))
-        }
+        // A by-reference payload only ever lands in memory.
+        (Dst::Bytes(_), Src::Peer { .. }) => Err(CopyError::Peer(PeerReadError::Fault)),
     }
 }
 
-/// The direction of a transfer with a peer's memory.
-#[derive(Clone, Copy)]
-enum Way {
-    /// From the peer into this process ([`Remote::read_peer`]).
-    Read,
-    /// From this process into the peer ([`Remote::write_peer`]).
-    Write,
-}
-
-/// Moves `len` bytes between this side's segments `mine` and the runs a
-/// peer named, in batches of up to [`MAX_REF_RUNS`] pieces, each as long as
-/// both its run and this side's run allow.
-fn peer_transfer<M: DmaMemory>(
+/// Reads `len` bytes a peer named by reference into `d`, in batches of up to
+/// [`MAX_REF_RUNS`] pieces, each as long as both its run and the destination
+/// run allow.
+fn read_peer<M: DmaMemory>(
     mem: &M,
-    mut mine: SegCursor<'_>,
+    mut d: SegCursor<'_>,
     carrier: &dyn Remote,
-    peer: NodeId,
+    from: NodeId,
     runs: &[u8],
     len: u64,
-    way: Way,
 ) -> Result<(), CopyError> {
     let mut theirs = wire::ref_runs(runs);
     let (mut at, mut left_in_run) = (0u64, 0u64);
@@ -243,30 +214,23 @@ fn peer_transfer<M: DmaMemory>(
             (at, left_in_run) = theirs.next().ok_or(CopyError::Peer(PeerReadError::Fault))?;
             continue;
         }
-        let (p, n) = mine.chunk(mem)?;
-        let n = (n as u64).min(left_in_run).min(left);
+        let (dp, dn) = d.chunk(mem)?;
+        let n = (dn as u64).min(left_in_run).min(left);
         batch[k] = PeerRun {
             remote: at,
-            local: p,
+            local: dp,
             len: n as usize,
         };
         k += 1;
-        mine.advance(n as usize);
+        d.advance(n as usize);
         at += n;
         left_in_run -= n;
         left -= n;
         if k == MAX_REF_RUNS || left == 0 {
-            // SAFETY: each `local` came from `map` with at least `len` bytes
-            // valid (for writes when reading from the peer, for reads when
-            // writing to it) while `mem` is borrowed, which it is for the
-            // whole call.
-            let r = unsafe {
-                match way {
-                    Way::Read => carrier.read_peer(peer, &batch[..k]),
-                    Way::Write => carrier.write_peer(peer, &batch[..k]),
-                }
-            };
-            r.map_err(CopyError::Peer)?;
+            // SAFETY: each `local` came from `map` with at least `len`
+            // writable bytes, valid while `mem` is borrowed, which it is for
+            // the whole call.
+            unsafe { carrier.read_peer(from, &batch[..k]) }.map_err(CopyError::Peer)?;
             k = 0;
         }
     }

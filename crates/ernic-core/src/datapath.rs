@@ -197,13 +197,6 @@ pub(crate) enum Sink<'r> {
     },
     /// A reply message's payload.
     Bytes(&'r mut [u8]),
-    /// Where the requester, a peer on this host, named its READ's
-    /// destination (see [`crate::wire::flags::BY_REF`]).
-    Peer {
-        carrier: &'r dyn crate::Remote,
-        to: crate::NodeId,
-        runs: &'r [u8],
-    },
 }
 
 /// Where a message consumes its receive from.
@@ -859,7 +852,6 @@ impl<M: DmaMemory> Engine<M> {
             let mut dseg: SegArray<'_> = Default::default();
             let dst = match sink {
                 Sink::Bytes(b) => Dst::Bytes(b),
-                Sink::Peer { carrier, to, runs } => Dst::Peer { carrier, to, runs },
                 Sink::Sgl { dev, pd, sgl, skip } => {
                     let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
                     let (n, _) =
@@ -876,11 +868,8 @@ impl<M: DmaMemory> Engine<M> {
             }
             let d = self.dev(at.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let seg = resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, len, Access::REMOTE_READ)?;
-            copy::copy(&self.mem, dst, Src::Segs(&[seg]), len).map_err(|e| match e {
-                // The destination the requester named: its own fault.
-                CopyError::Peer(_) => WcStatus::LocProtErr,
-                CopyError::Mem(_) => WcStatus::RemAccessErr,
-            })?;
+            copy::copy(&self.mem, dst, Src::Segs(&[seg]), len)
+                .map_err(|_| WcStatus::RemAccessErr)?;
             Ok(len as u32)
         })();
         if result.is_ok() {

@@ -66,37 +66,20 @@ pub trait Remote: Send {
     unsafe fn read_peer(&self, _from: NodeId, _runs: &[PeerRun]) -> Result<(), PeerReadError> {
         Err(PeerReadError::NotProved)
     }
-
-    /// Writes into what node `to` named by reference in its own memory (the
-    /// destination of its READ): for each run, `len` bytes from `local` to
-    /// the peer's address `remote`. The same proof as [`Remote::read_peer`]
-    /// allows it: a READ names its destination only to a peer that reads
-    /// its memory. Fails as `read_peer` does.
-    ///
-    /// # Safety
-    ///
-    /// Every run's `local` must be valid for reads of `len` bytes for the
-    /// duration of the call.
-    #[allow(unsafe_code)]
-    unsafe fn write_peer(&self, _to: NodeId, _runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        Err(PeerReadError::NotProved)
-    }
 }
 
-/// One run of a read from, or a write into, a peer's memory (see
-/// [`Remote::read_peer`] and [`Remote::write_peer`]).
+/// One run of a read from a peer's memory (see [`Remote::read_peer`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PeerRun {
     /// The address in the peer's memory.
     pub remote: u64,
-    /// This process's side: where the bytes go (a read) or come from (a
-    /// write).
+    /// Where the bytes go in this process.
     pub local: std::ptr::NonNull<u8>,
     /// Bytes.
     pub len: usize,
 }
 
-/// Why a peer's memory could not be read (or written).
+/// Why a peer's memory could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PeerReadError {
     /// The node has not proved which process on this host it is.
@@ -105,9 +88,8 @@ pub enum PeerReadError {
     /// The process is gone.
     #[error("the peer's process is gone")]
     Gone,
-    /// The memory named could not be read or written (unmapped, or fewer
-    /// bytes).
-    #[error("the peer's memory could not be reached")]
+    /// The memory named could not be read (unmapped, or fewer bytes).
+    #[error("the peer's memory could not be read")]
     Fault,
 }
 
@@ -207,46 +189,6 @@ pub struct RemoteStats {
     pub sent_by_ref: u64,
     /// Bytes read from peers' memory for by-reference payloads.
     pub read_by_ref: u64,
-    /// Bytes of READ replies written straight into the requesters' memory
-    /// (their READs named the destination by reference).
-    pub written_by_ref: u64,
-}
-
-/// The READ reply header answering `r`, with `status` and extra `fl`ags.
-fn read_reply(r: &Repr, status: WcStatus, fl: u8) -> Repr {
-    Repr {
-        flags: flags::LAST | fl,
-        status,
-        src_qpn: r.src_qpn,
-        dst_qpn: r.dst_qpn,
-        req_id: r.req_id,
-        len: r.len,
-        total: r.total,
-        offset: r.offset,
-        sgid: r.dgid,
-        dgid: r.sgid,
-        ..Repr::new(Op::ReadResp)
-    }
-}
-
-/// Sends a reply of `len` bytes that `fill` writes; hands the carrier back
-/// with the outcome.
-fn send_reply(
-    mut carrier: Box<dyn Remote>,
-    to: NodeId,
-    len: usize,
-    fill: &mut dyn FnMut(&mut [u8]),
-) -> (Box<dyn Remote>, Result<(), SendError>) {
-    let res = carrier.send(
-        to,
-        Outgoing {
-            reply: true,
-            tag: 0,
-            len,
-            fill,
-        },
-    );
-    (carrier, res)
 }
 
 /// The request's operation as the peer sees it, for one piece.
@@ -390,8 +332,6 @@ impl<M: DmaMemory> Engine<M> {
         // To a peer that reads this process's memory itself, a large payload
         // goes by reference (the runs that hold it, not the bytes), in
         // pieces that may be larger: they cost the socket nothing.
-        // A READ names its destination the same way, and the responder
-        // writes the data there.
         let by_ref_ok = matches!(
             req.op,
             SendOp::Send
@@ -399,7 +339,6 @@ impl<M: DmaMemory> Engine<M> {
                 | SendOp::SendInv(_)
                 | SendOp::Write(_)
                 | SendOp::WriteImm(..)
-                | SendOp::Read(_)
         ) && self.cfg.send_by_ref
             && len - sent >= u64::from(self.cfg.by_ref_min)
             && carrier.reads_from_me(node);
@@ -906,7 +845,6 @@ impl<M: DmaMemory> Engine<M> {
                     Outcome::InFlight | Outcome::Blocked => unreachable!("responders do not send"),
                 }
             }
-            Op::ReadReq if by_ref => self.serve_read_in_place(from, at, r, payload),
             Op::ReadReq => self.serve_read(from, at, r),
             Op::AtomicCas | Op::AtomicFa => {
                 let op = if r.op == Op::AtomicCas {
@@ -936,7 +874,7 @@ impl<M: DmaMemory> Engine<M> {
     /// Answers a READ request with the bytes, read straight into the reply.
     fn serve_read(&mut self, from: NodeId, at: End, r: &Repr) {
         let len = r.len as usize;
-        let Some(carrier) = self.remote.carrier.take() else {
+        let Some(mut carrier) = self.remote.carrier.take() else {
             return;
         };
         let ra = RemoteAddr {
@@ -948,43 +886,30 @@ impl<M: DmaMemory> Engine<M> {
                 .respond_read(at, ra, Sink::Bytes(&mut buf[HEADER_LEN..]), len as u64)
                 .err()
                 .unwrap_or(WcStatus::Success);
-            read_reply(r, st, 0).emit(buf);
+            let hdr = Repr {
+                flags: flags::LAST,
+                status: st,
+                src_qpn: r.src_qpn,
+                dst_qpn: r.dst_qpn,
+                req_id: r.req_id,
+                len: r.len,
+                total: r.total,
+                offset: r.offset,
+                sgid: r.dgid,
+                dgid: r.sgid,
+                ..Repr::new(Op::ReadResp)
+            };
+            hdr.emit(buf);
         };
-        let res = send_reply(carrier, from, HEADER_LEN + len, &mut fill);
-        self.put_back(res);
-    }
-
-    /// Answers a READ whose requester, a peer on this host, named its
-    /// destination (`runs`, checked by parse to add up to `len`): the data
-    /// is written there, and the reply only says so.
-    fn serve_read_in_place(&mut self, from: NodeId, at: End, r: &Repr, runs: &[u8]) {
-        let Some(carrier) = self.remote.carrier.take() else {
-            return;
-        };
-        let ra = RemoteAddr {
-            addr: r.addr,
-            rkey: Rkey(r.rkey),
-        };
-        let sink = Sink::Peer {
-            carrier: &*carrier,
-            to: from,
-            runs,
-        };
-        let st = self
-            .respond_read(at, ra, sink, u64::from(r.len))
-            .err()
-            .unwrap_or(WcStatus::Success);
-        if st.is_ok() {
-            self.remote.stats.written_by_ref += u64::from(r.len);
-        }
-        let hdr = read_reply(r, st, flags::BY_REF);
-        let res = send_reply(carrier, from, HEADER_LEN, &mut |buf| hdr.emit(buf));
-        self.put_back(res);
-    }
-
-    /// Gives the carrier back after a reply, counting a reply that found no
-    /// room.
-    fn put_back(&mut self, (carrier, res): (Box<dyn Remote>, Result<(), SendError>)) {
+        let res = carrier.send(
+            from,
+            Outgoing {
+                reply: true,
+                tag: 0,
+                len: HEADER_LEN + len,
+                fill: &mut fill,
+            },
+        );
         self.remote.carrier = Some(carrier);
         if res.is_err() {
             self.remote.stats.replies_dropped += 1;
@@ -1091,9 +1016,7 @@ impl<M: DmaMemory> Engine<M> {
                 if let Some(out) = self.remote.reads_out.get_mut(&node) {
                     *out = out.saturating_sub(n);
                 }
-                // A reply by reference: the responder wrote the data in
-                // place, where the request named.
-                if status.is_ok() && r.flags & flags::BY_REF == 0 {
+                if status.is_ok() {
                     status =
                         self.scatter_into_slot(dev, qpn, ctr, u64::from(r.offset), |this, sink| {
                             crate::copy::copy(&this.mem, sink, crate::copy::Src::Bytes(payload), n)

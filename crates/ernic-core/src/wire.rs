@@ -123,10 +123,7 @@ pub mod flags {
     /// own memory: operand 0 runs of [`REF_RUN_LEN`](super::REF_RUN_LEN)
     /// bytes, each a little-endian address and length, that together hold
     /// `len` bytes. Only a responder on the same host, which has proved who
-    /// the requester is, reads them (see [`Remote`](crate::Remote)). On a
-    /// READ request the runs are where the data is to go, and the responder
-    /// writes it there; its READ reply then carries no payload and no runs
-    /// (operand 0 is 0): the `len` bytes are in place.
+    /// the requester is, reads them (see [`Remote`](crate::Remote)).
     pub const BY_REF: u8 = 1 << 5;
     /// Bits this version knows.
     pub const KNOWN: u8 = IMM | INVALIDATE | SOLICITED | DATAGRAM | LAST | BY_REF;
@@ -360,13 +357,6 @@ impl Repr {
         let len = p.length();
         let by_ref = fl & flags::BY_REF != 0;
         let carries = match op {
-            // A READ reply whose data the responder wrote in place.
-            Op::ReadResp if by_ref => {
-                if p.operand0() != 0 {
-                    return Err(WireError::BadReference);
-                }
-                0
-            }
             _ if by_ref => {
                 check_refs(op, fl, p.operand0(), len, p.payload())?;
                 p.operand0() as usize * REF_RUN_LEN
@@ -429,7 +419,6 @@ impl Repr {
     /// Bytes of payload this message carries.
     pub fn payload_len(&self) -> usize {
         match self.op {
-            Op::ReadResp if self.flags & flags::BY_REF != 0 => 0,
             _ if self.flags & flags::BY_REF != 0 => {
                 (self.operand0.min(MAX_REF_RUNS as u64) as usize) * REF_RUN_LEN
             }
@@ -444,11 +433,10 @@ impl Repr {
     }
 }
 
-/// Checks a by-reference payload: a SEND, WRITE or READ request that is not
-/// a datagram, 1 to [`MAX_REF_RUNS`] whole runs, none wrapping, adding up to
-/// `len`.
+/// Checks a by-reference payload: a SEND or WRITE that is not a datagram,
+/// 1 to [`MAX_REF_RUNS`] whole runs, none wrapping, adding up to `len`.
 fn check_refs(op: Op, fl: u8, runs: u64, len: u32, payload: &[u8]) -> Result<(), WireError> {
-    let shape_ok = matches!(op, Op::Send | Op::Write | Op::WriteImm | Op::ReadReq)
+    let shape_ok = matches!(op, Op::Send | Op::Write | Op::WriteImm)
         && fl & flags::DATAGRAM == 0
         && (1..=MAX_REF_RUNS as u64).contains(&runs)
         && payload.len() == runs as usize * REF_RUN_LEN;
@@ -634,30 +622,15 @@ mod tests {
         assert_eq!(r.buffer_len(), b.len());
         assert!(is_by_ref(&b));
         assert_eq!(ref_runs(&b[HEADER_LEN..]).collect::<Vec<_>>(), runs);
-        for op in [Op::Send, Op::WriteImm, Op::ReadReq] {
+        for op in [Op::Send, Op::WriteImm] {
             assert!(parse(&by_ref(op, 0, 128, &runs, 2)).is_ok());
         }
-        // A READ reply written in place: no runs, no payload, any length.
-        let done = {
-            let r = Repr {
-                flags: flags::LAST | flags::BY_REF,
-                len: 4096,
-                total: 4096,
-                ..Repr::new(Op::ReadResp)
-            };
-            let mut b = vec![0u8; r.buffer_len()];
-            r.emit(&mut b);
-            b
-        };
-        assert_eq!(done.len(), HEADER_LEN);
-        assert_eq!(parse(&done).unwrap().len, 4096);
 
         let bad = [
-            by_ref(Op::Write, 0, 127, &runs, 2),    // runs hold 128
-            by_ref(Op::Write, 0, 128, &runs, 3),    // says 3 runs, has 2
-            by_ref(Op::Write, 0, 0, &[], 0),        // no runs
-            by_ref(Op::AtomicFa, 0, 128, &runs, 2), // not a SEND, WRITE or READ
-            by_ref(Op::ReadResp, 0, 128, &runs, 2), // a reply names no runs
+            by_ref(Op::Write, 0, 127, &runs, 2),   // runs hold 128
+            by_ref(Op::Write, 0, 128, &runs, 3),   // says 3 runs, has 2
+            by_ref(Op::Write, 0, 0, &[], 0),       // no runs
+            by_ref(Op::ReadReq, 0, 128, &runs, 2), // not a SEND or WRITE
             by_ref(Op::Send, flags::DATAGRAM, 128, &runs, 2),
             by_ref(Op::Write, 0, 1, &[(u64::MAX, 1)], 1), // wraps
             by_ref(Op::Write, 0, 65, &[(0, 1); 65], 65),  // too many

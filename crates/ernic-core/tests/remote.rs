@@ -37,47 +37,6 @@ struct Carrier {
     net: Arc<Mutex<Net>>,
 }
 
-impl Carrier {
-    /// Copies between `runs` and the peer's arena, in the direction `write`
-    /// says (into the peer when true).
-    ///
-    /// # Safety
-    ///
-    /// Every run's `local` is valid for its `len` in that direction.
-    unsafe fn transfer(
-        &self,
-        peer: NodeId,
-        runs: &[PeerRun],
-        write: bool,
-    ) -> Result<(), PeerReadError> {
-        let n = self.net.lock().unwrap();
-        if !n.refs_in {
-            return Err(PeerReadError::NotProved);
-        }
-        let &(base, len) = n.arenas.get(&peer.0).ok_or(PeerReadError::Gone)?;
-        for r in runs {
-            let inside = r.remote >= base
-                && r.remote
-                    .checked_add(r.len as u64)
-                    .is_some_and(|end| end <= base + len as u64);
-            if !inside {
-                return Err(PeerReadError::Fault);
-            }
-            let (theirs, mine) = (r.remote as *mut u8, r.local.as_ptr());
-            let (from, to) = if write {
-                (mine, theirs)
-            } else {
-                (theirs, mine)
-            };
-            // SAFETY: the peer's side lies in its arena (checked above),
-            // alive for the test; the caller promises `local` for `len`. The
-            // two arenas are distinct allocations.
-            unsafe { std::ptr::copy_nonoverlapping(from.cast_const(), to, r.len) };
-        }
-        Ok(())
-    }
-}
-
 impl Remote for Carrier {
     fn owner(&self, gid: &Gid) -> Option<NodeId> {
         let n = self.net.lock().unwrap();
@@ -109,15 +68,27 @@ impl Remote for Carrier {
     /// As `process_vm_readv` on a proved peer: runs outside the peer's
     /// memory fail.
     unsafe fn read_peer(&self, from: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        // SAFETY: the caller promises every `local` writable for its `len`.
-        unsafe { self.transfer(from, runs, false) }
-    }
-
-    /// As `process_vm_writev` into a proved peer: runs outside the peer's
-    /// memory fail.
-    unsafe fn write_peer(&self, to: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        // SAFETY: the caller promises every `local` readable for its `len`.
-        unsafe { self.transfer(to, runs, true) }
+        let n = self.net.lock().unwrap();
+        if !n.refs_in {
+            return Err(PeerReadError::NotProved);
+        }
+        let &(base, len) = n.arenas.get(&from.0).ok_or(PeerReadError::Gone)?;
+        for r in runs {
+            let inside = r.remote >= base
+                && r.remote
+                    .checked_add(r.len as u64)
+                    .is_some_and(|end| end <= base + len as u64);
+            if !inside {
+                return Err(PeerReadError::Fault);
+            }
+            // SAFETY: the source lies in the peer's arena (checked above),
+            // alive for the test; the caller promises `local` for `len`
+            // writes. The two arenas are distinct allocations.
+            unsafe {
+                std::ptr::copy_nonoverlapping(r.remote as *const u8, r.local.as_ptr(), r.len)
+            };
+        }
+        Ok(())
     }
 
     fn cancel(&mut self, tag: u64) {
@@ -276,13 +247,6 @@ impl World {
             b,
             now: Instant::now(),
         }
-    }
-
-    /// Both nodes have proved themselves to each other: each names its
-    /// memory by reference, and each reads and writes the other's.
-    fn prove_both(&self) {
-        let mut n = self.net.lock().unwrap();
-        (n.refs_out, n.refs_in) = (true, true);
     }
 
     /// Delivers queued messages until none are left (at most `max`).
@@ -918,7 +882,10 @@ fn large_payloads_to_a_peer_that_reads_this_memory_go_by_reference() {
         request_timeout: Duration::from_secs(1),
         ..EngineConfig::default()
     });
-    w.prove_both();
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
     let (qa, qb) = w.pair(QpType::Rc);
     let ka = w.a.mr(0, 8 << 20);
     let kb = w.b.mr(0, 8 << 20);
@@ -1025,7 +992,10 @@ fn an_engine_that_does_not_send_references_carries_bytes_and_still_reads_them() 
         },
         EngineConfig::default(),
     );
-    w.prove_both();
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
     let (qa, qb) = w.pair(QpType::Rc);
     let n = 3 << 20;
     let ka = w.a.mr(0, 2 * n);
@@ -1072,94 +1042,12 @@ fn an_engine_that_does_not_send_references_carries_bytes_and_still_reads_them() 
 }
 
 #[test]
-fn a_read_from_a_peer_that_reads_this_memory_is_written_in_place() {
-    let mut w = World::with(EngineConfig {
-        max_ref_piece: 1 << 20,
-        ..EngineConfig::default()
-    });
-    w.prove_both();
-    let (qa, _) = w.pair(QpType::Rc);
-    let ka = w.a.mr(0, 8 << 20);
-    let kb = w.b.mr(0, 8 << 20);
-    let n = (2 << 20) + 5;
-    let data = pattern(n, 33);
-    w.b.arena[..n].copy_from_slice(&data);
-
-    // Two pieces name their destination; the last 5 bytes come as bytes.
-    w.post(
-        qa,
-        &SendWr::new(1, SendOp::Read(ra(w.b.addr(0), kb))).sgl(&[
-            sge(w.a.addr(1 << 20), 1 << 20, ka),
-            sge(w.a.addr(4 << 20), (1 << 20) + 5, ka),
-        ]),
-    );
-    let sent = on_the_wire(&w);
-    assert_eq!(sent.len(), 3, "{sent:?}");
-    for (flags, len) in &sent[..2] {
-        assert_ne!(flags & wire::flags::BY_REF, 0);
-        assert_eq!(*len, wire::HEADER_LEN + wire::REF_RUN_LEN, "one run each");
-    }
-    assert_eq!(sent[2], (wire::flags::LAST, wire::HEADER_LEN));
-    // b answers: the two pieces in place (no payload), the tail with bytes.
-    w.pump(3);
-    let replies = on_the_wire(&w);
-    assert_eq!(
-        replies,
-        vec![
-            (wire::flags::LAST | wire::flags::BY_REF, wire::HEADER_LEN),
-            (wire::flags::LAST | wire::flags::BY_REF, wire::HEADER_LEN),
-            (wire::flags::LAST, wire::HEADER_LEN + 5),
-        ]
-    );
-    w.pump(100);
-    assert_eq!(w.a.take(qa, 1).status, WcStatus::Success);
-    assert!(w.a.bytes(1 << 20, 1 << 20) == &data[..1 << 20]);
-    assert!(w.a.bytes(4 << 20, (1 << 20) + 5) == &data[1 << 20..]);
-    assert_eq!(w.b.e.remote_stats().written_by_ref, 2 << 20);
-
-    // A destination b cannot write (a's memory gone from under it, here:
-    // not proved) fails that READ with a's fault, and b's memory is safe.
-    w.net.lock().unwrap().refs_in = false;
-    w.post(
-        qa,
-        &SendWr::new(2, SendOp::Read(ra(w.b.addr(0), kb))).sgl(&[sge(w.a.addr(0), 1 << 20, ka)]),
-    );
-    w.pump(100);
-    assert_eq!(w.a.take(qa, 2).status, WcStatus::LocProtErr);
-    assert_eq!(w.b.e.remote_stats().written_by_ref, 2 << 20);
-
-    // With the path off (a sends no references), the data comes as bytes.
-    let mut w2 = World::with_each(
-        EngineConfig {
-            send_by_ref: false,
-            ..EngineConfig::default()
-        },
-        EngineConfig::default(),
-    );
-    w2.prove_both();
-    let (qa, _) = w2.pair(QpType::Rc);
-    let ka = w2.a.mr(0, 4 << 20);
-    let kb = w2.b.mr(0, 4 << 20);
-    w2.b.arena[..1 << 20].copy_from_slice(&data[..1 << 20]);
-    w2.post(
-        qa,
-        &SendWr::new(3, SendOp::Read(ra(w2.b.addr(0), kb))).sgl(&[sge(w2.a.addr(0), 1 << 20, ka)]),
-    );
-    assert!(
-        on_the_wire(&w2)
-            .iter()
-            .all(|&(f, _)| f & wire::flags::BY_REF == 0)
-    );
-    w2.pump(100);
-    assert_eq!(w2.a.take(qa, 3).status, WcStatus::Success);
-    assert!(w2.a.bytes(0, 1 << 20) == &data[..1 << 20]);
-    assert_eq!(w2.b.e.remote_stats().written_by_ref, 0);
-}
-
-#[test]
 fn by_reference_pieces_are_larger_than_those_that_carry_bytes() {
     let mut w = World::new();
-    w.prove_both();
+    {
+        let mut n = w.net.lock().unwrap();
+        (n.refs_out, n.refs_in) = (true, true);
+    }
     let n = 20 << 20;
     let (qa, data) = post_write(&mut w, n, 5);
     let piece = EngineConfig::default().max_ref_piece as usize;
@@ -1215,33 +1103,6 @@ fn a_reference_the_responder_cannot_read_fails_that_request_only() {
         (wire::Op::Ack, WcStatus::LocProtErr, 77)
     );
     assert!(w.b.none(qb2, 7), "the receive is still posted");
-
-    // A READ naming a destination outside the requester's memory: the
-    // answer blames the requester, and nothing counts as written.
-    let mut m = vec![0u8; wire::HEADER_LEN + wire::REF_RUN_LEN];
-    wire::Repr {
-        flags: wire::flags::LAST | wire::flags::BY_REF,
-        src_qpn: qa,
-        dst_qpn: qb2,
-        req_id: 78,
-        rkey: kb,
-        addr: w.b.addr(0),
-        len: 4096,
-        total: 4096,
-        operand0: 1,
-        sgid: w.a.gid,
-        dgid: w.b.gid,
-        ..wire::Repr::new(wire::Op::ReadReq)
-    }
-    .emit(&mut m);
-    m[wire::HEADER_LEN..wire::HEADER_LEN + 8].copy_from_slice(&0x1000u64.to_le_bytes());
-    m[wire::HEADER_LEN + 8..].copy_from_slice(&4096u64.to_le_bytes());
-    let r = answer_to(&mut w, m);
-    assert_eq!(
-        (r.op, r.status, r.req_id, r.flags & wire::flags::BY_REF != 0),
-        (wire::Op::ReadResp, WcStatus::LocProtErr, 78, true)
-    );
-    assert_eq!(w.b.e.remote_stats().written_by_ref, 0);
 
     // References whose runs do not add up to the length are malformed.
     let mut m = vec![0u8; wire::HEADER_LEN + wire::REF_RUN_LEN];

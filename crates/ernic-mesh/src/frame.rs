@@ -11,9 +11,8 @@ use ernic_core::{Gid, NodeId};
 
 /// "ERNM".
 pub const MAGIC: u32 = 0x4552_4e4d;
-/// Protocol version (2: the same-host offer and by-reference payloads; 3:
-/// READs whose data the responder writes in place).
-pub const VERSION: u16 = 3;
+/// Protocol version (2: the same-host offer and by-reference payloads).
+pub const VERSION: u16 = 2;
 /// Length of the frame header.
 pub const HEADER_LEN: usize = 16;
 /// Largest body: a data message with a full payload.
@@ -312,7 +311,7 @@ mod tests {
     }
 
     static HELLO: [u8; 16] = [
-        0x45, 0x52, 0x4e, 0x4d, 0, 3, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,
+        0x45, 0x52, 0x4e, 0x4d, 0, 2, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,
     ];
 
     #[test]
@@ -334,13 +333,9 @@ mod tests {
         let mut b = HELLO;
         b[0] = b'G'; // an HTTP client, say
         assert!(matches!(Header::parse(&b), Err(FrameError::Magic(_))));
-        // Older nodes: 2 knew by-reference payloads but not READs written
-        // in place.
-        for v in [1, 2] {
-            let mut b = HELLO;
-            b[5] = v;
-            assert_eq!(Header::parse(&b), Err(FrameError::Version(u16::from(v))));
-        }
+        let mut b = HELLO;
+        b[5] = 1;
+        assert_eq!(Header::parse(&b), Err(FrameError::Version(1)));
         let mut b = HELLO;
         b[6] = 77;
         assert_eq!(Header::parse(&b), Err(FrameError::Kind(77)));

@@ -375,13 +375,7 @@ impl Remote for Carrier {
     #[allow(unsafe_code)]
     unsafe fn read_peer(&self, from: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
         // SAFETY: the caller promised every `local` writable for its `len`.
-        unsafe { same_host::transfer(&self.shared, from, runs, false) }
-    }
-
-    #[allow(unsafe_code)]
-    unsafe fn write_peer(&self, to: NodeId, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        // SAFETY: the caller promised every `local` readable for its `len`.
-        unsafe { same_host::transfer(&self.shared, to, runs, true) }
+        unsafe { same_host::read_from(&self.shared, from, runs) }
     }
 
     fn cancel(&mut self, tag: u64) {

@@ -1,10 +1,9 @@
 //! The same-host path: a node on this host reads a requester's large
 //! payloads straight from the requester's memory (`process_vm_readv(2)`),
-//! and writes a large READ's data straight into the destination the
-//! requester named (`process_vm_writev(2)`), so the data crosses once
-//! instead of through two socket copies and the kernel's loopback.
-//! Everything else (headers, replies, small payloads) still goes over the
-//! TCP connection, in order with the references.
+//! so a WRITE or SEND crosses once instead of through two socket copies and
+//! the kernel's loopback. Everything else (headers, replies, small payloads,
+//! READ data) still goes over the TCP connection, in order with the
+//! references.
 //!
 //! Who may read whom is proved, never claimed. Each node listens on an
 //! abstract Unix socket; abstract names belong to a network namespace, so
@@ -16,9 +15,9 @@
 //! of a copy of it in its own memory. The offering side takes the
 //! connecting process from the kernel (`SO_PEERCRED`), holds a pidfd for it,
 //! and reads the token back out of that process at that address. Only when
-//! it matches does it read from (and write into) that process for that
-//! connection's node, and says so with one byte; the prover then sends by
-//! reference ([`ernic_core::wire::flags::BY_REF`]).
+//! it matches does it read from that process for that connection's node,
+//! and says so with one byte; the prover then sends by reference
+//! ([`ernic_core::wire::flags::BY_REF`]).
 //!
 //! A reference is honoured only from the node's own connection: the mesh
 //! drops relayed data frames that carry one.
@@ -126,27 +125,6 @@ impl Link {
     /// As [`ernic_core::Remote::read_peer`]: every run's `local` is valid
     /// for writes of its `len` during the call.
     pub unsafe fn read(&self, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        // SAFETY: as this function's own contract.
-        unsafe { self.transfer(runs, false) }
-    }
-
-    /// Writes into what the peer named by reference (its READ's
-    /// destination).
-    ///
-    /// # Safety
-    ///
-    /// As [`ernic_core::Remote::write_peer`]: every run's `local` is valid
-    /// for reads of its `len` during the call.
-    pub unsafe fn write(&self, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        // SAFETY: as this function's own contract.
-        unsafe { self.transfer(runs, true) }
-    }
-
-    /// # Safety
-    ///
-    /// Every run's `local` is valid for writes (a read) or reads (a write)
-    /// of its `len` during the call.
-    unsafe fn transfer(&self, runs: &[PeerRun], write: bool) -> Result<(), PeerReadError> {
         const MAX: usize = 64;
         let p = self.peer.get().ok_or(PeerReadError::NotProved)?;
         if !sys::alive(&p.pidfd) {
@@ -159,24 +137,15 @@ impl Link {
                 *slot = (r.remote, r.local.as_ptr(), r.len);
                 want += r.len;
             }
-            let pieces = &pieces[..chunk.len()];
-            // SAFETY: the caller promised every `local` usable in this
-            // direction for its `len`.
-            let done = unsafe {
-                if write {
-                    sys::write_process(p.pid, pieces)
-                } else {
-                    sys::read_process(p.pid, pieces)
-                }
-            }
-            .map_err(|e| {
+            // SAFETY: the caller promised every `local` writable for its `len`.
+            let got = unsafe { sys::read_process(p.pid, &pieces[..chunk.len()]) }.map_err(|e| {
                 if e.raw_os_error() == Some(libc::ESRCH) {
                     PeerReadError::Gone
                 } else {
                     PeerReadError::Fault
                 }
             })?;
-            if done != want {
+            if got != want {
                 return Err(PeerReadError::Fault);
             }
         }
@@ -342,33 +311,23 @@ impl Shared {
     }
 }
 
-/// Reads what node `from` named by reference (see
-/// [`ernic_core::Remote::read_peer`]), or with `write`, writes into it (see
-/// [`ernic_core::Remote::write_peer`]).
+/// Reads what node `from` named by reference, through its connection.
 ///
 /// # Safety
 ///
-/// Every run's `local` must be valid for writes (a read) or reads (a write)
-/// of its `len` for the duration of the call.
-pub(crate) unsafe fn transfer(
+/// As [`ernic_core::Remote::read_peer`].
+pub(crate) unsafe fn read_from(
     shared: &Shared,
-    peer: NodeId,
+    from: NodeId,
     runs: &[PeerRun],
-    write: bool,
 ) -> Result<(), PeerReadError> {
     let c = shared
         .lock()
         .conns
-        .get(&peer.0)
+        .get(&from.0)
         .cloned()
         .ok_or(PeerReadError::NotProved)?;
-    // SAFETY: this function's caller promised every `local` usable in this
-    // direction for its `len`.
-    unsafe {
-        if write {
-            c.same_host.write(runs)
-        } else {
-            c.same_host.read(runs)
-        }
-    }
+    // SAFETY: this function's caller promised every `local` writable for
+    // its `len`.
+    unsafe { c.same_host.read(runs) }
 }

@@ -184,38 +184,6 @@ pub unsafe fn read_process(
     pid: libc::pid_t,
     pieces: &[(u64, *mut u8, usize)],
 ) -> io::Result<usize> {
-    // SAFETY: as this function's own contract.
-    unsafe { process_vm(pid, pieces, false) }
-}
-
-/// Writes into process `pid`'s memory (`process_vm_writev(2)`): for each
-/// `(remote, local, len)`, `len` bytes from `local` to `remote` in that
-/// process. At most 64 pieces. Returns the bytes written, which fall short
-/// when a remote range is not mapped (or not writable).
-///
-/// # Safety
-///
-/// Every `local` must be valid for reads of its `len` for the duration of
-/// the call.
-pub unsafe fn write_process(
-    pid: libc::pid_t,
-    pieces: &[(u64, *mut u8, usize)],
-) -> io::Result<usize> {
-    // SAFETY: as this function's own contract.
-    unsafe { process_vm(pid, pieces, true) }
-}
-
-/// `process_vm_readv(2)` or, with `write`, `process_vm_writev(2)`.
-///
-/// # Safety
-///
-/// Every `local` must be valid for writes (a read) or reads (a write) of its
-/// `len` for the duration of the call.
-unsafe fn process_vm(
-    pid: libc::pid_t,
-    pieces: &[(u64, *mut u8, usize)],
-    write: bool,
-) -> io::Result<usize> {
     const MAX: usize = 64;
     let empty = libc::iovec {
         iov_base: std::ptr::null_mut(),
@@ -223,9 +191,9 @@ unsafe fn process_vm(
     };
     let (mut local, mut remote) = ([empty; MAX], [empty; MAX]);
     let n = pieces.len().min(MAX);
-    for ((l, r), &(at, here, len)) in local.iter_mut().zip(remote.iter_mut()).zip(pieces) {
+    for ((l, r), &(at, to, len)) in local.iter_mut().zip(remote.iter_mut()).zip(pieces) {
         *l = libc::iovec {
-            iov_base: here.cast(),
+            iov_base: to.cast(),
             iov_len: len,
         };
         *r = libc::iovec {
@@ -233,17 +201,11 @@ unsafe fn process_vm(
             iov_len: len,
         };
     }
-    let call = if write {
-        libc::process_vm_writev
-    } else {
-        libc::process_vm_readv
-    };
-    // SAFETY: `local` holds `n` iovecs the caller promised usable in this
-    // direction; the remote iovecs name the other process's memory, which
-    // the kernel checks (a bad range ends the transfer short or fails with
-    // EFAULT).
+    // SAFETY: `local` holds `n` iovecs the caller promised writable; the
+    // remote iovecs name the other process's memory, which the kernel checks
+    // (a bad range ends the read short or fails with EFAULT).
     let r = unsafe {
-        call(
+        libc::process_vm_readv(
             pid,
             local.as_ptr(),
             n as libc::c_ulong,

@@ -169,22 +169,18 @@ impl Shared {
         // Both callers polled the connections just before.
         mesh.poller_busy(true);
         mesh.begin_pass();
-        let by_ref = |st: &State| {
-            let s = st.engine.remote_stats();
-            s.read_by_ref + s.written_by_ref
-        };
-        let before = by_ref(st);
+        let read_before = st.engine.remote_stats().read_by_ref;
         while let Some(m) = mesh.pop() {
             st.engine.apply_remote(m.from, m.buf, m.start, now);
             st.engine.take_released(|b| mesh.release(b));
-            if by_ref(st) != before {
-                // A payload read from (or a READ's data written into) a peer
-                // on this host takes a millisecond: after one, the pass
-                // ends, so what it let complete reaches the application (a
-                // transport's control message that starts its own sends,
-                // say) before the next is read. Without this, two ranks'
-                // sendrecv now and then read all of one direction before
-                // starting the other: 27 ms iterations among 14 ms ones.
+            if st.engine.remote_stats().read_by_ref != read_before {
+                // A payload read from a peer on this host takes a
+                // millisecond: after one, the pass ends, so what it let
+                // complete reaches the application (a transport's control
+                // message that starts its own sends, say) before the next is
+                // read. Without this, two ranks' sendrecv now and then read
+                // all of one direction before starting the other: 27 ms
+                // iterations among 14 ms ones.
                 break;
             }
         }
