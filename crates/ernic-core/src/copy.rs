@@ -43,6 +43,18 @@ pub(crate) enum CopyError {
     Peer(PeerReadError),
 }
 
+impl CopyError {
+    /// What a responder answers: a by-reference payload it could not read
+    /// is the requester's fault (LocProtErr), as a local DMA read error is;
+    /// its own memory gives `mine`.
+    pub(crate) fn status(self, mine: crate::wr::WcStatus) -> crate::wr::WcStatus {
+        match self {
+            CopyError::Peer(_) => crate::wr::WcStatus::LocProtErr,
+            CopyError::Mem(_) => mine,
+        }
+    }
+}
+
 impl From<MemError> for CopyError {
     fn from(e: MemError) -> CopyError {
         CopyError::Mem(e)
@@ -63,7 +75,15 @@ struct SegCursor<'a> {
     pos: u64,
 }
 
-impl SegCursor<'_> {
+impl<'a> SegCursor<'a> {
+    fn new(segs: &'a [Seg<'a>]) -> SegCursor<'a> {
+        SegCursor {
+            segs,
+            idx: 0,
+            pos: 0,
+        }
+    }
+
     fn chunk<M: DmaMemory>(&mut self, mem: &M) -> Result<(NonNull<u8>, usize), MemError> {
         while self.idx < self.segs.len() && self.pos == self.segs[self.idx].len {
             self.idx += 1;
@@ -96,16 +116,8 @@ pub(crate) fn copy<M: DmaMemory>(
     }
     match (dst, src) {
         (Dst::Segs(d), Src::Segs(s)) => {
-            let mut d = SegCursor {
-                segs: d,
-                idx: 0,
-                pos: 0,
-            };
-            let mut s = SegCursor {
-                segs: s,
-                idx: 0,
-                pos: 0,
-            };
+            let mut d = SegCursor::new(d);
+            let mut s = SegCursor::new(s);
             let mut left = len;
             while left > 0 {
                 let (sp, sn) = s.chunk(mem)?;
@@ -122,11 +134,7 @@ pub(crate) fn copy<M: DmaMemory>(
             Ok(())
         }
         (Dst::Segs(d), Src::Bytes(b)) => {
-            let mut d = SegCursor {
-                segs: d,
-                idx: 0,
-                pos: 0,
-            };
+            let mut d = SegCursor::new(d);
             let total = usize::try_from(len).unwrap_or(usize::MAX).min(b.len());
             let mut done = 0usize;
             while done < total {
@@ -142,11 +150,7 @@ pub(crate) fn copy<M: DmaMemory>(
             Ok(())
         }
         (Dst::Bytes(b), Src::Segs(s)) => {
-            let mut s = SegCursor {
-                segs: s,
-                idx: 0,
-                pos: 0,
-            };
+            let mut s = SegCursor::new(s);
             let total = usize::try_from(len).unwrap_or(usize::MAX).min(b.len());
             let mut done = 0usize;
             while done < total {
@@ -177,11 +181,7 @@ pub(crate) fn copy<M: DmaMemory>(
                 runs,
             },
         ) => {
-            let d = SegCursor {
-                segs: d,
-                idx: 0,
-                pos: 0,
-            };
+            let d = SegCursor::new(d);
             read_peer(mem, d, carrier, from, runs, len)
         }
         // A by-reference payload only ever lands in memory.
@@ -247,11 +247,7 @@ pub(crate) fn host_runs<M: DmaMemory>(
     out: &mut [(u64, u64)],
 ) -> Option<usize> {
     let Src::Segs(s) = src else { return None };
-    let mut s = SegCursor {
-        segs: s,
-        idx: 0,
-        pos: 0,
-    };
+    let mut s = SegCursor::new(s);
     let mut k = 0usize;
     let mut left = len;
     while left > 0 {

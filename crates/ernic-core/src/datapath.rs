@@ -767,8 +767,7 @@ impl<M: DmaMemory> Engine<M> {
                 };
             return match copy::copy(&self.mem, Dst::Segs(&[seg]), src, len) {
                 Ok(()) => Delivery::Ok(len as u32),
-                Err(CopyError::Peer(_)) => Delivery::Local(WcStatus::LocProtErr),
-                Err(CopyError::Mem(_)) => Delivery::Local(WcStatus::RemAccessErr),
+                Err(e) => Delivery::Local(e.status(WcStatus::RemAccessErr)),
             };
         }
         let mut dseg: SegArray<'_> = Default::default();
@@ -802,9 +801,8 @@ impl<M: DmaMemory> Engine<M> {
         let first = skip_prefix(dst, hdr + inc.offset);
         match copy::copy(&self.mem, Dst::Segs(&dst[first..]), src, len) {
             Ok(()) => Delivery::Ok(len as u32),
-            // The sender's bytes could not be read: its own fault, as a
-            // local DMA read error is.
-            Err(CopyError::Peer(_)) => Delivery::Local(WcStatus::LocProtErr),
+            // The sender's bytes could not be read: its own fault.
+            Err(e @ CopyError::Peer(_)) => Delivery::Local(e.status(WcStatus::LocProtErr)),
             Err(CopyError::Mem(_)) => bad_recv,
         }
     }
@@ -828,10 +826,8 @@ impl<M: DmaMemory> Engine<M> {
             }
             let d = self.dev(at.dev).map_err(|_| WcStatus::RetryExcErr)?;
             let seg = resolve_rkey(d, at.pd, ra.rkey.0, ra.addr, len, Access::REMOTE_WRITE)?;
-            copy::copy(&self.mem, Dst::Segs(&[seg]), src, len).map_err(|e| match e {
-                CopyError::Peer(_) => WcStatus::LocProtErr,
-                CopyError::Mem(_) => WcStatus::RemAccessErr,
-            })?;
+            copy::copy(&self.mem, Dst::Segs(&[seg]), src, len)
+                .map_err(|e| e.status(WcStatus::RemAccessErr))?;
             Ok(len as u32)
         })();
         if let Ok(n) = result {

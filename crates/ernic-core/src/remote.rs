@@ -344,6 +344,8 @@ impl<M: DmaMemory> Engine<M> {
             && carrier.reads_from_me(node);
         let max_ref = u64::from(self.cfg.max_ref_piece.max(1));
         let budget = self.cfg.read_reply_budget;
+        // The runs of the piece going by reference (filled afresh for each).
+        let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
         let result = loop {
             let skipped = match src {
                 Source::Sgl { dev, pd, sgl, .. } => Source::Sgl {
@@ -355,7 +357,6 @@ impl<M: DmaMemory> Engine<M> {
                 Source::Bytes(b) => Source::Bytes(&b[sent as usize..]),
                 Source::Peer { .. } => src,
             };
-            let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
             let rest = len - sent;
             let by_ref = (by_ref_ok && rest >= u64::from(self.cfg.by_ref_min))
                 .then(|| {
@@ -442,13 +443,7 @@ impl<M: DmaMemory> Engine<M> {
             let mut fill = |buf: &mut [u8]| {
                 hdr.emit(buf);
                 if let Some(k) = by_ref {
-                    for (out, (addr, n)) in buf[HEADER_LEN..]
-                        .chunks_exact_mut(wire::REF_RUN_LEN)
-                        .zip(&refs[..k])
-                    {
-                        out[..8].copy_from_slice(&addr.to_le_bytes());
-                        out[8..].copy_from_slice(&n.to_le_bytes());
-                    }
+                    wire::put_ref_runs(&mut buf[HEADER_LEN..], &refs[..k]);
                 } else if payload_len > 0 {
                     let mut seg: SegArray<'_> = Default::default();
                     if let Ok(s) = this.resolve_source(&skipped, &mut seg) {

@@ -147,6 +147,15 @@ pub fn ref_runs(payload: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
     })
 }
 
+/// Writes `runs` as a by-reference payload into `out` (which holds
+/// [`REF_RUN_LEN`] bytes for each): the encoding [`ref_runs`] reads.
+pub fn put_ref_runs(out: &mut [u8], runs: &[(u64, u64)]) {
+    for (o, (addr, n)) in out.chunks_exact_mut(REF_RUN_LEN).zip(runs) {
+        o[..8].copy_from_slice(&addr.to_le_bytes());
+        o[8..].copy_from_slice(&n.to_le_bytes());
+    }
+}
+
 /// Whether a data message (of any validity) says its payload is by
 /// reference: the mesh refuses such messages from anyone but the requester
 /// itself.
@@ -603,10 +612,7 @@ mod tests {
         };
         let mut b = vec![0u8; HEADER_LEN + runs.len() * REF_RUN_LEN];
         r.emit(&mut b);
-        for (out, (a, n)) in b[HEADER_LEN..].chunks_exact_mut(REF_RUN_LEN).zip(runs) {
-            out[..8].copy_from_slice(&a.to_le_bytes());
-            out[8..].copy_from_slice(&n.to_le_bytes());
-        }
+        put_ref_runs(&mut b[HEADER_LEN..], runs);
         b
     }
 

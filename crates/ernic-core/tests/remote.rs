@@ -1095,8 +1095,7 @@ fn a_reference_the_responder_cannot_read_fails_that_request_only() {
         ..wire::Repr::new(wire::Op::Send)
     }
     .emit(&mut m);
-    m[wire::HEADER_LEN..wire::HEADER_LEN + 8].copy_from_slice(&0x1000u64.to_le_bytes());
-    m[wire::HEADER_LEN + 8..].copy_from_slice(&4096u64.to_le_bytes());
+    wire::put_ref_runs(&mut m[wire::HEADER_LEN..], &[(0x1000, 4096)]);
     let r = answer_to(&mut w, m);
     assert_eq!(
         (r.op, r.status, r.req_id),
@@ -1116,7 +1115,7 @@ fn a_reference_the_responder_cannot_read_fails_that_request_only() {
         ..wire::Repr::new(wire::Op::Write)
     }
     .emit(&mut m);
-    m[wire::HEADER_LEN + 8..].copy_from_slice(&4095u64.to_le_bytes());
+    wire::put_ref_runs(&mut m[wire::HEADER_LEN..], &[(0, 4095)]);
     w.b.e.apply_remote(NodeId(1), m, 0, now);
     assert_eq!(w.b.e.remote_stats().malformed, 1);
 }
