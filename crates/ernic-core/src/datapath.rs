@@ -802,7 +802,7 @@ impl<M: DmaMemory> Engine<M> {
         match copy::copy(&self.mem, Dst::Segs(&dst[first..]), src, len) {
             Ok(()) => Delivery::Ok(len as u32),
             // The sender's bytes could not be read: its own fault.
-            Err(e @ CopyError::Peer(_)) => Delivery::Local(e.status(WcStatus::LocProtErr)),
+            Err(CopyError::Peer(_)) => Delivery::Local(WcStatus::LocProtErr),
             Err(CopyError::Mem(_)) => bad_recv,
         }
     }

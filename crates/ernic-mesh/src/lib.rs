@@ -278,12 +278,7 @@ impl Mesh {
     /// memory (this node sends it large payloads by reference), and whether
     /// this node reads the peer's (it proved which process it is).
     pub fn same_host(&self, peer: NodeId) -> SameHostLink {
-        let st = self.shared.lock();
-        let c = st.conns.get(&peer.0);
-        SameHostLink {
-            reads_me: c.is_some_and(|c| c.same_host.reads_me()),
-            read_by_me: c.is_some_and(|c| c.same_host.proved()),
-        }
+        self.shared.same_host_link(peer)
     }
 
     /// Frames the manager could not relay.
@@ -365,11 +360,7 @@ impl Remote for Carrier {
     }
 
     fn reads_from_me(&self, to: NodeId) -> bool {
-        self.shared
-            .lock()
-            .conns
-            .get(&to.0)
-            .is_some_and(|c| c.same_host.reads_me())
+        self.shared.same_host_link(to).reads_me
     }
 
     #[allow(unsafe_code)]

@@ -452,12 +452,15 @@ impl Shared {
     /// when it is done.
     pub fn poller_busy(&self, busy: bool) {
         if !busy {
-            self.polled.store(
-                self.epoch.elapsed().as_micros() as u64 + 1,
-                Ordering::Relaxed,
-            );
+            self.polled.store(self.poll_stamp(), Ordering::Relaxed);
         }
         self.poller_in_pass.store(busy, Ordering::Relaxed);
+    }
+
+    /// Now, as `polled` holds it: microseconds since `epoch`, plus one (0
+    /// means "no poller").
+    fn poll_stamp(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64 + 1
     }
 
     /// Waits until the poller says it stopped, or [`STAND_ASIDE`].
@@ -505,13 +508,9 @@ impl Shared {
     pub fn poll_io(self: &Arc<Self>) {
         // The clock is read on one call in 64: a spinning poller calls this
         // millions of times a second, and the receive threads only need to
-        // know it polled within the last millisecond. +1: zero means "no
-        // poller" (see `poller_idle`).
+        // know it polled within the last millisecond.
         if self.poll_calls.fetch_add(1, Ordering::Relaxed) % 64 == 0 {
-            self.polled.store(
-                self.epoch.elapsed().as_micros() as u64 + 1,
-                Ordering::Relaxed,
-            );
+            self.polled.store(self.poll_stamp(), Ordering::Relaxed);
         }
         let conns = self
             .conn_list

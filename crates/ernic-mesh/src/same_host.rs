@@ -130,15 +130,10 @@ impl Link {
         if !sys::alive(&p.pidfd) {
             return Err(PeerReadError::Gone);
         }
-        let mut pieces = [(0u64, std::ptr::null_mut(), 0usize); MAX];
         for chunk in runs.chunks(MAX) {
-            let mut want = 0usize;
-            for (slot, r) in pieces.iter_mut().zip(chunk) {
-                *slot = (r.remote, r.local.as_ptr(), r.len);
-                want += r.len;
-            }
+            let want: usize = chunk.iter().map(|r| r.len).sum();
             // SAFETY: the caller promised every `local` writable for its `len`.
-            let got = unsafe { sys::read_process(p.pid, &pieces[..chunk.len()]) }.map_err(|e| {
+            let got = unsafe { sys::read_process(p.pid, chunk) }.map_err(|e| {
                 if e.raw_os_error() == Some(libc::ESRCH) {
                     PeerReadError::Gone
                 } else {
@@ -154,6 +149,16 @@ impl Link {
 }
 
 impl Shared {
+    /// The same-host path with `peer`, as its connection has it now.
+    pub(crate) fn same_host_link(&self, peer: NodeId) -> crate::SameHostLink {
+        let st = self.lock();
+        let c = st.conns.get(&peer.0);
+        crate::SameHostLink {
+            reads_me: c.is_some_and(|c| c.same_host.reads_me()),
+            read_by_me: c.is_some_and(|c| c.same_host.proved()),
+        }
+    }
+
     /// Offers the same-host path on a new connection.
     pub(crate) fn offer_same_host(&self, c: &Conn) {
         let (Some(l), Some(token)) = (&self.same_host, &c.same_host.token) else {
@@ -289,9 +294,13 @@ impl Shared {
             .ok_or_else(|| io::Error::other("the process is not visible in this PID namespace"))?;
         let pidfd = sys::pidfd_open(pid)?;
         let mut back = [0u8; TOKEN];
-        let piece = [(addr, back.as_mut_ptr(), TOKEN)];
+        let run = PeerRun {
+            remote: addr,
+            local: std::ptr::NonNull::from(&mut back).cast(),
+            len: TOKEN,
+        };
         // SAFETY: `back` is valid for writes of its 16 bytes during the call.
-        let n = unsafe { sys::read_process(pid, &piece) }?;
+        let n = unsafe { sys::read_process(pid, &[run]) }?;
         if n != TOKEN || back != token {
             return Err(io::Error::other(format!(
                 "process {pid} does not hold the token where it said"

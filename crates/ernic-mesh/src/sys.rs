@@ -7,6 +7,8 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
+use ernic_core::PeerRun;
+
 /// Sends what the socket takes now; `Ok(0)` when it takes nothing.
 pub fn send_now(fd: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
     let fd: RawFd = fd.as_raw_fd();
@@ -171,34 +173,31 @@ pub fn alive(pidfd: &impl AsRawFd) -> bool {
     !wait_readable(pidfd, Duration::ZERO)
 }
 
-/// Reads from process `pid`'s memory (`process_vm_readv(2)`): for each
-/// `(remote, local, len)`, `len` bytes at `remote` in that process into
-/// `local`. At most 64 pieces. Returns the bytes read, which fall short when a
-/// remote range is not mapped.
+/// Reads from process `pid`'s memory (`process_vm_readv(2)`): for each run,
+/// `len` bytes at `remote` in that process into `local`. At most 64 runs
+/// (the rest are left alone). Returns the bytes read, which fall short when
+/// a remote range is not mapped.
 ///
 /// # Safety
 ///
-/// Every `local` must be valid for writes of its `len` for the duration of
-/// the call.
-pub unsafe fn read_process(
-    pid: libc::pid_t,
-    pieces: &[(u64, *mut u8, usize)],
-) -> io::Result<usize> {
+/// Every run's `local` must be valid for writes of its `len` for the
+/// duration of the call.
+pub unsafe fn read_process(pid: libc::pid_t, runs: &[PeerRun]) -> io::Result<usize> {
     const MAX: usize = 64;
     let empty = libc::iovec {
         iov_base: std::ptr::null_mut(),
         iov_len: 0,
     };
     let (mut local, mut remote) = ([empty; MAX], [empty; MAX]);
-    let n = pieces.len().min(MAX);
-    for ((l, r), &(at, to, len)) in local.iter_mut().zip(remote.iter_mut()).zip(pieces) {
+    let n = runs.len().min(MAX);
+    for ((l, r), run) in local.iter_mut().zip(remote.iter_mut()).zip(runs) {
         *l = libc::iovec {
-            iov_base: to.cast(),
-            iov_len: len,
+            iov_base: run.local.as_ptr().cast(),
+            iov_len: run.len,
         };
         *r = libc::iovec {
-            iov_base: at as *mut libc::c_void,
-            iov_len: len,
+            iov_base: run.remote as *mut libc::c_void,
+            iov_len: run.len,
         };
     }
     // SAFETY: `local` holds `n` iovecs the caller promised writable; the
