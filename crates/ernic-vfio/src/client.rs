@@ -235,12 +235,35 @@ impl Client {
 }
 
 /// Memory a client can share with a server (what QEMU's memfd memory
-/// backend is): an anonymous file of `len` zero bytes.
+/// backend is): an anonymous file of `len` zero bytes, sealed as QEMU
+/// seals it (`F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL`), so its size is
+/// fixed for good and a server may map it without fearing that it shrinks
+/// under the mapping (see [`crate::dma`]).
 pub fn shared_memory(name: &std::ffi::CStr, len: u64) -> io::Result<OwnedFd> {
+    let fd = memfd(name, len, true)?;
+    let seals = libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    // SAFETY: F_ADD_SEALS on a descriptor we own, made with
+    // MFD_ALLOW_SEALING; an int argument.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// As [`shared_memory`], without seals: memory its owner may shrink (or
+/// grow) at any time, as a file on hugetlbfs or a plain file is. For
+/// tests of what a server does with memory that vanishes under it.
+pub fn unsealed_memory(name: &std::ffi::CStr, len: u64) -> io::Result<OwnedFd> {
+    memfd(name, len, false)
+}
+
+/// A memfd of `len` zero bytes, open to seals or not.
+fn memfd(name: &std::ffi::CStr, len: u64, sealable: bool) -> io::Result<OwnedFd> {
     use std::os::fd::FromRawFd;
+    let flags = libc::MFD_CLOEXEC | if sealable { libc::MFD_ALLOW_SEALING } else { 0 };
     // SAFETY: memfd_create with a NUL-terminated name; the result is
     // checked before it is owned.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -6,8 +6,23 @@
 //! that cannot be served gets an error reply and the connection goes on; a
 //! message whose size cannot be trusted (the stream cannot be re-framed)
 //! ends the connection. When the client leaves, its DMA windows are
-//! unmapped and its eventfds closed; the device keeps its state for the
-//! next client.
+//! unmapped (the device is told, [`Device::unmapped`], so nothing it holds
+//! keeps a mapping) and its eventfds closed; the device keeps its state
+//! for the next client.
+//!
+//! The client cannot hold the loop. The socket is never waited on for a
+//! read or a write: a message is read as its bytes come, between the
+//! device's other work, and a reply the client does not take at once is
+//! queued. While the queue holds at least a largest message
+//! ([`proto::max_message`] of the transfer limit) or [`sock::MAX_FDS`]
+//! descriptors, no further request is read, so the queue never holds more
+//! than two largest messages (2 × (`max_data_xfer_size` + 32) bytes). A
+//! client that leaves queued replies unread, or a message half sent, for
+//! [`Options::stall_timeout`] ([`STALL_TIMEOUT`] unless set) is
+//! disconnected, with an error that says which. Memory the client shares
+//! is refused unless sealed against shrinking, or guarded when
+//! [`Options::unsealed`] says so ([`crate::dma`]); what the server refuses
+//! or loses is said on its log ([`Server::set_log`]).
 //!
 //! The loop waits in ppoll(2) on the client's socket and the device's own
 //! descriptors (a TAP) with the device's next timer as the timeout. For
@@ -19,11 +34,13 @@
 //! spells that grow to a millisecond, so it does not spin while idle and
 //! has no sleep floor while busy.
 
+use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
 
-use crate::dma::{Dma, errno};
+use crate::dma::{Dma, Unsealed, errno};
 use crate::proto::{
     self, Capabilities, HEADER_LEN, Header, IRQ_ACTION_MASK, IRQ_ACTION_TRIGGER, IRQ_ACTION_UNMASK,
     IRQ_DATA_BOOL, IRQ_DATA_EVENTFD, IRQ_DATA_NONE, RegionInfo, Request,
@@ -62,6 +79,11 @@ pub trait Device {
     /// The client left (its windows and eventfds are gone); the device
     /// keeps its state, but may drop what only that client could use.
     fn detached(&mut self) {}
+
+    /// A DMA window was withdrawn, or every one was (the client left): a
+    /// device that keeps a [`Dma::view`] drops it now, so the withdrawn
+    /// memory is unmapped at once rather than at its next access.
+    fn unmapped(&mut self) {}
 
     /// Descriptors the server waits on beside the client's socket (a TAP,
     /// say), appended to `out`; when one is readable, [`ready`] runs.
@@ -105,6 +127,30 @@ pub trait Device {
     fn poll(&mut self, io: &mut Io) -> bool {
         let _ = io;
         false
+    }
+}
+
+/// How long a client may leave replies unread, or a message half sent,
+/// before it is disconnected (unless [`Options::stall_timeout`] says
+/// otherwise).
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A server's limits and choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// What to do with memory the client could shrink ([`crate::dma`]).
+    pub unsealed: Unsealed,
+    /// How long a client may leave replies unread, or a message half
+    /// sent, before it is disconnected.
+    pub stall_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            unsealed: Unsealed::Refuse,
+            stall_timeout: STALL_TIMEOUT,
+        }
     }
 }
 
@@ -257,13 +303,40 @@ pub struct Server<D: Device> {
     ours: Capabilities,
     /// The device's regions, asked once.
     regions: Vec<RegionInfo>,
+    opts: Options,
+    // The message coming in: its header, how many of its bytes are here,
+    // its body, its descriptors, and when its first byte came.
+    head: [u8; HEADER_LEN],
+    have: usize,
     buf: Vec<u8>,
+    in_fds: Vec<OwnedFd>,
+    in_since: Option<Instant>,
     /// The reply being built, reused from message to message.
     reply: Vec<u8>,
+    // Replies the client has not taken yet: bytes from `out_head` on, and
+    // the descriptors that go with the byte at each offset.
+    out: Vec<u8>,
+    out_head: usize,
+    out_fds: VecDeque<(usize, OwnedFd)>,
+    // When the queue last moved (or was started).
+    out_since: Instant,
+    log: Box<dyn FnMut(std::fmt::Arguments<'_>) + Send>,
+    // Guarded windows seen vanish so far (crate::guard::faults).
+    faults_seen: u64,
     fds: Vec<RawFd>,
     polls: Vec<libc::pollfd>,
     // When a polled device last had work.
     busy: std::time::Instant,
+}
+
+/// What reading the socket gave.
+enum Input {
+    /// A whole message: its header (the body is in `Server::buf`).
+    Message(Header),
+    /// Not a whole message yet.
+    Pending,
+    /// The client closed between messages.
+    Closed,
 }
 
 /// How a message was answered.
@@ -274,31 +347,64 @@ enum Answer {
 }
 
 impl<D: Device> Server<D> {
-    /// A server for `device`, announcing `ours` in the version handshake.
+    /// A server for `device`, announcing `ours` in the version handshake,
+    /// with the default [`Options`].
     pub fn new(device: D, ours: Capabilities) -> Server<D> {
+        Server::with_options(device, ours, Options::default())
+    }
+
+    /// A server for `device`, announcing `ours`, with `opts`.
+    pub fn with_options(device: D, ours: Capabilities, opts: Options) -> Server<D> {
         let irqs = Irqs::new(&device.irqs());
         let regions = device.regions();
+        let mut dma = Dma::new(ours.max_dma_maps as usize);
+        dma.set_unsealed(opts.unsealed);
         Server {
             device,
-            dma: Dma::new(ours.max_dma_maps as usize),
+            dma,
             irqs,
             ours,
             regions,
+            opts,
+            head: [0; HEADER_LEN],
+            have: 0,
             buf: Vec::new(),
+            in_fds: Vec::new(),
+            in_since: None,
             reply: Vec::new(),
+            out: Vec::new(),
+            out_head: 0,
+            out_fds: VecDeque::new(),
+            out_since: Instant::now(),
+            log: Box::new(|m| eprintln!("vfio-user: {m}")),
+            faults_seen: crate::guard::faults(),
             fds: Vec::new(),
             polls: Vec::new(),
             busy: std::time::Instant::now(),
         }
     }
 
+    /// Where the server says what it refused or lost (one line each: a
+    /// refused DMA_MAP, memory that vanished); stderr by default.
+    pub fn set_log(&mut self, log: Box<dyn FnMut(std::fmt::Arguments<'_>) + Send>) {
+        self.log = log;
+    }
+
     /// Serves one client until it leaves (`Ok`) or sends something the
-    /// stream cannot recover from (`Err`, after an error reply where one
-    /// can be sent). Either way the client's windows and eventfds are gone
-    /// afterwards and the device is as the client left it.
+    /// stream cannot recover from, or stalls ([`Options::stall_timeout`])
+    /// (`Err`, after an error reply where one can be sent). Either way the
+    /// client's windows and eventfds are gone afterwards and the device is
+    /// as the client left it.
     pub fn serve(&mut self, stream: &UnixStream) -> io::Result<()> {
         let r = self.serve_inner(stream);
+        self.have = 0;
+        self.in_fds.clear();
+        self.in_since = None;
+        self.out.clear();
+        self.out_head = 0;
+        self.out_fds.clear();
         self.dma.clear();
+        self.device.unmapped();
         self.irqs.clear();
         self.device.detached();
         r
@@ -307,62 +413,252 @@ impl<D: Device> Server<D> {
     fn serve_inner(&mut self, stream: &UnixStream) -> io::Result<()> {
         let fd = stream.as_raw_fd();
         let mut versioned = false;
-        let max = proto::max_message(self.ours.max_data_xfer_size);
+        let limit = proto::max_message(self.ours.max_data_xfer_size);
+        let stall = self.opts.stall_timeout;
         loop {
-            self.wait(fd)?;
-            let mut head = [0u8; HEADER_LEN];
-            let mut fds = Vec::new();
-            if !sock::recv_exact(fd, &mut head, &mut fds)? {
-                return Ok(());
+            self.report_vanished();
+            if self.queued() > 0 {
+                self.flush(fd)?;
             }
-            let h = Header::parse(&head);
-            if let Err(e) = proto::check_header(&h, self.ours.max_data_xfer_size) {
-                // The size cannot be trusted: answer, then stop reading.
-                let _ = sock::send_all(fd, &[&h.error_reply(e.errno()).to_bytes()], &[]);
-                return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
+            let now = Instant::now();
+            if self.queued() > 0 && now.duration_since(self.out_since) >= stall {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the client took no reply for {stall:?} ({} bytes queued): disconnected",
+                        self.queued()
+                    ),
+                ));
             }
-            let body_len = h.size as usize - HEADER_LEN;
-            debug_assert!(body_len <= max);
-            self.buf.resize(body_len, 0);
-            let mut body = std::mem::take(&mut self.buf);
-            let got = sock::recv_exact(fd, &mut body, &mut fds);
-            let answer = match got {
-                Ok(true) => self.answer(&h, &body, &mut fds, &mut versioned),
-                // Gone between the header and the body.
-                Ok(false) => {
-                    self.buf = body;
-                    return Ok(());
-                }
-                Err(e) => {
-                    self.buf = body;
-                    return Err(e);
-                }
+            if let Some(t) = self.in_since.filter(|t| now.duration_since(*t) >= stall) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the client sent {} bytes of a message and not the rest within {stall:?} \
+                         (started {:?} ago): disconnected",
+                        self.have,
+                        now.duration_since(t)
+                    ),
+                ));
+            }
+            // Room for another reply: read the next request.
+            let room = self.queued() < limit && self.out_fds.len() < sock::MAX_FDS;
+            let mut events = 0;
+            if room {
+                events |= libc::POLLIN;
+            }
+            if self.queued() > 0 {
+                events |= libc::POLLOUT;
+            }
+            let deadline = match (self.queued() > 0, self.in_since) {
+                (true, Some(t)) => Some((self.out_since + stall).min(t + stall)),
+                (true, None) => Some(self.out_since + stall),
+                (false, Some(t)) => Some(t + stall),
+                (false, None) => None,
             };
+            let revents = self.wait(fd, events, deadline)?;
+            if !room || revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) == 0 {
+                continue;
+            }
+            let h = match self.read_some(fd)? {
+                Input::Message(h) => h,
+                Input::Pending => continue,
+                Input::Closed => return Ok(()),
+            };
+            let body = std::mem::take(&mut self.buf);
+            let mut fds = std::mem::take(&mut self.in_fds);
+            let answer = self.answer(&h, &body, &mut fds, &mut versioned);
+            fds.clear();
+            self.in_fds = fds;
             self.buf = body;
             if h.no_reply() {
                 continue;
             }
-            let b = &self.reply;
-            match answer {
-                Answer::Body(None) => {
-                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), b], &[])?;
+            let reply = std::mem::take(&mut self.reply);
+            let r = match answer {
+                Answer::Body(give) => {
+                    self.send_reply(fd, h.reply(reply.len()).to_bytes(), &reply, give)
                 }
-                Answer::Body(Some(give)) => {
-                    sock::send_all(fd, &[&h.reply(b.len()).to_bytes(), b], &[&give])?;
-                }
-                Answer::Error(e) => {
-                    sock::send_all(fd, &[&h.error_reply(e).to_bytes()], &[])?;
-                }
-            }
+                Answer::Error(e) => self.send_reply(fd, h.error_reply(e).to_bytes(), &[], None),
+            };
+            self.reply = reply;
+            r?;
         }
     }
 
-    /// Waits until the client's socket is readable, serving the device's
-    /// own descriptors, timers and polled memory meanwhile (an idle device
-    /// sleeps; see the module's note on polled devices).
-    fn wait(&mut self, sock: RawFd) -> io::Result<()> {
-        use std::time::{Duration, Instant};
+    /// Bytes of replies the client has not taken.
+    fn queued(&self) -> usize {
+        self.out.len() - self.out_head
+    }
+
+    /// Reads what has come of the current message, up to its end.
+    fn read_some(&mut self, fd: RawFd) -> io::Result<Input> {
         loop {
+            if self.have < HEADER_LEN {
+                let n = match sock::recv_some(fd, &mut self.head[self.have..], &mut self.in_fds) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Input::Pending),
+                    Err(e) => return Err(e),
+                };
+                if n == 0 {
+                    if self.have == 0 {
+                        return Ok(Input::Closed);
+                    }
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("the client left after {} bytes of a header", self.have),
+                    ));
+                }
+                if self.have == 0 {
+                    self.in_since = Some(Instant::now());
+                }
+                self.have += n;
+                if self.have < HEADER_LEN {
+                    continue;
+                }
+                let h = Header::parse(&self.head);
+                if let Err(e) = proto::check_header(&h, self.ours.max_data_xfer_size) {
+                    // The size cannot be trusted: answer, then stop reading.
+                    let _ = self.send_reply(fd, h.error_reply(e.errno()).to_bytes(), &[], None);
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
+                }
+                // check_header bounds the size by max_message.
+                self.buf.resize(h.size as usize - HEADER_LEN, 0);
+            }
+            let want = self.buf.len();
+            let got = self.have - HEADER_LEN;
+            if got == want {
+                self.have = 0;
+                self.in_since = None;
+                return Ok(Input::Message(Header::parse(&self.head)));
+            }
+            let n = match sock::recv_some(fd, &mut self.buf[got..], &mut self.in_fds) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Input::Pending),
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("the client left after {got} of a message's {want} body bytes"),
+                ));
+            }
+            self.have += n;
+        }
+    }
+
+    /// Sends a reply, or what the socket does not take of it now into the
+    /// queue; `give` goes with its first byte.
+    fn send_reply(
+        &mut self,
+        fd: RawFd,
+        head: [u8; HEADER_LEN],
+        body: &[u8],
+        give: Option<RawFd>,
+    ) -> io::Result<()> {
+        // SAFETY: a descriptor the device keeps open for its life
+        // (Device::region_fd), borrowed for this call.
+        let give = give.map(|g| unsafe { BorrowedFd::borrow_raw(g) });
+        let mut sent = 0;
+        if self.queued() == 0 {
+            let fds: &[&dyn AsRawFd] = match &give {
+                Some(g) => &[g],
+                None => &[],
+            };
+            sent = match sock::send_some(fd, &[&head, body], 0, fds) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                Err(e) => return Err(e),
+            };
+            if sent == HEADER_LEN + body.len() {
+                return Ok(());
+            }
+            self.out.clear();
+            self.out_head = 0;
+            self.out_since = Instant::now();
+        }
+        if sent == 0 {
+            if let Some(g) = give {
+                self.out_fds
+                    .push_back((self.out.len(), g.try_clone_to_owned()?));
+            }
+        }
+        let at = sent.min(HEADER_LEN);
+        self.out.extend_from_slice(&head[at..]);
+        self.out
+            .extend_from_slice(&body[sent.saturating_sub(HEADER_LEN)..]);
+        Ok(())
+    }
+
+    /// Writes what the socket takes of the queue now.
+    fn flush(&mut self, fd: RawFd) -> io::Result<()> {
+        while self.out_head < self.out.len() {
+            // Up to the next message that carries descriptors, which must
+            // go with its first byte.
+            let (end, give) = match self.out_fds.front() {
+                Some((at, f)) if *at == self.out_head => (
+                    self.out_fds
+                        .get(1)
+                        .map_or(self.out.len(), |(next, _)| *next),
+                    Some(f),
+                ),
+                Some((at, _)) => (*at, None),
+                None => (self.out.len(), None),
+            };
+            let fds: &[&dyn AsRawFd] = match &give {
+                Some(g) => &[*g],
+                None => &[],
+            };
+            let n = match sock::send_some(fd, &[&self.out[self.out_head..end]], 0, fds) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            };
+            if give.is_some() {
+                self.out_fds.pop_front();
+            }
+            self.out_head += n;
+            self.out_since = Instant::now();
+        }
+        if self.out_head == self.out.len() {
+            self.out.clear();
+            self.out_head = 0;
+        } else if self.out_head >= self.out.len() / 2 {
+            // Keep the queue's buffer from growing: drop what was sent.
+            self.out.drain(..self.out_head);
+            for (at, _) in &mut self.out_fds {
+                *at -= self.out_head;
+            }
+            self.out_head = 0;
+        }
+        Ok(())
+    }
+
+    /// Logs each guarded window whose memory vanished since the last look.
+    fn report_vanished(&mut self) {
+        let f = crate::guard::faults();
+        if f == self.faults_seen {
+            return;
+        }
+        self.faults_seen = f;
+        while let Some((address, size)) = self.dma.take_vanished() {
+            (self.log)(format_args!(
+                "the memory behind DMA window {address:#x} ({size} bytes) vanished: the client \
+                 shrank its file; DMA there fails from now on"
+            ));
+        }
+    }
+
+    /// Waits until the client's socket has one of `events` (or a hangup
+    /// or error), serving the device's own descriptors, timers and polled
+    /// memory meanwhile (an idle device sleeps; see the module's note on
+    /// polled devices); answers the socket's events, or 0 at `deadline`.
+    fn wait(&mut self, sock: RawFd, events: i16, deadline: Option<Instant>) -> io::Result<i16> {
+        loop {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| d <= now) {
+                return Ok(0);
+            }
             let polled = self.device.polled();
             if polled {
                 let mut io = Io {
@@ -395,14 +691,12 @@ impl<D: Device> Server<D> {
             } else {
                 None
             };
-            let timeout = match (tick, nap) {
-                (Some(t), Some(n)) => Some(t.min(n)),
-                (t, n) => t.or(n),
-            };
+            let until = deadline.map(|d| d.saturating_duration_since(now));
+            let timeout = [tick, nap, until].into_iter().flatten().min();
             self.polls.clear();
             self.polls.push(libc::pollfd {
                 fd: sock,
-                events: libc::POLLIN,
+                events,
                 revents: 0,
             });
             self.polls.extend(self.fds.iter().map(|&fd| libc::pollfd {
@@ -445,7 +739,7 @@ impl<D: Device> Server<D> {
             }
             if self.polls[0].revents != 0 {
                 self.busy = Instant::now();
-                return Ok(());
+                return Ok(self.polls[0].revents);
             }
         }
     }
@@ -521,8 +815,12 @@ impl<D: Device> Server<D> {
                 if fds.len() > 1 {
                     return Err(errno::EINVAL);
                 }
-                io.dma.map(address, size, offset, flags, fds.pop())?;
-                Ok(())
+                io.dma
+                    .map(address, size, offset, flags, fds.pop())
+                    .map_err(|e| {
+                        (self.log)(format_args!("DMA_MAP refused: {e}"));
+                        e.errno()
+                    })
             }
             Request::DmaUnmap {
                 argsz,
@@ -530,6 +828,7 @@ impl<D: Device> Server<D> {
                 size,
             } => {
                 io.dma.unmap(address, size)?;
+                self.device.unmapped();
                 // The reply repeats the request's entry.
                 b.extend_from_slice(&argsz.min(24).to_le_bytes());
                 b.extend_from_slice(&0u32.to_le_bytes());

@@ -22,35 +22,11 @@ const CMSG_ROOM: usize = 128;
 pub fn recv_exact(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
-        let mut iov = libc::iovec {
-            iov_base: buf[got..].as_mut_ptr().cast(),
-            iov_len: buf.len() - got,
+        let n = match recv_once(fd, &mut buf[got..], fds, 0) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         };
-        let mut cmsg = [0u64; CMSG_ROOM / 8];
-        // SAFETY: all-zero is a valid msghdr; its pointers are set below
-        // to the live iovec and control buffer.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr().cast();
-        msg.msg_controllen = CMSG_ROOM;
-        // SAFETY: recvmsg writes at most iov_len bytes into `buf` and at
-        // most msg_controllen into `cmsg`, both live for the call.
-        let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        let too_many = take_fds(&msg, fds);
-        if too_many || msg.msg_flags & libc::MSG_CTRUNC != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("more than {MAX_FDS} file descriptors in one message"),
-            ));
-        }
         if n == 0 {
             if got == 0 {
                 return Ok(false);
@@ -60,9 +36,51 @@ pub fn recv_exact(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Resu
                 format!("the peer left after {got} of {} bytes", buf.len()),
             ));
         }
-        got += n as usize;
+        got += n;
     }
     Ok(true)
+}
+
+/// Reads what is there, at most `buf.len()` bytes, without waiting: the
+/// byte count (0 when the peer closed), or `WouldBlock` when nothing is
+/// there. Descriptors go to `fds` as for [`recv_exact`].
+pub fn recv_some(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+    loop {
+        match recv_once(fd, buf, fds, libc::MSG_DONTWAIT) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// One recvmsg(2) into `buf` with `flags`.
+fn recv_once(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>, flags: i32) -> io::Result<usize> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cmsg = [0u64; CMSG_ROOM / 8];
+    // SAFETY: all-zero is a valid msghdr; its pointers are set below
+    // to the live iovec and control buffer.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_ROOM;
+    // SAFETY: recvmsg writes at most iov_len bytes into `buf` and at
+    // most msg_controllen into `cmsg`, both live for the call.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | flags) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let too_many = take_fds(&msg, fds);
+    if too_many || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("more than {MAX_FDS} file descriptors in one message"),
+        ));
+    }
+    Ok(n as usize)
 }
 
 /// Moves the descriptors of `msg`'s control data into `fds`; answers
@@ -100,6 +118,44 @@ pub const MAX_PARTS: usize = 8;
 /// Writes all of `parts` (at most [`MAX_PARTS`]) as one message, `fds`
 /// attached to its first bytes.
 pub fn send_all(fd: RawFd, parts: &[&[u8]], fds: &[&dyn AsRawFd]) -> io::Result<()> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut sent = 0;
+    while sent < total {
+        let first = if sent == 0 { fds } else { &[] };
+        match send_once(fd, parts, sent, first, 0) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes what the socket takes now of `parts` after their first `skip`
+/// bytes, without waiting: the bytes written, or `WouldBlock` when it
+/// takes none. `fds` go with the first byte written.
+pub fn send_some(
+    fd: RawFd,
+    parts: &[&[u8]],
+    skip: usize,
+    fds: &[&dyn AsRawFd],
+) -> io::Result<usize> {
+    loop {
+        match send_once(fd, parts, skip, fds, libc::MSG_DONTWAIT) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// One sendmsg(2) of `parts` after their first `skip` bytes, with `fds`.
+fn send_once(
+    fd: RawFd,
+    parts: &[&[u8]],
+    skip: usize,
+    fds: &[&dyn AsRawFd],
+    flags: i32,
+) -> io::Result<usize> {
     if fds.len() > MAX_FDS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -112,65 +168,54 @@ pub fn send_all(fd: RawFd, parts: &[&[u8]], fds: &[&dyn AsRawFd]) -> io::Result<
             format!("{} parts: at most {MAX_PARTS}", parts.len()),
         ));
     }
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut sent = 0;
-    let mut first = true;
     let empty = libc::iovec {
         iov_base: std::ptr::null_mut(),
         iov_len: 0,
     };
-    while sent < total {
-        // The unsent tail of the parts.
-        let mut iovs = [empty; MAX_PARTS];
-        let mut n = 0;
-        let mut skip = sent;
-        for p in parts {
-            if skip >= p.len() {
-                skip -= p.len();
-                continue;
-            }
-            iovs[n] = libc::iovec {
-                iov_base: p[skip..].as_ptr().cast_mut().cast(),
-                iov_len: p.len() - skip,
-            };
-            n += 1;
-            skip = 0;
+    // The unsent tail of the parts.
+    let mut iovs = [empty; MAX_PARTS];
+    let mut n = 0;
+    let mut skip = skip;
+    for p in parts {
+        if skip >= p.len() {
+            skip -= p.len();
+            continue;
         }
-        let mut cmsg = [0u64; CMSG_ROOM / 8];
-        // SAFETY: all-zero is a valid msghdr; its pointers are set below
-        // to live buffers.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iovs.as_mut_ptr();
-        msg.msg_iovlen = n;
-        if first && !fds.is_empty() {
-            let bytes = std::mem::size_of_val(&0 as &RawFd) * fds.len();
-            // SAFETY: CMSG_SPACE/LEN are pure arithmetic; the header and
-            // its descriptor array fit in `cmsg` (MAX_FDS checked above).
-            unsafe {
-                msg.msg_control = cmsg.as_mut_ptr().cast();
-                msg.msg_controllen = libc::CMSG_SPACE(bytes as u32) as usize;
-                let c = libc::CMSG_FIRSTHDR(&msg);
-                (*c).cmsg_level = libc::SOL_SOCKET;
-                (*c).cmsg_type = libc::SCM_RIGHTS;
-                (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as usize;
-                let data = libc::CMSG_DATA(c).cast::<RawFd>();
-                for (i, f) in fds.iter().enumerate() {
-                    std::ptr::write_unaligned(data.add(i), f.as_raw_fd());
-                }
-            }
-        }
-        // SAFETY: sendmsg reads the iovecs (pointing into `parts`) and the
-        // control buffer, all live for the call.
-        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        first = false;
-        sent += n as usize;
+        iovs[n] = libc::iovec {
+            iov_base: p[skip..].as_ptr().cast_mut().cast(),
+            iov_len: p.len() - skip,
+        };
+        n += 1;
+        skip = 0;
     }
-    Ok(())
+    let mut cmsg = [0u64; CMSG_ROOM / 8];
+    // SAFETY: all-zero is a valid msghdr; its pointers are set below
+    // to live buffers.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iovs.as_mut_ptr();
+    msg.msg_iovlen = n;
+    if !fds.is_empty() {
+        let bytes = std::mem::size_of_val(&0 as &RawFd) * fds.len();
+        // SAFETY: CMSG_SPACE/LEN are pure arithmetic; the header and
+        // its descriptor array fit in `cmsg` (MAX_FDS checked above).
+        unsafe {
+            msg.msg_control = cmsg.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE(bytes as u32) as usize;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as usize;
+            let data = libc::CMSG_DATA(c).cast::<RawFd>();
+            for (i, f) in fds.iter().enumerate() {
+                std::ptr::write_unaligned(data.add(i), f.as_raw_fd());
+            }
+        }
+    }
+    // SAFETY: sendmsg reads the iovecs (pointing into `parts`) and the
+    // control buffer, all live for the call.
+    let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | flags) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }

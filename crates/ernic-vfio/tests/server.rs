@@ -4,17 +4,21 @@
 //! device DMA into its memory and interrupt it. Then hostile clients:
 //! commands out of order, unknown ones, bad ranges, a lying size, too many
 //! descriptors, a client that vanishes mid-message — and the next client
-//! is served.
+//! is served. And clients that would have held or killed the server: one
+//! that never reads its replies, one that shares memory it then shrinks.
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ernic_vfio::client::{Client, ClientError, dma_map_body, set_irqs_body, shared_memory};
+use ernic_vfio::dma::Unsealed;
 use ernic_vfio::proto::{self, Capabilities, Command, HEADER_LEN, Header};
-use ernic_vfio::server::{Device, Io, Server};
+use ernic_vfio::server::{Device, Io, Options, Server};
 use ernic_vfio::sock;
 
 const RAM: usize = 1 << 20;
@@ -24,10 +28,13 @@ const MSIX: u32 = 2;
 /// A toy PCI function: region 0 is 4 KiB of registers. Writing a length to
 /// 0x108 makes the device write that many pattern bytes into guest memory
 /// at the address in 0x100, record the outcome at 0x110 (0 or an errno)
-/// and raise MSI-X vector 0.
+/// and raise MSI-X vector 0. Its timer counts in `ticks` every 5 ms, which
+/// shows the server's loop is running.
 #[derive(Default)]
 struct Toy {
     regs: Vec<u8>,
+    ticks: Arc<AtomicU64>,
+    next: Option<Instant>,
 }
 
 impl Device for Toy {
@@ -72,6 +79,62 @@ impl Device for Toy {
     }
     fn reset(&mut self, _io: &mut Io) {
         self.regs = vec![0; 4096];
+    }
+    fn next_tick(&self) -> Option<Duration> {
+        Some(self.next.map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(Instant::now())
+        }))
+    }
+    fn tick(&mut self, _io: &mut Io) {
+        self.ticks.fetch_add(1, Ordering::Relaxed);
+        self.next = Some(Instant::now() + Duration::from_millis(5));
+    }
+}
+
+/// What a test sees of a server thread: its socket, how each connection
+/// ended (`Err` with its message), the Toy's tick count, and the log.
+struct Served {
+    path: std::path::PathBuf,
+    ends: JoinHandle<Vec<Result<(), String>>>,
+    ticks: Arc<AtomicU64>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+/// As `server`, with `opts`, and all of what the test sees.
+fn server_with(name: &str, clients: usize, opts: Options) -> Served {
+    let dir = std::env::temp_dir().join(format!("ernic-vfio-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    let ticks = Arc::new(AtomicU64::new(0));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let toy = Toy {
+        ticks: ticks.clone(),
+        ..Toy::default()
+    };
+    let lines = log.clone();
+    let ends = std::thread::spawn(move || {
+        let caps = Capabilities {
+            max_msg_fds: sock::MAX_FDS as u32,
+            max_data_xfer_size: 64 * 1024,
+            max_dma_maps: 16,
+            ..Capabilities::default()
+        };
+        let mut s = Server::with_options(toy, caps, opts);
+        s.set_log(Box::new(move |m| lines.lock().unwrap().push(m.to_string())));
+        (0..clients)
+            .map(|_| {
+                let (c, _) = listener.accept().unwrap();
+                s.serve(&c).map_err(|e| e.to_string())
+            })
+            .collect()
+    });
+    Served {
+        path,
+        ends,
+        ticks,
+        log,
     }
 }
 
@@ -466,4 +529,205 @@ fn hostile_clients_get_errors_and_the_next_client_is_served() {
     drop(c);
     let ends = srv.join().unwrap();
     assert_eq!(ends, vec![false, false, false, true]);
+}
+
+/// Waits (bounded) until `f` holds.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+// A client that sends requests and never reads a reply: the server's loop
+// goes on (its timer keeps ticking), the client is cut off once its
+// replies have waited the stall timeout, and the next client is served.
+// (Before, the reply's send blocked the loop for good.)
+#[test]
+fn a_client_that_never_reads_is_cut_off_and_the_loop_goes_on() {
+    let stall = Duration::from_millis(400);
+    let srv = server_with(
+        "stalled",
+        2,
+        Options {
+            stall_timeout: stall,
+            ..Options::default()
+        },
+    );
+    let mut c = connect(&srv.path);
+    version(&mut c);
+    let stream = c.stream().try_clone().unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let writer = std::thread::spawn(move || {
+        // 4 KiB reads, never read back: until the socket refuses more.
+        let read = proto::region_io_reply(0, 0, 4096);
+        let h = command(1, Command::RegionRead as u16, (HEADER_LEN + 16) as u32);
+        let mut sent = 0u32;
+        while sent < 1_000_000
+            && sock::send_all(stream.as_raw_fd(), &[&h.to_bytes(), &read], &[]).is_ok()
+        {
+            sent += 1;
+        }
+        sent
+    });
+    // The replies back up (far more than the socket holds) ...
+    let started = Instant::now();
+    std::thread::sleep(stall / 4);
+    // ... and meanwhile the device's timer runs.
+    let t0 = srv.ticks.load(Ordering::Relaxed);
+    eventually("ticks while the client stalls", || {
+        srv.ticks.load(Ordering::Relaxed) >= t0 + 10
+    });
+    // The writer stops when the server, cut off from it, closes.
+    let sent = writer.join().unwrap();
+    // 100 replies of 4 KiB are more than the queue (at most two 64 KiB
+    // messages here) and the socket's buffer hold.
+    assert!(sent >= 100, "only {sent} requests went out");
+    // A second client waits its turn, and is served once the first is cut.
+    let mut next = connect(&srv.path);
+    version(&mut next);
+    assert!(
+        started.elapsed() >= stall,
+        "cut off after {:?}, before the stall timeout",
+        started.elapsed()
+    );
+    assert_eq!(next.region_read(0, 0x20, 4).unwrap(), [0; 4]);
+    drop(next);
+    drop(c);
+    let ends = srv.ends.join().unwrap();
+    assert!(
+        matches!(&ends[0], Err(e) if e.contains("took no reply")),
+        "{ends:?}"
+    );
+    assert_eq!(ends[1], Ok(()));
+}
+
+// A client that sends half a message and stops holds nothing either.
+#[test]
+fn a_half_sent_message_is_cut_off_at_the_stall_timeout() {
+    let stall = Duration::from_millis(300);
+    let srv = server_with(
+        "half-sent",
+        2,
+        Options {
+            stall_timeout: stall,
+            ..Options::default()
+        },
+    );
+    let c = connect(&srv.path);
+    let h = command(1, Command::Version as u16, 100);
+    sock::send_all(c.stream().as_raw_fd(), &[&h.to_bytes(), &[0, 0]], &[]).unwrap();
+    let t0 = srv.ticks.load(Ordering::Relaxed);
+    eventually("ticks while the message hangs", || {
+        srv.ticks.load(Ordering::Relaxed) >= t0 + 10
+    });
+    assert!(hung_up(c.stream()), "cut off");
+    let mut next = connect(&srv.path);
+    version(&mut next);
+    drop(next);
+    let ends = srv.ends.join().unwrap();
+    assert!(
+        matches!(&ends[0], Err(e) if e.contains("18 bytes of a message")),
+        "{ends:?}"
+    );
+}
+
+// Memory not sealed against shrinking is refused with EPERM and a line
+// saying why and what to do.
+#[test]
+fn unsealed_memory_is_refused_with_a_reason() {
+    let srv = server_with("unsealed", 1, Options::default());
+    let mut c = connect(&srv.path);
+    version(&mut c);
+    let ram = ernic_vfio::client::unsealed_memory(c"guest-ram", RAM as u64).unwrap();
+    assert_eq!(
+        refused(c.request(
+            Command::DmaMap,
+            &dma_map(GUEST_BASE, RAM as u64, 0),
+            &[&ram]
+        )),
+        1,
+        "EPERM"
+    );
+    // Sealed memory (QEMU's default, and our client's) is taken.
+    let sealed = memfd(RAM);
+    c.request(
+        Command::DmaMap,
+        &dma_map(GUEST_BASE, RAM as u64, 0),
+        &[&sealed],
+    )
+    .unwrap();
+    drop(c);
+    srv.ends.join().unwrap();
+    let log = srv.log.lock().unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(
+        log[0].contains("not sealed against shrinking")
+            && log[0].contains("--allow-unsealed-memory"),
+        "{log:?}"
+    );
+}
+
+// Allowed anyway, memory the client shrinks under a window costs the
+// device's DMA an error, not the server its life. (Before, the DMA raised
+// SIGBUS and the process died.)
+#[test]
+fn memory_shrunk_under_a_guarded_window_fails_the_dma_and_the_server_lives() {
+    let srv = server_with(
+        "shrunk",
+        2,
+        Options {
+            unsealed: Unsealed::Guard,
+            ..Options::default()
+        },
+    );
+    let mut c = connect(&srv.path);
+    version(&mut c);
+    let ram = ernic_vfio::client::unsealed_memory(c"guest-ram", RAM as u64).unwrap();
+    c.request(
+        Command::DmaMap,
+        &dma_map(GUEST_BASE, RAM as u64, 0),
+        &[&ram],
+    )
+    .unwrap();
+    c.region_write(0, 0x100, &(GUEST_BASE + 0x1000).to_le_bytes())
+        .unwrap();
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
+    assert_eq!(c.region_read(0, 0x110, 4).unwrap(), 0u32.to_le_bytes());
+    std::fs::File::from(ram.try_clone().unwrap())
+        .set_len(0)
+        .unwrap();
+    // The device's DMA lands where the file no longer reaches.
+    c.region_write(0, 0x108, &300u32.to_le_bytes()).unwrap();
+    assert_eq!(
+        c.region_read(0, 0x110, 4).unwrap(),
+        14u32.to_le_bytes(),
+        "the DMA failed"
+    );
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
+    assert_eq!(c.region_read(0, 0x110, 4).unwrap(), 14u32.to_le_bytes());
+    drop(c);
+    // The next client is served, with memory of its own.
+    let mut c = connect(&srv.path);
+    version(&mut c);
+    let fresh = memfd(RAM);
+    c.request(
+        Command::DmaMap,
+        &dma_map(GUEST_BASE, RAM as u64, 0),
+        &[&fresh],
+    )
+    .unwrap();
+    c.region_write(0, 0x108, &8u32.to_le_bytes()).unwrap();
+    assert_eq!(c.region_read(0, 0x110, 4).unwrap(), 0u32.to_le_bytes());
+    drop(c);
+    assert_eq!(srv.ends.join().unwrap(), vec![Ok(()), Ok(())]);
+    let log = srv.log.lock().unwrap();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("DMA window 0x40000000 (1048576 bytes) vanished")),
+        "{log:?}"
+    );
 }
