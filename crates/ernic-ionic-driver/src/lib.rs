@@ -9,6 +9,13 @@
 //! read by their color. Work requests and completions are `ernic-core`'s
 //! types, as `ernic-verbs` uses them.
 //!
+//! Protection domains are the driver's, as in Linux's `ionic_alloc_pd`:
+//! [`Driver::alloc_pd`] hands out the lowest free id below [`MAX_PDS`] and
+//! tells the device nothing; every CREATE_QP, CREATE_MR, CREATE_AH and
+//! CREATE_SRQ carries the id of the PD its object belongs to, and the
+//! device keeps objects of different PDs apart. The calls without a PD
+//! use the driver's own, [`Driver::pd`] (id 0, taken at attach).
+//!
 //! The driver's "guest memory" is a memfd it shares with the server
 //! (DMA_MAP); rings and buffers are carved from it. Doorbells go into a
 //! shared doorbell page when the server offers them (profile
@@ -48,6 +55,8 @@ const BASE: u64 = 0x1_0000_0000;
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest WQE this driver writes.
 const MAX_WQE: usize = 512;
+/// PD ids the driver hands out: those below this (Linux's `IONIC_MAX_PD`).
+pub const MAX_PDS: u32 = 1024;
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +92,12 @@ pub enum Error {
     /// A request the driver cannot express.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// Every PD id is in use.
+    #[error("all {max} protection domain ids are in use")]
+    NoPd {
+        /// How many ids there are.
+        max: u32,
+    },
     /// The queue has no room.
     #[error("queue full ({depth} entries)")]
     Full {
@@ -208,9 +223,23 @@ struct QpBook {
     dest: Option<(Gid, Qpn)>,
 }
 
+/// A protection domain: an id the driver allocated, which the objects
+/// created in it carry to the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pd(u32);
+
+impl Pd {
+    /// The id the device knows it by.
+    pub fn id(&self) -> u32 {
+        self.0
+    }
+}
+
 /// What [`Driver::create_qp_with`] creates.
 #[derive(Debug, Clone, Copy)]
 pub struct QpSpec<'a> {
+    /// The protection domain it belongs to.
+    pub pd: Pd,
     /// RC, UC, UD or GSI (which becomes QP 1).
     pub qp_type: QpType,
     /// Where send completions go.
@@ -227,6 +256,7 @@ pub struct QpSpec<'a> {
 #[derive(Debug)]
 pub struct Srq {
     id: u32,
+    pd: Pd,
     ring: Ring,
     prod: u32,
     db: Option<usize>,
@@ -291,6 +321,9 @@ pub struct Driver {
     next_qp: u32,
     next_mr: u32,
     next_ah: u32,
+    /// PD ids in use, and the driver's own PD.
+    pds: std::collections::BTreeSet<u32>,
+    pd: Pd,
     gid: Gid,
     qps: std::collections::HashMap<u32, QpBook>,
     /// Shared doorbell pages given to a QP or SRQ.
@@ -415,6 +448,8 @@ impl Driver {
             next_qp: 2,
             next_mr: 1,
             next_ah: 1,
+            pds: std::collections::BTreeSet::from([0]),
+            pd: Pd(0),
             qps: std::collections::HashMap::new(),
             pages_used: std::collections::BTreeSet::new(),
             eq: Ring {
@@ -429,6 +464,30 @@ impl Driver {
         };
         d.bring_up()?;
         Ok(d)
+    }
+
+    /// Allocates a protection domain: the lowest id not in use, as the
+    /// kernel driver does. The device learns it from the first object
+    /// created in it.
+    pub fn alloc_pd(&mut self) -> Result<Pd, Error> {
+        let id = (0..MAX_PDS)
+            .find(|i| !self.pds.contains(i))
+            .ok_or(Error::NoPd { max: MAX_PDS })?;
+        self.pds.insert(id);
+        Ok(Pd(id))
+    }
+
+    /// Frees a protection domain whose objects are all destroyed; its id
+    /// may be handed out again.
+    pub fn dealloc_pd(&mut self, pd: Pd) {
+        if pd != self.pd {
+            self.pds.remove(&pd.0);
+        }
+    }
+
+    /// The driver's own PD, which the calls that name none use.
+    pub fn pd(&self) -> Pd {
+        self.pd
     }
 
     /// Whether doorbells go through shared pages (no message each).
@@ -664,6 +723,13 @@ impl Driver {
         Ok(())
     }
 
+    /// Runs admin command `op` with `body` as given, whatever it says: what
+    /// a kernel driver with other ideas (or a bug) could send. Answers the
+    /// CQE's two result words, or the status it failed with.
+    pub fn raw_admin(&mut self, op: u8, body: &[u8]) -> Result<[u32; 2], Error> {
+        self.admin(op, body)
+    }
+
     /// Runs an RDMA admin command; answers the two result words its CQE
     /// carries (ernic's SRQ commands use them).
     fn admin(&mut self, op: u8, body: &[u8]) -> Result<[u32; 2], Error> {
@@ -733,9 +799,16 @@ impl Driver {
         })
     }
 
-    /// Creates an RC QP on `cq` (sends and receives) with 64-byte WQEs.
+    /// Creates an RC QP on `cq` (sends and receives) with 64-byte WQEs, in
+    /// the driver's own PD.
     pub fn create_qp(&mut self, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
+        self.create_qp_in(self.pd, cq, depth_log2)
+    }
+
+    /// As [`create_qp`](Driver::create_qp), in `pd`.
+    pub fn create_qp_in(&mut self, pd: Pd, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
         self.create_qp_with(&QpSpec {
+            pd,
             qp_type: QpType::Rc,
             send_cq: cq,
             recv_cq: cq,
@@ -744,8 +817,9 @@ impl Driver {
         })
     }
 
-    /// Creates a datagram QP on `cq`: UD, or with `gsi` the GSI QP (QP 1),
-    /// and makes it ready (INIT with `qkey`, RTR, RTS).
+    /// Creates a datagram QP on `cq` in the driver's own PD: UD, or with
+    /// `gsi` the GSI QP (QP 1), and makes it ready (INIT with `qkey`, RTR,
+    /// RTS).
     pub fn create_ud_qp(
         &mut self,
         cq: &Cq,
@@ -753,7 +827,20 @@ impl Driver {
         gsi: bool,
         qkey: u32,
     ) -> Result<Qp, Error> {
+        self.create_ud_qp_in(self.pd, cq, depth_log2, gsi, qkey)
+    }
+
+    /// As [`create_ud_qp`](Driver::create_ud_qp), in `pd`.
+    pub fn create_ud_qp_in(
+        &mut self,
+        pd: Pd,
+        cq: &Cq,
+        depth_log2: u8,
+        gsi: bool,
+        qkey: u32,
+    ) -> Result<Qp, Error> {
         let qp = self.create_qp_with(&QpSpec {
+            pd,
             qp_type: if gsi { QpType::Gsi } else { QpType::Ud },
             send_cq: cq,
             recv_cq: cq,
@@ -773,9 +860,14 @@ impl Driver {
         Ok(qp)
     }
 
-    /// Creates an address handle for `dgid` (sent from this driver's GID);
-    /// answers its id.
+    /// Creates an address handle for `dgid` (sent from this driver's GID)
+    /// in the driver's own PD; answers its id.
     pub fn create_ah(&mut self, dgid: Gid) -> Result<u32, Error> {
+        self.create_ah_in(self.pd, dgid)
+    }
+
+    /// As [`create_ah`](Driver::create_ah), in `pd`.
+    pub fn create_ah_in(&mut self, pd: Pd, dgid: Gid) -> Result<u32, Error> {
         let (Some(src), Some(dst)) = (self.gid.to_ipv4(), dgid.to_ipv4()) else {
             return Err(Error::Unsupported("IPv4-mapped GIDs only"));
         };
@@ -787,8 +879,12 @@ impl Driver {
         let mut b = [0u8; f::LEN];
         put(&mut b, f::DMA_ADDR, &hdr.addr().to_le_bytes());
         put(&mut b, f::LENGTH, &(h.len() as u32).to_le_bytes());
+        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
         put(&mut b, f::ID_VER, &id.to_le_bytes());
-        self.admin(admin_op::CREATE_AH, &b)?;
+        let r = self.admin(admin_op::CREATE_AH, &b);
+        // The device reads the template during the command.
+        self.free(hdr);
+        r?;
         self.next_ah += 1;
         Ok(id)
     }
@@ -817,6 +913,7 @@ impl Driver {
     /// As [`create_qp`](Driver::create_qp), its receives drawn from `srq`.
     pub fn create_qp_with_srq(&mut self, cq: &Cq, depth_log2: u8, srq: &Srq) -> Result<Qp, Error> {
         self.create_qp_with(&QpSpec {
+            pd: srq.pd,
             qp_type: QpType::Rc,
             send_cq: cq,
             recv_cq: cq,
@@ -876,6 +973,7 @@ impl Driver {
         };
         use fw::create_qp as f;
         let mut b = [0u8; f::LEN];
+        put(&mut b, f::PD_ID, &spec.pd.0.to_le_bytes());
         put(&mut b, f::SQ_CQ_ID, &spec.send_cq.id.to_le_bytes());
         put(&mut b, f::RQ_CQ_ID, &spec.recv_cq.id.to_le_bytes());
         for (d, st, n, a, r) in [
@@ -954,12 +1052,19 @@ impl Driver {
     }
 
     /// Allocates an MR for fast registration of up to `max_pages` 4 KiB
-    /// pages; REG_MR work requests bind it (see
+    /// pages in the driver's own PD; REG_MR work requests bind it (see
     /// [`post_reg_mr`](Driver::post_reg_mr)).
     pub fn alloc_fast_mr(&mut self, max_pages: u32) -> Result<u32, Error> {
+        self.alloc_fast_mr_in(self.pd, max_pages)
+    }
+
+    /// As [`alloc_fast_mr`](Driver::alloc_fast_mr), in `pd`: only a QP of
+    /// `pd` can bind or invalidate it.
+    pub fn alloc_fast_mr_in(&mut self, pd: Pd, max_pages: u32) -> Result<u32, Error> {
         let key = self.next_mr << 8;
         use fw::create_mr as f;
         let mut b = [0u8; f::LEN];
+        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
         put(&mut b, f::ID_VER, &key.to_le_bytes());
         put(&mut b, f::MAP_COUNT, &max_pages.to_le_bytes());
         // IONIC_MRF_PHYS_MR: a key the work requests set, invalidation.
@@ -1046,11 +1151,18 @@ impl Driver {
     }
 
     /// Creates a shared receive queue of `2^depth_log2` 64-byte WQEs with
-    /// low watermark `limit`.
+    /// low watermark `limit`, in the driver's own PD.
     pub fn create_srq(&mut self, depth_log2: u8, limit: u32) -> Result<Srq, Error> {
+        self.create_srq_in(self.pd, depth_log2, limit)
+    }
+
+    /// As [`create_srq`](Driver::create_srq), in `pd`: only QPs of `pd`
+    /// may draw from it.
+    pub fn create_srq_in(&mut self, pd: Pd, depth_log2: u8, limit: u32) -> Result<Srq, Error> {
         let ring = self.ring(depth_log2, 6)?;
         use fw::srq as f;
         let mut b = [0u8; f::CREATE_LEN];
+        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
         b[f::DEPTH_LOG2] = depth_log2;
         b[f::STRIDE_LOG2] = 6;
         put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
@@ -1060,6 +1172,7 @@ impl Driver {
         let db = self.take_page();
         Ok(Srq {
             id,
+            pd,
             ring,
             prod: 0,
             db,
@@ -1311,19 +1424,37 @@ impl Driver {
         Ok(out)
     }
 
-    /// Registers `buf` with every right; its key names it in SGEs and as an
-    /// rkey.
+    /// Registers `buf` with every right in the driver's own PD; its key
+    /// names it in SGEs and as an rkey.
     pub fn reg_mr(&mut self, buf: Buf) -> Result<Mr, Error> {
-        let key = self.reg_range(buf.addr(), buf.len, Access::ALL)?;
+        self.reg_mr_in(self.pd, buf)
+    }
+
+    /// As [`reg_mr`](Driver::reg_mr), in `pd`: only QPs of `pd` reach the
+    /// buffer through its key.
+    pub fn reg_mr_in(&mut self, pd: Pd, buf: Buf) -> Result<Mr, Error> {
+        let key = self.reg_range_in(pd, buf.addr(), buf.len, Access::ALL)?;
         Ok(Mr { key, buf })
     }
 
     /// Registers `len` bytes of driver memory at device address `addr`
-    /// with `access`; answers the key.
+    /// with `access` in the driver's own PD; answers the key.
     pub fn reg_range(&mut self, addr: u64, len: u64, access: Access) -> Result<u32, Error> {
+        self.reg_range_in(self.pd, addr, len, access)
+    }
+
+    /// As [`reg_range`](Driver::reg_range), in `pd`.
+    pub fn reg_range_in(
+        &mut self,
+        pd: Pd,
+        addr: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<u32, Error> {
         let key = self.next_mr << 8;
         use fw::create_mr as f;
         let mut b = [0u8; f::LEN];
+        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
         put(&mut b, f::VA, &addr.to_le_bytes());
         put(&mut b, f::LENGTH, &len.to_le_bytes());
         put(&mut b, f::ID_VER, &key.to_le_bytes());

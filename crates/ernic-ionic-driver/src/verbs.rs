@@ -22,7 +22,7 @@ use ernic_core::{
 };
 use ernic_verbs::{CqOps, Device, MrMemory, Provider};
 
-use crate::{Buf, Cq, Driver, Error, Qp, QpSpec, Srq};
+use crate::{Buf, Cq, Driver, Error, Pd, Qp, QpSpec, Srq};
 
 /// Attaches a driver with `memory` bytes of shared memory to the server at
 /// `socket` and answers it as a verbs device. With `gid`, its QPs are
@@ -42,7 +42,6 @@ pub fn open(socket: &Path, memory: u64, gid: Option<Gid>) -> Result<Device, Erro
                 qps: HashMap::new(),
                 srqs: HashMap::new(),
                 bufs: HashMap::new(),
-                next_pd: 1,
             }),
         }),
         gid,
@@ -57,7 +56,6 @@ struct State {
     srqs: HashMap<u32, Srq>,
     /// Driver memory handed out for regions, by device address.
     bufs: HashMap<u64, Buf>,
-    next_pd: u32,
 }
 
 struct Shared {
@@ -143,13 +141,15 @@ impl Provider for Ionic {
     }
 
     fn alloc_pd(&self) -> Result<PdId, ernic_verbs::Error> {
-        // The device has one protection domain; these are the provider's.
-        let mut st = self.shared.lock();
-        st.next_pd += 1;
-        Ok(PdId(st.next_pd - 1))
+        // One driver PD per verbs PD, as Linux's driver does; its id goes
+        // with every object created in it.
+        let pd = self.shared.lock().d.alloc_pd().map_err(dev_err)?;
+        Ok(PdId(pd.id()))
     }
 
-    fn dealloc_pd(&self, _pd: PdId) {}
+    fn dealloc_pd(&self, pd: PdId) {
+        self.shared.lock().d.dealloc_pd(Pd(pd.0));
+    }
 
     fn create_cq(&self, depth: u32) -> Result<Box<dyn CqOps>, ernic_verbs::Error> {
         let log2 = log2_for(depth)?;
@@ -186,7 +186,7 @@ impl Provider for Ionic {
         }
     }
 
-    fn reg_mr(&self, _pd: PdId, mem: &MrMemory, access: Access) -> Result<u32, ernic_verbs::Error> {
+    fn reg_mr(&self, pd: PdId, mem: &MrMemory, access: Access) -> Result<u32, ernic_verbs::Error> {
         let mut st = self.shared.lock();
         let ours = st
             .bufs
@@ -197,7 +197,7 @@ impl Provider for Ionic {
                 "the ionic device reaches only memory it shares with the driver: use Pd::reg_mr",
             ));
         }
-        st.d.reg_range(mem.iova(), mem.len() as u64, access)
+        st.d.reg_range_in(Pd(pd.0), mem.iova(), mem.len() as u64, access)
             .map_err(dev_err)
     }
 
@@ -205,7 +205,7 @@ impl Provider for Ionic {
         let _ = self.shared.lock().d.dereg_key(key);
     }
 
-    fn alloc_fast_mr(&self, _pd: PdId, max_len: u64) -> Result<u32, ernic_verbs::Error> {
+    fn alloc_fast_mr(&self, pd: PdId, max_len: u64) -> Result<u32, ernic_verbs::Error> {
         let pages = max_len.div_ceil(4096).max(1);
         let pages = u32::try_from(pages).map_err(|_| {
             ernic_verbs::Error::Engine(EngineError::BadSize {
@@ -214,7 +214,11 @@ impl Provider for Ionic {
                 max: u64::from(u32::MAX) * 4096,
             })
         })?;
-        self.shared.lock().d.alloc_fast_mr(pages).map_err(dev_err)
+        self.shared
+            .lock()
+            .d
+            .alloc_fast_mr_in(Pd(pd.0), pages)
+            .map_err(dev_err)
     }
 
     fn exclusive(&self, f: &mut dyn FnMut()) {
@@ -231,6 +235,7 @@ impl Provider for Ionic {
                 .ok_or(ernic_verbs::Error::Engine(EngineError::NoCq(id)))
         };
         let spec = QpSpec {
+            pd: Pd(init.pd.0),
             qp_type: init.qp_type,
             send_cq: cq(init.send_cq)?,
             recv_cq: cq(init.recv_cq)?,
@@ -287,7 +292,7 @@ impl Provider for Ionic {
         })
     }
 
-    fn create_srq(&self, _pd: PdId, depth: u32, max_sge: u32) -> Result<SrqId, ernic_verbs::Error> {
+    fn create_srq(&self, pd: PdId, depth: u32, max_sge: u32) -> Result<SrqId, ernic_verbs::Error> {
         if max_sge > 2 {
             return Err(ernic_verbs::Error::Unsupported(
                 "SRQ receives of at most two SGEs (64-byte WQEs)",
@@ -295,7 +300,7 @@ impl Provider for Ionic {
         }
         let log2 = log2_for(depth.saturating_add(1))?;
         let mut st = self.shared.lock();
-        let srq = st.d.create_srq(log2, 0).map_err(dev_err)?;
+        let srq = st.d.create_srq_in(Pd(pd.0), log2, 0).map_err(dev_err)?;
         let id = srq.id();
         st.srqs.insert(id, srq);
         Ok(SrqId(id))
@@ -321,8 +326,13 @@ impl Provider for Ionic {
         self.shared.with_srq(srq, |d, s| d.query_srq(s))
     }
 
-    fn create_ah(&self, _pd: PdId, dgid: Gid) -> Result<AhId, ernic_verbs::Error> {
-        let id = self.shared.lock().d.create_ah(dgid).map_err(dev_err)?;
+    fn create_ah(&self, pd: PdId, dgid: Gid) -> Result<AhId, ernic_verbs::Error> {
+        let id = self
+            .shared
+            .lock()
+            .d
+            .create_ah_in(Pd(pd.0), dgid)
+            .map_err(dev_err)?;
         Ok(AhId(id))
     }
 

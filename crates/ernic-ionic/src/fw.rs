@@ -44,9 +44,11 @@ pub mod srq_op {
 }
 
 /// The SRQ commands' layouts (ernic's). CREATE_SRQ: its ring (depth,
-/// stride, page size, a direct or tabled page list) and low watermark;
-/// the CQE answers the id the device gave it (above the QP id range, so
-/// the RQ doorbell type reaches it). MODIFY_SRQ: id and limit. QUERY_SRQ:
+/// stride, page size, a direct or tabled page list), low watermark and
+/// protection domain (the driver's `pd_id`, as CREATE_QP carries it; a QP
+/// may draw only from an SRQ of its own PD); the CQE answers the id the
+/// device gave it (above the QP id range, so the RQ doorbell type reaches
+/// it). MODIFY_SRQ: id and limit. QUERY_SRQ:
 /// id; the CQE answers the limit and the receives outstanding.
 /// DESTROY_SRQ: id. A QP draws from an SRQ when CREATE_QP gives no RQ
 /// ring and names the SRQ in `rq_tbl_index_srq_id`.
@@ -57,7 +59,8 @@ pub mod srq {
     pub const MAP_COUNT: usize = 4;
     pub const DMA_ADDR: usize = 8;
     pub const LIMIT: usize = 16;
-    pub const CREATE_LEN: usize = 20;
+    pub const PD_ID: usize = 20;
+    pub const CREATE_LEN: usize = 24;
     pub const ID: usize = 0;
     pub const MODIFY_LIMIT: usize = 4;
     pub const MODIFY_LEN: usize = 8;

@@ -92,18 +92,25 @@ impl Guest {
             .unwrap();
     }
 
-    /// An admin queue command: answers its completion (color checked).
+    /// An admin queue command: answers its completion (color checked; the
+    /// queue is `bring_up`'s, 16 deep, and the color turns each pass).
     fn admin(&mut self, c: &[u8; 64]) -> [u8; 16] {
-        let slot = u64::from(self.aq_head);
+        const DEPTH: u16 = 16;
+        let slot = u64::from(self.aq_head % DEPTH);
+        let color = if self.aq_head / DEPTH % 2 == 0 {
+            0x80
+        } else {
+            0
+        };
         self.mem_write(AQ + 64 * slot, c);
         self.aq_head += 1;
-        let p = self.aq_head;
+        let p = self.aq_head % DEPTH;
         self.ring(qtype::ADMINQ, p);
         let comp: [u8; 16] = self
             .mem_read(AQ + 0x1000 + 16 * slot, 16)
             .try_into()
             .unwrap();
-        assert_eq!(comp[15] & 0x80, 0x80, "admin completion color");
+        assert_eq!(comp[15] & 0x80, color, "admin completion color");
         assert_eq!(u16::from_le_bytes([comp[2], comp[3]]), slot as u16);
         comp
     }
@@ -506,10 +513,11 @@ impl RdmaAdmin {
         assert_eq!(c[2], op);
         self.cqes += 1;
         g.doorbell(8, 0, 0, self.cqes as u16 % 64);
-        // The EQE naming admin CQ 0, then EQ 0's vector (1).
-        let e = g.mem_read(EQS + 4 * u64::from(self.eqes), 4);
+        // The EQE naming admin CQ 0 (in the pass's color), then EQ 0's
+        // vector (1).
+        let e = g.mem_read(EQS + 4 * u64::from(self.eqes % 512), 4);
         let evt = u32::from_be_bytes(e.try_into().unwrap());
-        assert_eq!(evt, 1, "CQ 0 notify, color 1");
+        assert_eq!(evt, u32::from(self.eqes / 512 % 2 == 0), "CQ 0 notify");
         self.eqes += 1;
         assert!(fired(ev1, Duration::from_secs(2)) >= 1, "EQ 0's vector");
         (
@@ -743,6 +751,59 @@ fn rdma_admin_queue_creates_every_object_with_completions_and_events() {
         fired(ev1, Duration::from_secs(2)) >= 1,
         "delivered on unmask"
     );
+    rig.finish();
+}
+
+/// CREATE_MR of one 4 KiB page (no table) with key `key` in the guest's
+/// PD `pd_id`.
+fn mr_in_pd(pd_id: u32, key: u32) -> [u8; 45] {
+    let mut m = [0u8; 45];
+    put(&mut m, 0, &0x7000_0000u64.to_le_bytes());
+    put(&mut m, 8, &4096u64.to_le_bytes());
+    put(&mut m, 16, &pd_id.to_le_bytes());
+    put(&mut m, 20, &key.to_le_bytes());
+    put(&mut m, 28, &1u32.to_le_bytes());
+    put(&mut m, 32, &(G + MR_PAGES[0]).to_le_bytes());
+    put(&mut m, 40, &0x7u16.to_le_bytes());
+    m[44] = 12;
+    m
+}
+
+/// Protection domains as the device learns them from `pd_id`: each new id
+/// makes one, up to 1024 (`MAX_PDS`); the next is refused with BAD_INDEX;
+/// RESET_LIF forgets them all, so after a fresh bootstrap a new id is
+/// accepted again.
+#[test]
+fn protection_domains_are_bounded_and_die_when_the_lif_resets() {
+    let mut rig = attach("rdma-pd-reset", Identity::default());
+    let Rig { g, ev0, ev1, .. } = &mut rig;
+    bring_up(g, ev0, 100_000);
+    rdma_bootstrap(g);
+    let _ = fired(ev0, Duration::from_millis(50));
+    let mut a = RdmaAdmin {
+        prod: 0,
+        cqes: 0,
+        eqes: 0,
+    };
+    let ok = (0, false);
+    for i in 0..1024u32 {
+        assert_eq!(
+            a.run(g, ev1, 3, &mr_in_pd(3 * i, (i + 1) << 8)),
+            ok,
+            "PD {i}"
+        );
+    }
+    let over = mr_in_pd(5000, 1025 << 8);
+    assert_eq!(a.run(g, ev1, 3, &over), (2, true), "a 1025th PD");
+    assert_eq!(a.run(g, ev1, 3, &mr_in_pd(3, 1026 << 8)), ok, "a known PD");
+    // RESET_LIF, then the bootstrap again: the PDs went with the LIF.
+    rdma_bootstrap(g);
+    let mut a = RdmaAdmin {
+        prod: 0,
+        cqes: 0,
+        eqes: 0,
+    };
+    assert_eq!(a.run(g, ev1, 3, &over), ok, "a new PD after the reset");
     rig.finish();
 }
 
