@@ -1,6 +1,9 @@
 //! `ernic-server` as a user runs it: the socket it makes, a client that
 //! attaches and reads the function's identity, then another client after
-//! the first left, and bad flags.
+//! the first left, and bad flags. And what a hostile or careless client or
+//! operator could do to it before: shrink the memory it shared, stop
+//! reading replies, start a second server on a live socket, point the
+//! stats file nowhere, leave its RAM mapped behind it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
@@ -22,14 +25,31 @@ impl Drop for Kill {
 /// Starts `ernic-server --socket DIR/ernic.sock ARGS` in a fresh `DIR`
 /// named for `name`, and waits for its socket.
 fn start(name: &str, args: &[&str]) -> (Kill, std::path::PathBuf, std::path::PathBuf) {
+    start_logged(name, args, Stdio::null())
+}
+
+/// As `start`, with its stderr in DIR/server.log.
+fn start_logging(name: &str, args: &[&str]) -> (Kill, std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("ernic-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    start_logged(name, args, log.into())
+}
+
+fn start_logged(
+    name: &str,
+    args: &[&str],
+    stderr: Stdio,
+) -> (Kill, std::path::PathBuf, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("ernic-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("ernic.sock");
+    let _ = std::fs::remove_file(&sock);
     let server = Kill(
         Command::new(env!("CARGO_BIN_EXE_ernic-server"))
             .args(["--socket", sock.to_str().unwrap()])
             .args(args)
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap(),
     );
@@ -251,4 +271,283 @@ fn perf_runs_through_the_ionic_nic_of_a_server() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("vfio-user:SOCKET"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Waits (bounded) until `f` holds.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(15);
+    while !f() {
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The server's stderr so far.
+fn log_of(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
+}
+
+/// Runs `ernic-server ARGS` for at most 5 s: whether it exited by itself
+/// (and how), and its stderr.
+fn run_briefly(args: &[&str]) -> (Option<std::process::ExitStatus>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status, err)
+}
+
+fn attach(sock: &std::path::Path) -> Client {
+    let mut c = Client::connect(sock, Duration::from_secs(10)).unwrap();
+    c.version(&Capabilities::default()).unwrap();
+    c
+}
+
+const GUEST: u64 = 0x4000_0000;
+const RAM: u64 = 1 << 20;
+
+/// Runs device command PORT_INIT with its info block at `pa`; answers its
+/// completion status.
+fn port_init(c: &mut Client, pa: u64) -> u8 {
+    let mut cmd = [0u8; 64];
+    cmd[0] = ernic_ionic::regs::opcode::PORT_INIT;
+    cmd[8..16].copy_from_slice(&pa.to_le_bytes());
+    c.region_write(region::BAR0, 0x808, &cmd).unwrap();
+    c.region_write(region::BAR0, 0x800, &1u32.to_le_bytes())
+        .unwrap();
+    c.region_read(region::BAR0, 0x848, 16).unwrap()[0]
+}
+
+// Memory not sealed against shrinking is refused, with a line saying why;
+// with --allow-unsealed-memory it is taken, and a client that shrinks it
+// under a device command's DMA gets the command failed (EFAULT), while the
+// server lives and serves the next client. Before, the DMA raised SIGBUS
+// and the server died without a word.
+#[test]
+fn a_client_that_shrinks_its_memory_cannot_kill_the_server() {
+    use ernic_ionic::regs::status;
+    use ernic_vfio::proto::{DMA_READ, DMA_WRITE};
+    let (_server, dir, sock) = start_logging("server-unsealed", &[]);
+    let mut c = attach(&sock);
+    let ram = ernic_vfio::client::unsealed_memory(c"ernic-unsealed", RAM).unwrap();
+    match c.dma_map(GUEST, RAM, 0, DMA_READ | DMA_WRITE, &ram) {
+        Err(ernic_vfio::client::ClientError::Refused { errno: 1, .. }) => {}
+        other => panic!("an unsealed map must be refused with EPERM: {other:?}"),
+    }
+    eventually("the refusal is logged", || {
+        log_of(&dir).contains("DMA_MAP refused") && log_of(&dir).contains("--allow-unsealed-memory")
+    });
+    drop(c);
+
+    let (_server, dir, sock) = start_logging("server-shrunk", &["--allow-unsealed-memory"]);
+    let mut c = attach(&sock);
+    let ram = ernic_vfio::client::unsealed_memory(c"ernic-unsealed", RAM).unwrap();
+    c.dma_map(GUEST, RAM, 0, DMA_READ | DMA_WRITE, &ram)
+        .unwrap();
+    assert_eq!(port_init(&mut c, GUEST + 0x1000), status::SUCCESS);
+    std::fs::File::from(ram.try_clone().unwrap())
+        .set_len(0)
+        .unwrap();
+    assert_eq!(port_init(&mut c, GUEST + 0x1000), status::EFAULT);
+    assert_eq!(port_init(&mut c, GUEST + 0x3000), status::EFAULT);
+    eventually("the vanished window is logged", || {
+        log_of(&dir).contains("DMA window 0x40000000 (1048576 bytes) vanished")
+    });
+    drop(c);
+    let mut c = attach(&sock);
+    let sealed = ernic_vfio::client::shared_memory(c"ernic-sealed", RAM).unwrap();
+    c.dma_map(GUEST, RAM, 0, DMA_READ | DMA_WRITE, &sealed)
+        .unwrap();
+    assert_eq!(port_init(&mut c, GUEST + 0x1000), status::SUCCESS);
+}
+
+// A client that sends requests and never reads a reply: the server goes
+// on (its stats file is rewritten meanwhile), cuts the client off once
+// its replies waited --client-stall-ms, says so, and serves the next
+// client. Before, the reply's send blocked the whole loop for good.
+#[test]
+fn a_client_that_stops_reading_is_disconnected_and_the_server_goes_on() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::env::temp_dir().join(format!("ernic-server-stall-{}", std::process::id()));
+    let stats = dir.join("stats.json");
+    let (_server, dir, sock) = start_logging(
+        "server-stall",
+        &[
+            "--client-stall-ms",
+            "3000",
+            "--stats-file",
+            stats.to_str().unwrap(),
+        ],
+    );
+    let c = attach(&sock);
+    let stream = c.stream().try_clone().unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    let writer = std::thread::spawn(move || {
+        use ernic_vfio::proto::{Command as Cmd, HEADER_LEN, Header};
+        use std::os::fd::AsRawFd;
+        let body = ernic_vfio::proto::region_io_reply(0, region::CONFIG, 256);
+        let mut sent = 0u32;
+        for id in 0..200_000u32 {
+            let h = Header {
+                id: id as u16,
+                command: Cmd::RegionRead as u16,
+                size: (HEADER_LEN + 16) as u32,
+                flags: 0,
+                error: 0,
+            };
+            if ernic_vfio::sock::send_all(stream.as_raw_fd(), &[&h.to_bytes(), &body], &[]).is_err()
+            {
+                break;
+            }
+            sent += 1;
+        }
+        sent
+    });
+    // While the client stalls, the stats file is replaced (a new inode)
+    // twice over.
+    let inode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.ino()).ok();
+    eventually("a stats file", || inode(&stats).is_some());
+    let mut seen = vec![inode(&stats)];
+    eventually("the stats file rewritten while the client stalls", || {
+        let now = inode(&stats);
+        if now.is_some() && !seen.contains(&now) {
+            seen.push(now);
+        }
+        seen.len() >= 3
+    });
+    let sent = writer.join().unwrap();
+    assert!(sent >= 1000, "only {sent} requests went out");
+    eventually("the stalled client is cut off and said to be", || {
+        log_of(&dir).contains("took no reply for 3s")
+    });
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(2900),
+        "cut off after {waited:?}"
+    );
+    let mut next = attach(&sock);
+    assert_eq!(
+        next.region_read(region::CONFIG, 0, 4).unwrap(),
+        [0xd8, 0x1d, 0x02, 0x10]
+    );
+    drop(c);
+}
+
+// A second server on a live server's socket is refused and leaves it be;
+// a stale socket file (nobody listening) is replaced; a file that is not
+// a socket is refused and kept. Before, the second server deleted the
+// live socket and took over.
+#[test]
+fn a_live_socket_is_not_taken_over() {
+    let (_server, dir, sock) = start("server-live", &[]);
+    let (status, err) = run_briefly(&["--socket", sock.to_str().unwrap()]);
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}: {err}");
+    assert!(err.contains("a server is listening there"), "{err}");
+    let mut c = attach(&sock);
+    assert_eq!(
+        c.region_read(region::CONFIG, 0, 4).unwrap(),
+        [0xd8, 0x1d, 0x02, 0x10],
+        "the first server still serves its socket"
+    );
+    drop(c);
+
+    let stale = dir.join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let (status, err) = run_briefly(&["--socket", stale.to_str().unwrap()]);
+    assert_eq!(status, None, "a stale socket is replaced and served: {err}");
+
+    let plain = dir.join("plain");
+    std::fs::write(&plain, b"keep me").unwrap();
+    let (status, err) = run_briefly(&["--socket", plain.to_str().unwrap()]);
+    assert!(status.is_some_and(|s| !s.success()));
+    assert!(err.contains("is not a socket"), "{err}");
+    assert_eq!(std::fs::read(&plain).unwrap(), b"keep me");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// A stats file in a missing directory is refused at start; one that
+// cannot be written later is said once. Before, both went unsaid.
+#[test]
+fn a_stats_file_that_cannot_be_written_is_said() {
+    let (status, err) = run_briefly(&[
+        "--socket",
+        "/tmp/ernic-stats-x.sock",
+        "--stats-file",
+        "/nonexistent-ernic-dir/stats.json",
+    ]);
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}: {err}");
+    assert!(
+        err.contains("--stats-file /nonexistent-ernic-dir/stats.json: the directory /nonexistent-ernic-dir does not exist"),
+        "{err}"
+    );
+
+    let base = std::env::temp_dir().join(format!("ernic-server-stats-gone-{}", std::process::id()));
+    let sub = base.join("stats");
+    std::fs::create_dir_all(&sub).unwrap();
+    let stats = sub.join("stats.json");
+    let (_server, dir, sock) = start_logging(
+        "server-stats-gone",
+        &["--stats-file", stats.to_str().unwrap()],
+    );
+    let c = attach(&sock);
+    eventually("a stats file", || stats.exists());
+    std::fs::remove_dir_all(&sub).unwrap();
+    let said = "cannot write the stats file";
+    eventually("the failed write is said", || log_of(&dir).contains(said));
+    // Two more seconds of failing writes: still said once.
+    std::thread::sleep(Duration::from_millis(2200));
+    assert_eq!(log_of(&dir).matches(said).count(), 1, "{}", log_of(&dir));
+    drop(c);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+// A client that used RDMA (a CQ, QPs, an MR) and left: its memory is
+// unmapped from the server at once. Before, the RDMA engine's view of
+// guest memory kept the departed client's RAM mapped.
+#[test]
+fn a_departed_clients_memory_is_unmapped() {
+    let (server, _dir, sock) = start("server-unmap", &[]);
+    let maps = format!("/proc/{}/maps", server.0.id());
+    let mapped = || {
+        std::fs::read_to_string(&maps)
+            .unwrap()
+            .contains("memfd:ernic-driver")
+    };
+    let mut d = ernic_ionic_driver::Driver::attach(&sock, 1 << 20).unwrap();
+    let cq = d.create_cq(4).unwrap();
+    let a = d.create_qp(&cq, 4).unwrap();
+    let b = d.create_qp(&cq, 4).unwrap();
+    d.connect(&a, b.qpn()).unwrap();
+    let buf = d.alloc(4096).unwrap();
+    let _mr = d.reg_mr(buf).unwrap();
+    assert!(
+        mapped(),
+        "the driver's memory is mapped while it is attached"
+    );
+    drop(d);
+    eventually("the departed client's memory unmapped", || !mapped());
 }

@@ -7,9 +7,16 @@
 //! MSI-X) to one client at a time. With `--backend tcp` it joins the TCP
 //! mesh before serving, and QPs in its guest reach those of other servers'
 //! guests through it.
+//!
+//! What the client can make it hold is bounded (see `--help`'s limits and
+//! `ernic_vfio::server`): replies it does not read are queued up to two
+//! largest messages and for at most `--client-stall-ms`, then it is
+//! disconnected; memory it shares must be sealed against shrinking unless
+//! `--allow-unsealed-memory`; when it leaves, every mapping of its memory
+//! goes with it.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -17,15 +24,33 @@ use clap::Parser;
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
 use ernic_verbs::{Gid, Mesh, MeshConfig, MeshSpec};
+use ernic_vfio::dma::Unsealed;
 use ernic_vfio::proto::Capabilities;
-use ernic_vfio::server::Server;
+use ernic_vfio::server::{Options, Server};
+
+/// What `--help` adds after the flags: the limits a client meets.
+const LIMITS: &str = "\
+Limits a client meets (the socket's client is untrusted):
+  one client at a time; the next waits in the socket's backlog
+  messages:        at most max_data_xfer_size (1 MiB) + 32 bytes, 16 descriptors
+  DMA windows:     at most 65535 (max_dma_maps), each within its file
+  guest memory:    must be sealed against shrinking (F_SEAL_SHRINK; QEMU's
+                   memory-backend-memfd seals by default), else DMA_MAP fails
+                   with EPERM and a line here; --allow-unsealed-memory takes it
+                   (at most 256 such windows) under a SIGBUS guard
+  unread replies:  queued up to two largest messages (2 MiB + 64 bytes); while
+                   that full no request is read; a client that takes no reply,
+                   or leaves a message half sent, for --client-stall-ms is
+                   disconnected, with a line here
+  on leaving:      every mapping of the client's memory is released";
 
 /// The emulated ionic RDMA NIC, served over vfio-user.
 #[derive(Parser, Debug)]
-#[command(name = "ernic-server", version, about = "The emulated ionic RDMA NIC, served over vfio-user", long_about = None)]
+#[command(name = "ernic-server", version, about = "The emulated ionic RDMA NIC, served over vfio-user", long_about = None, after_help = LIMITS)]
 struct Args {
-    /// The vfio-user socket to create (owner-only permissions); a stale
-    /// socket there is replaced, anything else is refused.
+    /// The vfio-user socket to create (owner-only permissions). A stale
+    /// socket there (nobody listening) is replaced; a live server's socket,
+    /// or anything that is not a socket, is refused and left alone.
     #[arg(long)]
     socket: PathBuf,
     /// NIC profiles layered over the default, comma-separated: built-in
@@ -39,9 +64,22 @@ struct Args {
     #[arg(long)]
     tap: Option<String>,
     /// Write the device's counters as JSON to this file every second
-    /// (replaced atomically).
+    /// (replaced atomically, through FILE.tmp beside it). Its directory
+    /// must exist and be writable at start; a later failed write is
+    /// said once.
     #[arg(long)]
     stats_file: Option<PathBuf>,
+    /// Take guest memory that is not sealed against shrinking (a file on
+    /// hugetlbfs, a plain file, an unsealed memfd). Such memory is mapped
+    /// under a SIGBUS guard: if the client shrinks it, the request that
+    /// meets the hole sees zeros, every later DMA into that window fails,
+    /// and the server goes on.
+    #[arg(long)]
+    allow_unsealed_memory: bool,
+    /// Disconnect a client that takes no reply, or leaves a message half
+    /// sent, for this many milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    client_stall_ms: u64,
     /// What stands behind the device's RDMA side: loopback (one server),
     /// tcp (several servers joined by --mesh); none is accepted for
     /// bring-up scripts and serves as loopback does. nvmeof and s3 are
@@ -61,7 +99,8 @@ struct Args {
     log_level: String,
 }
 
-/// Binds `path` with permissions for the owner only.
+/// Binds `path` with permissions for the owner only. A socket file there
+/// is replaced only when nobody answers on it.
 fn bind(path: &Path) -> Result<UnixListener> {
     if let Ok(m) = std::fs::symlink_metadata(path) {
         if !m.file_type().is_socket() {
@@ -70,13 +109,76 @@ fn bind(path: &Path) -> Result<UnixListener> {
                 path.display()
             );
         }
-        std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+        match probe(path) {
+            Probe::Live => bail!(
+                "{}: a server is listening there (it answered a connection): \
+                 stop it, or choose another --socket",
+                path.display()
+            ),
+            Probe::Stale => std::fs::remove_file(path)
+                .with_context(|| format!("removing the stale socket {}", path.display()))?,
+            Probe::Unknown(e) => bail!(
+                "{}: cannot tell whether a server listens there ({e}): refusing to replace it",
+                path.display()
+            ),
+        }
     }
     let listener =
         UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("restricting {}", path.display()))?;
     Ok(listener)
+}
+
+/// Whether a server listens on a socket file.
+enum Probe {
+    Live,
+    Stale,
+    Unknown(std::io::Error),
+}
+
+/// Connects to `path` to see whether anyone listens. A connect that is
+/// still pending after a second waits in a full backlog: someone listens.
+fn probe(path: &Path) -> Probe {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(UnixStream::connect(p).map(drop));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+        Ok(Ok(())) | Err(_) => Probe::Live,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Probe::Stale,
+        Ok(Err(e)) => Probe::Unknown(e),
+    }
+}
+
+/// Checks at start that the stats file can be written where it is asked
+/// for (its directory exists, and a file can be made there).
+fn check_stats_file(p: &Path) -> Result<()> {
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        bail!(
+            "--stats-file {}: the directory {} does not exist",
+            p.display(),
+            dir.display()
+        );
+    }
+    if p.is_dir() {
+        bail!("--stats-file {}: is a directory", p.display());
+    }
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, b"").with_context(|| {
+        format!(
+            "--stats-file {}: cannot write {}",
+            p.display(),
+            tmp.display()
+        )
+    })?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
 }
 
 /// The guest's GIDs from `ERNIC_TCP_GUEST_GIDS`.
@@ -137,6 +239,9 @@ fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
 
 fn run(a: &Args) -> Result<()> {
     let id = profile::load(&a.nic_profile).context("--nic-profile")?;
+    if let Some(p) = &a.stats_file {
+        check_stats_file(p)?;
+    }
     let info = a.log_level != "error" && a.log_level != "warn";
     let mesh = join_mesh(a, info)?;
     let listener = bind(&a.socket)?;
@@ -175,7 +280,25 @@ fn run(a: &Args) -> Result<()> {
     if let Some(p) = &a.stats_file {
         function = function.with_stats_file(p.clone(), std::time::Duration::from_secs(1));
     }
-    let mut server = Server::new(function, caps);
+    let opts = Options {
+        unsealed: if a.allow_unsealed_memory {
+            Unsealed::Guard
+        } else {
+            Unsealed::Refuse
+        },
+        stall_timeout: std::time::Duration::from_millis(a.client_stall_ms),
+    };
+    if info && a.allow_unsealed_memory {
+        eprintln!(
+            "ernic-server: guest memory not sealed against shrinking is taken, under a SIGBUS guard"
+        );
+    }
+    let mut server = Server::with_options(function, caps, opts);
+    if a.log_level != "error" {
+        server.set_log(Box::new(|m| eprintln!("ernic-server: {m}")));
+    } else {
+        server.set_log(Box::new(|_| {}));
+    }
     for conn in listener.incoming() {
         let conn = match conn {
             Ok(c) => c,

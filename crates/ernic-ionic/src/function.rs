@@ -94,6 +94,8 @@ struct StatsFile {
     path: std::path::PathBuf,
     every: std::time::Duration,
     next: std::time::Instant,
+    // A write failed and was said; said again once one succeeds.
+    failing: bool,
 }
 
 impl IonicFunction {
@@ -289,6 +291,7 @@ impl IonicFunction {
             path,
             every,
             next: std::time::Instant::now(),
+            failing: false,
         });
         self
     }
@@ -449,6 +452,12 @@ impl Device for IonicFunction {
         }
     }
 
+    /// The engine's view of guest memory goes with the window, so the
+    /// client's memory is unmapped here once it withdraws it.
+    fn unmapped(&mut self) {
+        self.rdma.release_memory();
+    }
+
     fn region_fd(&self, region: u32) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
         match (region, &self.shared) {
@@ -506,9 +515,27 @@ impl Device for IonicFunction {
             return;
         }
         let tmp = f.path.with_extension("tmp");
-        // A failed write is tried again next time; the device goes on.
-        if std::fs::write(&tmp, format!("{json}\n")).is_ok() {
-            let _ = std::fs::rename(&tmp, &f.path);
+        // A failed write is said once and tried again next time; the
+        // device goes on.
+        let r =
+            std::fs::write(&tmp, format!("{json}\n")).and_then(|()| std::fs::rename(&tmp, &f.path));
+        match r {
+            Err(e) if !f.failing => {
+                f.failing = true;
+                eprintln!(
+                    "ernic: cannot write the stats file {}: {e} (tried again every {:?}, said once)",
+                    f.path.display(),
+                    f.every
+                );
+            }
+            Ok(()) if f.failing => {
+                f.failing = false;
+                eprintln!(
+                    "ernic: the stats file {} is written again",
+                    f.path.display()
+                );
+            }
+            _ => {}
         }
         f.next = now + f.every;
     }
