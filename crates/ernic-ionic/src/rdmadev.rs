@@ -6,8 +6,23 @@
 //! Two id spaces meet here: the driver names every object by its own id
 //! (CQ, QP, MR, AH), and those ids are used as the core's ids directly
 //! (the core takes ids chosen by a front end), so no table maps one to the
-//! other. One protection domain holds everything: the ionic driver keeps
-//! its PDs to itself.
+//! other.
+//!
+//! Protection domains are the exception. The driver allocates its PD ids
+//! itself (`ionic_alloc_pd`, ids below `IONIC_MAX_PD`) and never sends a
+//! command to create or destroy one; the device learns an id from the
+//! `pd_id` of CREATE_QP, CREATE_MR (registered and fast-registration MRs
+//! alike), CREATE_AH and ernic's CREATE_SRQ. So the rule is: the first
+//! command naming a `pd_id` makes a core PD for it, and every later one
+//! naming that id puts its object in the same PD; the core's PD checks
+//! (an SGE's lkey, an rkey at the responder, REG_MR and LOCAL_INV, a
+//! datagram's AH, a QP's SRQ) then hold between the guest's processes. At
+//! most [`MAX_PDS`] PDs exist at once: a command naming one more is refused
+//! with BAD_INDEX, and a PD made for a command that then fails goes with
+//! it. PDs last until the LIF resets (RESET_LIF or a device reset), when
+//! every object goes; an id the driver frees and hands out again names the
+//! same, by then empty, PD. Key 0 stays the driver's reserved DMA key,
+//! checked against no PD (seed 001).
 //!
 //! Everything read from the guest is bounded before it is used: ring depths
 //! and strides before any shift, page tables against the size of the ring
@@ -58,6 +73,9 @@ const PAGE_SHIFTS: std::ops::RangeInclusive<u8> = 12..=30;
 const MAX_GIDS: usize = 256;
 /// The longest admin command (four strides).
 const MAX_ADMIN_STRIDES: usize = 4;
+/// Protection domains one LIF may have at once: the Linux driver's own id
+/// space (`IONIC_MAX_PD`), so its ids never run out here first.
+pub const MAX_PDS: u32 = 1024;
 
 /// A ring in guest memory: its bytes as DMA runs, read once when the ring
 /// was created.
@@ -240,7 +258,8 @@ struct Qp {
 pub struct RdmaDev {
     engine: Engine<GuestMemory>,
     dev: DeviceId,
-    pd: PdId,
+    /// The core's PD for each `pd_id` the driver has named.
+    pds: BTreeMap<u32, PdId>,
     dma_generation: Option<u64>,
     epoch: u64,
     eqs: BTreeMap<u32, Eq>,
@@ -337,6 +356,7 @@ impl RdmaDev {
     pub fn new(limits: RdmaLimits, gids: Vec<Gid>) -> RdmaDev {
         let cfg = EngineConfig {
             max_qp: limits.qps.max(2),
+            max_pd: MAX_PDS,
             max_cq: limits.cqs,
             max_mr: limits.mrs,
             max_ah: limits.ahs,
@@ -356,13 +376,10 @@ impl RdmaDev {
         };
         let mut engine = Engine::new(cfg, GuestMemory::default());
         let dev = engine.add_device(gids);
-        let pd = engine
-            .alloc_pd(dev)
-            .expect("a fresh device has room for a PD");
         RdmaDev {
             engine,
             dev,
-            pd,
+            pds: BTreeMap::new(),
             dma_generation: None,
             epoch: 0,
             eqs: BTreeMap::new(),
@@ -502,6 +519,37 @@ impl RdmaDev {
         &self.engine
     }
 
+    /// Runs `create` with the core PD that the guest's `pd_id` names, made
+    /// now if this is the id's first use (see the module doc); a PD made
+    /// for a command that fails goes with it. Answers `create`'s status, or
+    /// BAD_INDEX when [`MAX_PDS`] PDs exist already.
+    fn in_pd(&mut self, pd_id: u32, create: impl FnOnce(&mut RdmaDev, PdId) -> u32) -> u32 {
+        let (pd, fresh) = match self.pds.get(&pd_id) {
+            Some(&pd) => (pd, false),
+            None => match self.engine.alloc_pd(self.dev) {
+                Ok(pd) => {
+                    self.pds.insert(pd_id, pd);
+                    (pd, true)
+                }
+                Err(e) => return self.refuse(st::BAD_INDEX, format_args!("PD {pd_id}: {e}")),
+            },
+        };
+        let status = create(self, pd);
+        if status != st::OK && fresh {
+            let _ = self.engine.dealloc_pd(self.dev, pd);
+            self.pds.remove(&pd_id);
+        }
+        status
+    }
+
+    /// Lets go of guest memory (the client unmapped a window, or left):
+    /// the engine's view, which holds the client's windows mapped, is
+    /// dropped now and taken afresh at the next access.
+    pub fn release_memory(&mut self) {
+        *self.engine.memory_mut() = GuestMemory::default();
+        self.dma_generation = None;
+    }
+
     /// Lets go of guest memory (the client unmapped a window, or left):
     /// the engine's view, which holds the client's windows mapped, is
     /// dropped now and taken afresh at the next access.
@@ -513,10 +561,7 @@ impl RdmaDev {
     /// Forgets every object (RESET_LIF, a device reset).
     fn forget(&mut self) {
         let _ = self.engine.reset_device(self.dev);
-        self.pd = self
-            .engine
-            .alloc_pd(self.dev)
-            .expect("a reset device has room for a PD");
+        self.pds.clear();
         self.eqs.clear();
         self.cqs.clear();
         self.aqs.clear();
@@ -794,7 +839,9 @@ impl RdmaDev {
         }
         match op {
             admin_op::QUERY_QP => self.query_qp(c, dma),
-            fw::srq_op::CREATE_SRQ => self.create_srq(c, dma),
+            fw::srq_op::CREATE_SRQ => {
+                self.in_pd(le32(c, fw::srq::PD_ID), |d, pd| d.create_srq(c, dma, pd))
+            }
             fw::srq_op::MODIFY_SRQ | fw::srq_op::QUERY_SRQ | fw::srq_op::DESTROY_SRQ => {
                 self.srq_command(op, c)
             }
@@ -805,20 +852,26 @@ impl RdmaDev {
             }
             admin_op::CREATE_CQ => self.create_cq(c, dma),
             admin_op::DESTROY_CQ => self.destroy_cq(le32(c, 0)),
-            admin_op::CREATE_QP => self.create_qp(c, dma),
+            admin_op::CREATE_QP => self.in_pd(le32(c, fw::create_qp::PD_ID), |d, pd| {
+                d.create_qp(c, dma, pd)
+            }),
             admin_op::MODIFY_QP => self.modify_qp(c, dma),
             admin_op::DESTROY_QP => {
                 let id = le32(c, 0);
                 let r = self.engine.destroy_qp(self.dev, Qpn(id));
                 self.destroyed(r, |d| d.qps.remove(&id).is_some())
             }
-            admin_op::CREATE_MR => self.create_mr(c, dma),
+            admin_op::CREATE_MR => self.in_pd(le32(c, fw::create_mr::PD_ID), |d, pd| {
+                d.create_mr(c, dma, pd)
+            }),
             admin_op::DESTROY_MR => {
                 let id = le32(c, 0);
                 let r = self.engine.dereg_mr(self.dev, id);
                 self.destroyed(r, |d| d.mrs.remove(&id).is_some())
             }
-            admin_op::CREATE_AH => self.create_ah(c, dma),
+            admin_op::CREATE_AH => self.in_pd(le32(c, fw::create_ah::PD_ID), |d, pd| {
+                d.create_ah(c, dma, pd)
+            }),
             admin_op::DESTROY_AH => {
                 let id = le32(c, 0);
                 let r = self.engine.destroy_ah(self.dev, AhId(id));
@@ -880,7 +933,7 @@ impl RdmaDev {
         self.destroyed(r, |d| d.cqs.remove(&id).is_some())
     }
 
-    fn create_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+    fn create_qp(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
         use fw::create_qp as f;
         let id = le32(c, f::ID_VER);
         if self.qps.contains_key(&id) {
@@ -964,7 +1017,7 @@ impl RdmaDev {
         };
         let init = QpInit {
             qp_type,
-            pd: self.pd,
+            pd,
             send_cq: CqId(send_cq),
             recv_cq: CqId(recv_cq),
             srq,
@@ -1053,7 +1106,7 @@ impl RdmaDev {
 
     /// CREATE_SRQ: a ring (bounded, page table read once) and an id above
     /// the QP id range, answered in the CQE.
-    fn create_srq(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+    fn create_srq(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
         use fw::srq as f;
         let ring = match Ring::described(
             dma,
@@ -1075,7 +1128,7 @@ impl RdmaDev {
         let srq = ernic_core::SrqId(id - self.qp_count);
         if let Err(e) = self
             .engine
-            .create_srq(self.dev, Some(srq), self.pd, ring.depth(), sges)
+            .create_srq(self.dev, Some(srq), pd, ring.depth(), sges)
         {
             return self.refuse(st::BAD_ATTR, e);
         }
@@ -1197,7 +1250,7 @@ impl RdmaDev {
         }
     }
 
-    fn create_mr(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+    fn create_mr(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
         use fw::create_mr as f;
         let id = le32(c, f::ID_VER);
         let (va, len) = (le64(c, f::VA), le64(c, f::LENGTH));
@@ -1213,7 +1266,7 @@ impl RdmaDev {
         const UKEY_EN: u16 = 1 << 13;
         let r = if flags & UKEY_EN != 0 {
             let max = u64::from(count) << page_log2.clamp(12, 30);
-            self.engine.alloc_fast_mr(self.dev, self.pd, Some(id), max)
+            self.engine.alloc_fast_mr(self.dev, pd, Some(id), max)
         } else {
             let runs = if count <= 1 {
                 vec![Run {
@@ -1234,7 +1287,7 @@ impl RdmaDev {
             self.engine.reg_mr(
                 self.dev,
                 MrSpec {
-                    pd: self.pd,
+                    pd,
                     key: Some(id),
                     iova: va,
                     len,
@@ -1252,7 +1305,7 @@ impl RdmaDev {
         }
     }
 
-    fn create_ah(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
+    fn create_ah(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
         use fw::create_ah as f;
         let id = le32(c, f::ID_VER);
         let Some((src, gid)) = self.template(dma, le64(c, f::DMA_ADDR), le32(c, f::LENGTH)) else {
@@ -1260,7 +1313,7 @@ impl RdmaDev {
         };
         match self
             .engine
-            .create_ah_from(self.dev, Some(AhId(id)), self.pd, Some(src), gid)
+            .create_ah_from(self.dev, Some(AhId(id)), pd, Some(src), gid)
         {
             Ok(_) => {
                 self.ahs.insert(id, gid);
