@@ -550,14 +550,6 @@ impl RdmaDev {
         self.dma_generation = None;
     }
 
-    /// Lets go of guest memory (the client unmapped a window, or left):
-    /// the engine's view, which holds the client's windows mapped, is
-    /// dropped now and taken afresh at the next access.
-    pub fn release_memory(&mut self) {
-        *self.engine.memory_mut() = GuestMemory::default();
-        self.dma_generation = None;
-    }
-
     /// Forgets every object (RESET_LIF, a device reset).
     fn forget(&mut self) {
         let _ = self.engine.reset_device(self.dev);
