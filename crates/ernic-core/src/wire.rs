@@ -191,6 +191,11 @@ pub enum WireError {
     /// runs or too many, or runs that do not add up to `len`.
     #[error("malformed by-reference payload")]
     BadReference,
+    /// A READ request for more than one reply can carry: its answer would
+    /// be a message of that size (the requester asks in pieces of at most
+    /// [`MAX_PAYLOAD`]).
+    #[error("READ request for {0} bytes exceeds the {MAX_PAYLOAD}-byte payload of one reply")]
+    ReadTooLong(u32),
     /// A chunk that does not fit in its whole.
     #[error("chunk at offset {offset} of {len} bytes exceeds the total {total}")]
     BadChunk {
@@ -375,6 +380,9 @@ impl Repr {
         };
         if got != carries || got > MAX_PAYLOAD {
             return Err(WireError::BadLength { said: carries, got });
+        }
+        if op == Op::ReadReq && len as usize > MAX_PAYLOAD {
+            return Err(WireError::ReadTooLong(len));
         }
         let (offset, total) = (p.offset(), p.total());
         if matches!(
@@ -600,6 +608,28 @@ mod tests {
             Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             r
         );
+    }
+
+    // Found by the core_engine fuzz target: a peer's READ request for
+    // 4 GiB made the responder build a 4 GiB reply.
+    #[test]
+    fn read_requests_longer_than_one_reply_are_refused() {
+        let read = |len: u32| {
+            let r = Repr {
+                len,
+                total: len,
+                ..Repr::new(Op::ReadReq)
+            };
+            let mut b = vec![0u8; HEADER_LEN];
+            r.emit(&mut b);
+            parse(&b)
+        };
+        assert!(read(MAX_PAYLOAD as u32).is_ok());
+        assert_eq!(
+            read(MAX_PAYLOAD as u32 + 1),
+            Err(WireError::ReadTooLong(MAX_PAYLOAD as u32 + 1))
+        );
+        assert_eq!(read(u32::MAX), Err(WireError::ReadTooLong(u32::MAX)));
     }
 
     fn by_ref(op: Op, fl: u8, len: u32, runs: &[(u64, u64)], said: u64) -> Vec<u8> {
