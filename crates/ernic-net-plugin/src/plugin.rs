@@ -7,8 +7,22 @@
 //! refused with `ncclInvalidArgument` instead of being trusted; the
 //! endpoint then checks the id itself (unknown comm, freed registration,
 //! request generation).
+//!
+//! Each `regMr` answers a handle of its own, even over a range registered
+//! before (the endpoint's MR cache shares the registration underneath), and
+//! `deregMr` of a handle already deregistered is refused with
+//! `ncclInvalidArgument`: one holder cannot free another's registration.
+//!
+//! A `connect` is bounded: it answers `ncclSuccess` with a NULL comm while
+//! pending, and fails (`ncclRemoteError`, with a WARN line) once
+//! `ERNIC_NET_CONNECT_TIMEOUT_MS` has passed without a listener's answer;
+//! its comm and the peer's address are released then. A connect the caller
+//! stops calling is released by a later `connect` once its time is up.
 
+use std::collections::hash_map::RandomState;
 use std::ffi::CString;
+use std::hash::BuildHasher;
+use std::time::Instant;
 
 use ernic_net::config::Config;
 use ernic_net::ernic::ErnicProvider;
@@ -66,7 +80,7 @@ impl From<NetError> for Failure {
         let code = match e {
             NetError::Invalid(_) => Code::Invalid,
             NetError::Provider(_) => Code::System,
-            NetError::Request(_) => Code::Remote,
+            NetError::Request(_) | NetError::ConnectTimeout { .. } => Code::Remote,
         };
         Failure {
             code,
@@ -95,6 +109,10 @@ pub enum Tag {
 }
 
 const TAG_SHIFT: u32 = 56;
+
+/// Connections being made at once, at most (each also holds a comm of the
+/// endpoint's [`MAX_COMMS`](ernic_net::rdma::MAX_COMMS)).
+pub const MAX_CONNECTING: usize = 4096;
 
 /// Wraps a 32-bit id into a word of kind `tag`.
 pub fn word(tag: Tag, id: u32) -> u64 {
@@ -135,9 +153,29 @@ fn request_from_word(w: u64) -> Outcome<Request> {
 
 /// Where the plugin keeps a connection's progress in the caller's handle
 /// buffer: NCCL calls `connect` again with the same buffer until it
-/// answers a comm. The listener's handle leaves these bytes zero.
+/// answers a comm. The listener's handle leaves these bytes zero. They hold
+/// a magic, the connection's slot and a nonce the plugin drew for it, so a
+/// handle from another rank (untrusted) that carries made-up progress bytes
+/// cannot take over a connection this process is making.
 const CONNECTING_AT: usize = HANDLE_LEN - 8;
-const CONNECTING_MAGIC: [u8; 4] = *b"eRcN";
+const CONNECTING_MAGIC: [u8; 2] = *b"eR";
+
+/// A slot of a connection: being made, or given up at its timeout while
+/// its caller was not asking (what the caller hears when it asks again).
+/// Each carries the nonce its handle holds.
+#[derive(Debug)]
+enum Connecting {
+    Making { connector: Connector, nonce: u32 },
+    TimedOut { nonce: u32 },
+}
+
+impl Connecting {
+    fn nonce(&self) -> u32 {
+        match self {
+            Connecting::Making { nonce, .. } | Connecting::TimedOut { nonce } => *nonce,
+        }
+    }
+}
 
 /// The one device: its provider, its endpoint and the connections being
 /// made.
@@ -145,7 +183,10 @@ pub struct Plugin {
     ep: Endpoint,
     // The provider the endpoint's rails came from; kept for their lifetime.
     _provider: Box<dyn Provider>,
-    connecting: Vec<Option<Connector>>,
+    connecting: Vec<Option<Connecting>>,
+    /// Draws the nonces of connections being made.
+    nonces: RandomState,
+    drawn: u64,
     /// The device's name, for `getProperties` (lives as long as the plugin).
     pub name: CString,
     /// A sysfs path for topology detection.
@@ -223,6 +264,8 @@ impl Plugin {
             ep,
             _provider: provider,
             connecting: Vec::new(),
+            nonces: RandomState::new(),
+            drawn: 0,
             name: CString::new("ernic0").expect("no NUL"),
             pci_path: CString::new("/sys/devices/virtual/net/ernic0").expect("no NUL"),
             summary,
@@ -245,46 +288,98 @@ impl Plugin {
 
     /// One step of connecting to the listener behind `handle`: a send
     /// comm's word when connected, `None` while the connection is being
-    /// made (its progress is kept in `handle`'s last bytes).
+    /// made (its progress is kept in `handle`'s last bytes). Fails once the
+    /// connect timeout has passed without an answer.
     pub fn connect(&mut self, handle: &mut [u8; HANDLE_LEN]) -> Outcome<Option<u64>> {
-        let slot = if handle[CONNECTING_AT..CONNECTING_AT + 4] == CONNECTING_MAGIC {
-            let at = CONNECTING_AT + 4;
-            let slot = u32::from_le_bytes(handle[at..at + 4].try_into().expect("4 bytes"));
-            let slot = slot as usize;
-            if self.connecting.get(slot).is_none_or(Option::is_none) {
+        let now = Instant::now();
+        let slot = if handle[CONNECTING_AT..CONNECTING_AT + 2] == CONNECTING_MAGIC {
+            let slot = usize::from(u16::from_le_bytes([
+                handle[CONNECTING_AT + 2],
+                handle[CONNECTING_AT + 3],
+            ]));
+            let nonce = u32::from_le_bytes(handle[CONNECTING_AT + 4..].try_into().expect("4"));
+            if self
+                .connecting
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_none_or(|c| c.nonce() != nonce)
+            {
                 return Err(Failure::invalid(
                     "the handle holds a connection this plugin is not making",
                 ));
             }
             slot
         } else {
+            self.sweep(now);
             let mut h = handle.to_vec();
             h[CONNECTING_AT..].fill(0);
-            let c = Some(Connector::new(Handle(h)));
+            // A free slot, a new one, or (when all are taken) one whose
+            // caller has not come back for its timeout's answer.
             let slot = match self.connecting.iter().position(Option::is_none) {
-                Some(i) => {
-                    self.connecting[i] = c;
-                    i
-                }
-                None => {
-                    self.connecting.push(c);
+                Some(i) => i,
+                None if self.connecting.len() < MAX_CONNECTING => {
+                    self.connecting.push(None);
                     self.connecting.len() - 1
                 }
+                None => self
+                    .connecting
+                    .iter()
+                    .position(|c| matches!(c, Some(Connecting::TimedOut { .. })))
+                    .ok_or_else(|| {
+                        Failure::system(format!(
+                            "{MAX_CONNECTING} connections are being made: finish some first"
+                        ))
+                    })?,
             };
-            handle[CONNECTING_AT..CONNECTING_AT + 4].copy_from_slice(&CONNECTING_MAGIC);
-            handle[CONNECTING_AT + 4..].copy_from_slice(&(slot as u32).to_le_bytes());
+            self.drawn += 1;
+            let nonce = self.nonces.hash_one(self.drawn) as u32;
+            self.connecting[slot] = Some(Connecting::Making {
+                connector: Connector::new(Handle(h)),
+                nonce,
+            });
+            handle[CONNECTING_AT..CONNECTING_AT + 2].copy_from_slice(&CONNECTING_MAGIC);
+            handle[CONNECTING_AT + 2..CONNECTING_AT + 4]
+                .copy_from_slice(&(slot as u16).to_le_bytes());
+            handle[CONNECTING_AT + 4..].copy_from_slice(&nonce.to_le_bytes());
             slot
         };
-        let c = self.connecting[slot].as_mut().expect("checked");
-        let done = match self.ep.connect(c) {
-            Ok(None) => return Ok(None),
-            Ok(Some(s)) => Ok(Some(word(Tag::Send, s.to_raw()))),
-            Err(e) => Err(Failure::from(e)),
+        let done = match self.connecting[slot].as_mut().expect("checked") {
+            Connecting::Making { connector, .. } => match self.ep.connect_at(connector, now) {
+                Ok(None) => return Ok(None),
+                Ok(Some(s)) => Ok(Some(word(Tag::Send, s.to_raw()))),
+                Err(e) => Err(Failure::from(e)),
+            },
+            Connecting::TimedOut { .. } => Err(Failure::from(NetError::ConnectTimeout {
+                ms: self.ep.connect_timeout().as_millis(),
+            })),
         };
         // Finished either way: the handle is a plain listen handle again.
         self.connecting[slot] = None;
         handle[CONNECTING_AT..].fill(0);
         done
+    }
+
+    /// Releases what connections past their timeout hold (their comm, the
+    /// peer's address); each slot keeps only its nonce, so a caller that
+    /// asks again hears of the timeout, and a new connection may take it.
+    fn sweep(&mut self, now: Instant) {
+        let timeout = self.ep.connect_timeout();
+        for slot in self.connecting.iter_mut() {
+            if let Some(Connecting::Making { connector, nonce }) = slot {
+                if connector.expired(now, timeout) {
+                    self.ep.cancel(connector);
+                    *slot = Some(Connecting::TimedOut { nonce: *nonce });
+                }
+            }
+        }
+    }
+
+    /// Connections being made.
+    pub fn connecting(&self) -> usize {
+        self.connecting
+            .iter()
+            .filter(|c| matches!(c, Some(Connecting::Making { .. })))
+            .count()
     }
 
     /// One step of accepting on `listen`.
@@ -470,6 +565,7 @@ mod tests {
         }
         let (s, r) = (s.expect("connected"), r.expect("accepted"));
         assert_eq!(h[CONNECTING_AT..], [0; 8], "the handle is clean again");
+        assert_eq!(p.connecting(), 0);
         let mut src = vec![0u8; 100_000];
         src.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
         let mut dst = vec![0u8; 100_000];

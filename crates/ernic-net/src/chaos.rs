@@ -128,6 +128,10 @@ impl Rail for ChaosRail {
         self.inner.av_insert(name)
     }
 
+    fn av_remove(&mut self, addr: FiAddr) -> Result<(), ProviderError> {
+        self.inner.av_remove(addr)
+    }
+
     fn remote_addressing(&self) -> RemoteAddressing {
         self.inner.remote_addressing()
     }

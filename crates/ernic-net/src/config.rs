@@ -1,7 +1,9 @@
 //! The transport's settings, read from aws-ofi-nccl's environment names
-//! with upstream's defaults.
+//! with upstream's defaults, and ernic's own (`ERNIC_NET_*`) where upstream
+//! has none.
 
 use std::fmt;
+use std::time::Duration;
 
 /// Which protocol a comm speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +58,18 @@ pub struct Config {
     /// `OFI_NCCL_MR_CACHE_DISABLE`: register every time instead of caching
     /// (default off).
     pub mr_cache_disable: bool,
+    /// `ERNIC_NET_CONNECT_TIMEOUT_MS`: how long a `connect` may stay
+    /// pending before it fails and its resources are released (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`], 1 ms to [`MAX_CONNECT_TIMEOUT`]).
+    /// aws-ofi-nccl has no such bound; ernic has one so a handle that names
+    /// no listener costs a bounded time and nothing after it.
+    pub connect_timeout: Duration,
 }
+
+/// The connect timeout when `ERNIC_NET_CONNECT_TIMEOUT_MS` is unset.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest connect timeout the setting accepts (one hour).
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Default for Config {
     fn default() -> Config {
@@ -68,6 +81,7 @@ impl Default for Config {
             force_num_rails: 0,
             cq_read_count: 4,
             mr_cache_disable: false,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 }
@@ -149,6 +163,13 @@ impl Config {
             "must be at least 1",
         )?;
         c.mr_cache_disable = size("OFI_NCCL_MR_CACHE_DISABLE", 0)? != 0;
+        let ms = checked(
+            "ERNIC_NET_CONNECT_TIMEOUT_MS",
+            c.connect_timeout.as_millis() as usize,
+            |v| (1..=MAX_CONNECT_TIMEOUT.as_millis() as usize).contains(&v),
+            "between 1 and 3600000 milliseconds",
+        )?;
+        c.connect_timeout = Duration::from_millis(ms as u64);
         Ok(c)
     }
 }
@@ -188,6 +209,7 @@ mod tests {
             ("OFI_NCCL_FORCE_NUM_RAILS", "2"),
             ("OFI_NCCL_CQ_READ_COUNT", "16"),
             ("OFI_NCCL_MR_CACHE_DISABLE", "1"),
+            ("ERNIC_NET_CONNECT_TIMEOUT_MS", "250"),
         ]))
         .unwrap();
         assert_eq!(c.protocol, Protocol::SendRecv);
@@ -203,6 +225,7 @@ mod tests {
             (c.force_num_rails, c.cq_read_count, c.mr_cache_disable),
             (2, 16, true)
         );
+        assert_eq!(c.connect_timeout, Duration::from_millis(250));
     }
 
     #[test]
@@ -216,5 +239,10 @@ mod tests {
         );
         assert!(Config::from_lookup(table(&[("OFI_NCCL_FORCE_NUM_RAILS", "16")])).is_err());
         assert!(Config::from_lookup(table(&[("OFI_NCCL_MIN_STRIPE_SIZE", "0")])).is_err());
+        for bad in ["0", "3600001", "soon"] {
+            let e =
+                Config::from_lookup(table(&[("ERNIC_NET_CONNECT_TIMEOUT_MS", bad)])).unwrap_err();
+            assert_eq!(e.name, "ERNIC_NET_CONNECT_TIMEOUT_MS");
+        }
     }
 }

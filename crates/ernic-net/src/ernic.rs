@@ -143,7 +143,9 @@ struct ErnicRail {
     ud: Qp,
     ud_mr: Mr,
     name: [u8; NAME_LEN],
-    peers: Vec<Peer>,
+    /// By address; `None` once removed (addresses are never reused, so a
+    /// late completion naming one finds nothing).
+    peers: Vec<Option<Box<Peer>>>,
     by_name: HashMap<[u8; NAME_LEN], FiAddr>,
     connecting: usize,
     mrs: HashMap<u64, Mr>,
@@ -208,7 +210,7 @@ impl ErnicRail {
         let (data, msg) = self.qps()?;
         let ah = self.pd.create_ah(gid)?;
         let addr = self.peers.len() as FiAddr;
-        self.peers.push(Peer {
+        self.peers.push(Some(Box::new(Peer {
             gid,
             ud_qpn,
             ah,
@@ -217,10 +219,19 @@ impl ErnicRail {
             remote: None,
             peer_ready: false,
             last_sent: None,
-        });
+        })));
         self.by_name.insert(*name, addr);
         self.connecting += 1;
         Ok(addr)
+    }
+
+    /// The live peer at `addr`: every address the rail uses itself came
+    /// from `peer_for` and is live until `av_remove`, which forgets it
+    /// everywhere.
+    fn live(&mut self, addr: FiAddr) -> &mut Peer {
+        self.peers[addr as usize]
+            .as_deref_mut()
+            .expect("an address the rail uses is live")
     }
 
     fn qps(&self) -> Result<(Qp, Qp), VerbsError> {
@@ -243,7 +254,7 @@ impl ErnicRail {
     /// and connects again.
     fn rebuild(&mut self, addr: FiAddr) -> Result<(), VerbsError> {
         let (data, msg) = self.qps()?;
-        let p = &mut self.peers[addr as usize];
+        let p = self.live(addr);
         let was_ready = p.ready();
         p.data = data;
         p.msg = msg;
@@ -257,11 +268,14 @@ impl ErnicRail {
     }
 
     fn send_ctl(&mut self, addr: FiAddr, kind: u8) {
-        let p = &mut self.peers[addr as usize];
+        let name = self.name;
+        let p = self.peers[addr as usize]
+            .as_deref_mut()
+            .expect("an address the rail uses is live");
         let mut m = [0u8; MSG_LEN];
         m[..4].copy_from_slice(MAGIC);
         m[4] = kind;
-        m[8..28].copy_from_slice(&self.name);
+        m[8..28].copy_from_slice(&name);
         m[28..32].copy_from_slice(&p.data.qpn().0.to_le_bytes());
         m[32..36].copy_from_slice(&p.msg.qpn().0.to_le_bytes());
         let wr = SendWr::new(INTERNAL | KIND_UD_SEND, SendOp::Send)
@@ -274,7 +288,7 @@ impl ErnicRail {
     }
 
     fn connect(&mut self, addr: FiAddr, data_qpn: Qpn, msg_qpn: Qpn) -> Result<(), VerbsError> {
-        let p = &mut self.peers[addr as usize];
+        let p = self.live(addr);
         match p.remote {
             Some(r) if r == (data_qpn, msg_qpn) => return Ok(()),
             // The peer rebuilt its QPs: so do we.
@@ -294,7 +308,7 @@ impl ErnicRail {
     }
 
     fn mark_ready(&mut self, addr: FiAddr) {
-        let p = &mut self.peers[addr as usize];
+        let p = self.live(addr);
         let was = p.ready();
         p.peer_ready = true;
         if !was && p.ready() {
@@ -333,7 +347,9 @@ impl ErnicRail {
     /// Sends set-up datagrams again to peers that have not answered.
     fn retry(&mut self, now: Instant) {
         for a in 0..self.peers.len() {
-            let p = &self.peers[a];
+            let Some(p) = self.peers[a].as_deref() else {
+                continue;
+            };
             if p.ready() || p.last_sent.is_some_and(|t| now.duration_since(t) < RETRY) {
                 continue;
             }
@@ -343,11 +359,11 @@ impl ErnicRail {
     }
 
     fn peer(&mut self, dest: FiAddr) -> Result<&Peer, PostError> {
-        match self.peers.get(dest as usize) {
+        match self.peers.get(dest as usize).and_then(Option::as_deref) {
             None => Err(PostError::Failed(format!(
                 "no address {dest} in this rail's address vector"
             ))),
-            Some(p) if p.ready() => Ok(&self.peers[dest as usize]),
+            Some(p) if p.ready() => Ok(self.peers[dest as usize].as_deref().expect("checked")),
             Some(_) => {
                 self.retry(Instant::now());
                 Err(PostError::Again)
@@ -391,7 +407,7 @@ impl ErnicRail {
                     }
                 }
                 KIND_DATA_RECV => {
-                    let Some(p) = self.peers.get(low as usize) else {
+                    let Some(p) = self.peers.get(low as usize).and_then(Option::as_deref) else {
                         return;
                     };
                     if wc.status == WcStatus::WrFlushErr {
@@ -426,11 +442,10 @@ impl ErnicRail {
             }));
         } else {
             if wc.status != WcStatus::WrFlushErr {
-                if let Some(a) = self
-                    .peers
-                    .iter()
-                    .position(|p| p.data.qpn() == wc.qpn || p.msg.qpn() == wc.qpn)
-                {
+                if let Some(a) = self.peers.iter().position(|p| {
+                    p.as_deref()
+                        .is_some_and(|p| p.data.qpn() == wc.qpn || p.msg.qpn() == wc.qpn)
+                }) {
                     if self.rebuild(a as FiAddr).is_ok() {
                         self.send_ctl(a as FiAddr, REQ);
                     }
@@ -479,6 +494,21 @@ impl Rail for ErnicRail {
             self.send_ctl(addr, REQ);
         }
         Ok(addr)
+    }
+
+    fn av_remove(&mut self, addr: FiAddr) -> Result<(), ProviderError> {
+        let p = self
+            .peers
+            .get_mut(addr as usize)
+            .and_then(Option::take)
+            .ok_or_else(|| ProviderError(format!("no address {addr} to remove")))?;
+        if !p.ready() {
+            self.connecting -= 1;
+        }
+        self.by_name.retain(|_, a| *a != addr);
+        // Its two QPs (and their queues, most of a peer's cost) go here.
+        drop(p);
+        Ok(())
     }
 
     fn remote_addressing(&self) -> RemoteAddressing {

@@ -134,6 +134,15 @@ pub trait Rail: Send {
     /// Inserts a peer's endpoint name; the same name gives the same address.
     fn av_insert(&mut self, name: &[u8]) -> Result<FiAddr, ProviderError>;
 
+    /// Forgets a peer no comm uses any more (`fi_av_remove`), releasing
+    /// what the rail holds for it; `addr` is not used again. The default
+    /// keeps the entry: an address costs a provider whose entries are
+    /// only addresses next to nothing.
+    fn av_remove(&mut self, addr: FiAddr) -> Result<(), ProviderError> {
+        let _ = addr;
+        Ok(())
+    }
+
     /// How remote addresses in writes are given.
     fn remote_addressing(&self) -> RemoteAddressing;
 

@@ -31,8 +31,21 @@
 //! the CTRLs it has seen, so eager messages never overrun the receiver's
 //! window or rx buffers, and the 10-bit sequence space (window 256) never
 //! holds two live messages with one number.
+//!
+//! What a peer sends is untrusted: a listen handle ([`decode_handle`]) and
+//! every control message ([`decode_control`]) are decoded into bounded
+//! values before anything acts on them, and the costs a peer can cause are
+//! capped: [`MAX_COMMS`] comms, [`MAX_BACKLOG`] unaccepted connections per
+//! listener, a reported size never larger than the receive. A `connect`
+//! that no listener answers fails after
+//! [`Config::connect_timeout`](crate::config::Config::connect_timeout) and
+//! gives back what it held. Every [`reg`](Endpoint::reg) answers a handle of
+//! its own (the MR cache shares the registration underneath), so each
+//! holder's [`dereg`](Endpoint::dereg) drops only its own reference and a
+//! second one is refused.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, MAX_RAILS};
 use crate::deque::Deque;
@@ -88,6 +101,18 @@ pub const MAX_CONTROL_RAILS: usize = 4;
 const CTL: usize = 1 << 20;
 /// Comms one endpoint holds.
 pub const MAX_COMMS: usize = 4096;
+/// Connections a listener holds before `accept` takes them; a CONN beyond
+/// this is dropped (its sender's connect times out).
+pub const MAX_BACKLOG: usize = 256;
+/// Segments of one message, at most: a write per data rail, and a SIZE.
+pub const MAX_SEGMENTS: usize = MAX_RAILS + 1;
+/// Registration handles one endpoint gives out at once.
+pub const MAX_MR_HANDLES: usize = 1 << MR_SLOT_BITS;
+/// A registration handle: its slot in the low bits, a generation above, so
+/// a handle deregistered (and its slot reused) is not taken for the new one
+/// until the generation wraps.
+const MR_SLOT_BITS: u32 = 20;
+const MR_SLOT_MASK: u32 = (1 << MR_SLOT_BITS) - 1;
 
 /// The immediate word of a message's segments.
 pub fn imm(seq: u16, comm: u32, nseg: u8) -> u32 {
@@ -115,6 +140,259 @@ pub enum NetError {
     /// The request failed.
     #[error("request failed: {0}")]
     Request(String),
+    /// No listener answered a connect in time.
+    #[error(
+        "no listener answered within {ms} ms (ERNIC_NET_CONNECT_TIMEOUT_MS): the handle names \
+         an endpoint or listen comm that is not there"
+    )]
+    ConnectTimeout {
+        /// The timeout, in milliseconds.
+        ms: u128,
+    },
+}
+
+/// Why bytes from a peer (a listen handle, a control message) were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// A handle of the wrong size.
+    #[error("a handle of {0} bytes: a listen handle has {HANDLE_LEN}")]
+    HandleLen(usize),
+    /// The handle's endpoint name is empty or runs past the handle.
+    #[error("the handle's endpoint name of {0} bytes does not fit a handle")]
+    HandleName(usize),
+    /// An empty control message.
+    #[error("an empty control message")]
+    Empty,
+    /// A kind this protocol does not have.
+    #[error("control message kind {0} is none of CONN, CONN_RESP, CTRL, SIZE")]
+    Kind(u8),
+    /// A message shorter than its kind needs.
+    #[error("a {kind} message of {got} bytes is cut short")]
+    Short {
+        /// The message's kind.
+        kind: &'static str,
+        /// Its length.
+        got: usize,
+    },
+    /// More rails than an endpoint can have.
+    #[error("{data} data and {control} control rails: at most {MAX_RAILS} and {MAX_CONTROL_RAILS}")]
+    Rails {
+        /// Data rails named.
+        data: usize,
+        /// Control rails named.
+        control: usize,
+    },
+    /// A rail name that runs past the end of the message.
+    #[error("rail name {index} runs past the end of the message")]
+    Name {
+        /// Which name.
+        index: usize,
+    },
+    /// More keys than rails.
+    #[error("{0} keys: at most {MAX_RAILS}")]
+    Keys(usize),
+    /// A sequence number wider than the protocol's 10 bits.
+    #[error("sequence number {0} does not fit 10 bits")]
+    Seq(u32),
+    /// More segments than a message can have.
+    #[error("{0} segments: at most {MAX_SEGMENTS}")]
+    Segments(u32),
+}
+
+/// What a listen handle names: the listener's control-rail endpoint name
+/// and its listen comm id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandleRef<'a> {
+    /// The provider's name of the listener's first control rail.
+    pub name: &'a [u8],
+    /// The listen comm on that endpoint.
+    pub listen: u32,
+}
+
+/// Decodes a listen handle (from another rank: untrusted): a length byte,
+/// that many bytes of endpoint name, the listen comm id (LE), zeros.
+pub fn decode_handle(h: &[u8]) -> Result<HandleRef<'_>, DecodeError> {
+    if h.len() != HANDLE_LEN {
+        return Err(DecodeError::HandleLen(h.len()));
+    }
+    let n = usize::from(h[0]);
+    if n == 0 || 1 + n + 4 > HANDLE_LEN {
+        return Err(DecodeError::HandleName(n));
+    }
+    let listen = u32::from_le_bytes(h[1 + n..1 + n + 4].try_into().expect("4 bytes"));
+    Ok(HandleRef {
+        name: &h[1..1 + n],
+        listen,
+    })
+}
+
+/// The rail names a CONN or CONN_RESP carries, borrowed from it (no
+/// allocation): at most [`MAX_CONTROL_RAILS`] and [`MAX_RAILS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RailNames<'a> {
+    ctl: [&'a [u8]; MAX_CONTROL_RAILS],
+    nctl: usize,
+    data: [&'a [u8]; MAX_RAILS],
+    ndata: usize,
+}
+
+impl<'a> RailNames<'a> {
+    /// The control rails' names.
+    pub fn control(&self) -> &[&'a [u8]] {
+        &self.ctl[..self.nctl]
+    }
+    /// The data rails' names.
+    pub fn data(&self) -> &[&'a [u8]] {
+        &self.data[..self.ndata]
+    }
+}
+
+/// A CTRL: where the receiver's buffer is, and its key on each data rail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CtrlMsg {
+    /// The sender's comm id.
+    pub comm: u32,
+    /// The message's sequence number (10 bits).
+    pub seq: u16,
+    /// The buffer's address (or offset into its registration).
+    pub addr: u64,
+    /// The buffer's length.
+    pub len: u64,
+    /// Keys given (at most [`MAX_RAILS`]).
+    pub nkeys: u8,
+    /// One key per data rail; the first `nkeys` count.
+    pub keys: [u64; MAX_RAILS],
+}
+
+/// A control message, decoded and bounded; see [`decode_control`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control<'a> {
+    /// A sender asks a listener for a connection.
+    Conn {
+        /// The listen comm it names.
+        listen: u32,
+        /// The sender's comm id.
+        sender: u32,
+        /// The sender's rails.
+        names: RailNames<'a>,
+    },
+    /// The listener's side answers.
+    ConnResp {
+        /// The sender's comm id.
+        sender: u32,
+        /// The receiver's comm id.
+        receiver: u32,
+        /// The receiver's rails.
+        names: RailNames<'a>,
+    },
+    /// A receive was posted.
+    Ctrl(CtrlMsg),
+    /// A message shorter than its receive: its size, as one more segment.
+    Size {
+        /// The receiver's comm id.
+        comm: u32,
+        /// The message's sequence number.
+        seq: u16,
+        /// Its segments, this one included.
+        nseg: u8,
+        /// The bytes sent.
+        size: u64,
+    },
+}
+
+fn names_of<'a>(kind: &'static str, m: &'a [u8]) -> Result<RailNames<'a>, DecodeError> {
+    let short = || DecodeError::Short { kind, got: m.len() };
+    let (&nd, rest) = m.split_first().ok_or_else(short)?;
+    let (&nc, mut rest) = rest.split_first().ok_or_else(short)?;
+    let (nd, nc) = (usize::from(nd), usize::from(nc));
+    if nd > MAX_RAILS || nc > MAX_CONTROL_RAILS {
+        return Err(DecodeError::Rails {
+            data: nd,
+            control: nc,
+        });
+    }
+    let mut names = RailNames {
+        ctl: [&[]; MAX_CONTROL_RAILS],
+        nctl: nc,
+        data: [&[]; MAX_RAILS],
+        ndata: nd,
+    };
+    for index in 0..nc + nd {
+        let (&len, r) = rest.split_first().ok_or(DecodeError::Name { index })?;
+        let name = r
+            .get(..usize::from(len))
+            .ok_or(DecodeError::Name { index })?;
+        if index < nc {
+            names.ctl[index] = name;
+        } else {
+            names.data[index - nc] = name;
+        }
+        rest = &r[usize::from(len)..];
+    }
+    Ok(names)
+}
+
+/// Decodes a control message from a peer (untrusted: every length and
+/// count is checked against the message and the protocol's limits; after
+/// this succeeds nothing in it can index out of bounds).
+pub fn decode_control(m: &[u8]) -> Result<Control<'_>, DecodeError> {
+    let short = |kind| DecodeError::Short { kind, got: m.len() };
+    let seq = |v: u32| {
+        u16::try_from(v)
+            .ok()
+            .filter(|s| *s < 1 << SEQ_BITS)
+            .ok_or(DecodeError::Seq(v))
+    };
+    match *m.first().ok_or(DecodeError::Empty)? {
+        CONN => Ok(Control::Conn {
+            listen: u32_at(m, 4).ok_or_else(|| short("CONN"))?,
+            sender: u32_at(m, 8).ok_or_else(|| short("CONN"))?,
+            names: names_of("CONN", m.get(12..).ok_or_else(|| short("CONN"))?)?,
+        }),
+        CONN_RESP => Ok(Control::ConnResp {
+            sender: u32_at(m, 4).ok_or_else(|| short("CONN_RESP"))?,
+            receiver: u32_at(m, 8).ok_or_else(|| short("CONN_RESP"))?,
+            names: names_of("CONN_RESP", m.get(12..).ok_or_else(|| short("CONN_RESP"))?)?,
+        }),
+        CTRL => {
+            let comm = u32_at(m, 4).ok_or_else(|| short("CTRL"))?;
+            let sq = seq(u32_at(m, 8).ok_or_else(|| short("CTRL"))?)?;
+            let addr = u64_at(m, 12).ok_or_else(|| short("CTRL"))?;
+            let len = u64_at(m, 20).ok_or_else(|| short("CTRL"))?;
+            let nkeys = usize::from(*m.get(28).ok_or_else(|| short("CTRL"))?);
+            if nkeys > MAX_RAILS {
+                return Err(DecodeError::Keys(nkeys));
+            }
+            let mut keys = [0u64; MAX_RAILS];
+            for (i, k) in keys.iter_mut().enumerate().take(nkeys) {
+                *k = u64_at(m, 32 + 8 * i).ok_or_else(|| short("CTRL"))?;
+            }
+            Ok(Control::Ctrl(CtrlMsg {
+                comm,
+                seq: sq,
+                addr,
+                len,
+                nkeys: nkeys as u8,
+                keys,
+            }))
+        }
+        SIZE => {
+            let comm = u32_at(m, 4).ok_or_else(|| short("SIZE"))?;
+            let sq = seq(u32_at(m, 8).ok_or_else(|| short("SIZE"))?)?;
+            let nseg = u32_at(m, 12).ok_or_else(|| short("SIZE"))?;
+            if nseg as usize > MAX_SEGMENTS {
+                return Err(DecodeError::Segments(nseg));
+            }
+            let size = u64_at(m, 16).ok_or_else(|| short("SIZE"))?;
+            Ok(Control::Size {
+                comm,
+                seq: sq,
+                nseg: nseg as u8,
+                size,
+            })
+        }
+        k => Err(DecodeError::Kind(k)),
+    }
 }
 
 fn perr(e: impl std::fmt::Display) -> NetError {
@@ -199,17 +477,30 @@ impl Request {
 }
 
 /// A connection being made: give it to [`Endpoint::connect`] until it
-/// answers a comm.
+/// answers a comm (or fails, at the latest when the connect timeout has
+/// passed since the first call).
 #[derive(Debug)]
 pub struct Connector {
     handle: Handle,
     comm: Option<u32>,
+    /// When the first `connect` call began.
+    since: Option<Instant>,
 }
 
 impl Connector {
     /// A connection to the listener behind `handle`.
     pub fn new(handle: Handle) -> Connector {
-        Connector { handle, comm: None }
+        Connector {
+            handle,
+            comm: None,
+            since: None,
+        }
+    }
+
+    /// Whether `timeout` has passed, at `now`, since the first `connect`.
+    pub fn expired(&self, now: Instant, timeout: Duration) -> bool {
+        self.since
+            .is_some_and(|t| now.saturating_duration_since(t) >= timeout)
     }
 }
 
@@ -240,13 +531,7 @@ fn unctx(c: u64) -> (u64, usize, usize) {
     )
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Ctrl {
-    addr: u64,
-    len: u64,
-    nkeys: u8,
-    keys: [u64; MAX_RAILS],
-}
+type Ctrl = CtrlMsg;
 
 #[derive(Debug)]
 enum ConnState {
@@ -436,6 +721,14 @@ struct MrEntry {
     regs: Vec<MrReg>,
 }
 
+/// One `reg`'s handle slot: the registration it holds a reference on, and
+/// the generation its handle carries.
+#[derive(Debug, Clone, Copy, Default)]
+struct Holder {
+    generation: u32,
+    backing: Option<u32>,
+}
+
 /// A device endpoint: its rails, comms, requests and registrations.
 pub struct Endpoint {
     cfg: Config,
@@ -455,7 +748,11 @@ pub struct Endpoint {
     comms: Vec<Option<Comm>>,
     reqs: Freelist<Req>,
     pending: Deque<Op>,
+    /// Registrations on the rails, by index (shared through the cache).
     mrs: Vec<Option<MrEntry>>,
+    /// The handles given out, one per `reg`.
+    holders: Vec<Holder>,
+    free_holders: Vec<u32>,
     cache: MrCache<u32>,
     cqbuf: Vec<CqEntry>,
     generation: u32,
@@ -556,6 +853,8 @@ impl Endpoint {
             reqs: Freelist::new(1024, 1024, 0, Req::default).map_err(perr)?,
             pending: Deque::with_capacity(1024),
             mrs: Vec::new(),
+            holders: Vec::new(),
+            free_holders: Vec::new(),
             cache: MrCache::new(PAGE, 64),
             cqbuf: vec![CqEntry::default(); 64],
             generation: 0,
@@ -580,6 +879,11 @@ impl Endpoint {
     /// Data rails.
     pub fn rails(&self) -> usize {
         self.data.len()
+    }
+
+    /// How long a `connect` may stay pending.
+    pub fn connect_timeout(&self) -> Duration {
+        self.cfg.connect_timeout
     }
 
     fn new_comm(&mut self, kind: CommKind, state: ConnState) -> Result<u32, NetError> {
@@ -659,26 +963,50 @@ impl Endpoint {
     }
 
     /// Connects to a listener; answers `None` until the connection is made.
+    /// Fails with [`NetError::ConnectTimeout`] once the connect timeout has
+    /// passed since the first call without an answer; what the connection
+    /// held is released then.
     pub fn connect(&mut self, c: &mut Connector) -> Result<Option<SendComm>, NetError> {
+        self.connect_at(c, Instant::now())
+    }
+
+    /// [`connect`](Endpoint::connect) at time `now`.
+    pub fn connect_at(
+        &mut self,
+        c: &mut Connector,
+        now: Instant,
+    ) -> Result<Option<SendComm>, NetError> {
         let id = match c.comm {
             Some(id) => id,
             None => {
-                let h = &c.handle.0;
-                let n = *h.first().unwrap_or(&0) as usize;
-                if h.len() != HANDLE_LEN || n == 0 || 1 + n + 4 > HANDLE_LEN {
-                    return Err(NetError::Invalid("not a listen handle".into()));
-                }
-                let listen = u32::from_le_bytes(h[1 + n..1 + n + 4].try_into().expect("4 bytes"));
-                let peer = self.ctls[0].rail.av_insert(&h[1..1 + n]).map_err(perr)?;
+                let h = decode_handle(&c.handle.0)
+                    .map_err(|e| NetError::Invalid(format!("not a listen handle: {e}")))?;
                 let id = self.new_comm(CommKind::Send, ConnState::Created)?;
+                let peer = match self.ctls[0].rail.av_insert(h.name) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.free_comm(id);
+                        return Err(perr(e));
+                    }
+                };
                 let comm = self.comms[id as usize].as_mut().expect("just made");
                 comm.peer_ctrl[0] = peer;
-                comm.remote = listen;
+                comm.remote = h.listen;
                 c.comm = Some(id);
+                c.since = Some(now);
                 id
             }
         };
         self.progress();
+        let timeout = self.cfg.connect_timeout;
+        let comm = self.comm(id, CommKind::Send)?;
+        let pending = !matches!(comm.state, ConnState::Connected | ConnState::Failed(_));
+        if pending && c.expired(now, timeout) {
+            self.cancel(c);
+            return Err(NetError::ConnectTimeout {
+                ms: timeout.as_millis(),
+            });
+        }
         let comm = self.comm(id, CommKind::Send)?;
         match &comm.state {
             ConnState::Created => {
@@ -693,8 +1021,38 @@ impl Endpoint {
                 Ok(None)
             }
             ConnState::Connected => Ok(Some(SendComm(id))),
-            ConnState::Failed(e) => Err(NetError::Request(format!("connect failed: {e}"))),
+            ConnState::Failed(e) => {
+                let e = format!("connect failed: {e}");
+                self.cancel(c);
+                Err(NetError::Request(e))
+            }
             _ => Ok(None),
+        }
+    }
+
+    /// Gives up a connection not yet made: its comm is freed, and the
+    /// listener's address too when no other comm uses it (with the ernic
+    /// provider, a peer's queue pairs: most of what a connect costs). A
+    /// connection already made is left alone: close its comm instead.
+    pub fn cancel(&mut self, c: &mut Connector) {
+        let Some(id) = c.comm.take() else { return };
+        let Some(comm) = self.comms.get(id as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        if comm.kind != CommKind::Send || matches!(comm.state, ConnState::Connected) {
+            c.comm = Some(id);
+            return;
+        }
+        let peer = comm.peer_ctrl[0];
+        self.free_comm(id);
+        let used = self
+            .comms
+            .iter()
+            .flatten()
+            .any(|o| o.kind != CommKind::Listen && o.peer_ctrl[0] == peer);
+        if !used {
+            // Nothing else sends to it; a provider that cannot remove keeps it.
+            let _ = self.ctls[0].rail.av_remove(peer);
         }
     }
 
@@ -1080,18 +1438,35 @@ impl Endpoint {
 
     /// A segment of a message this endpoint receives: a write completion,
     /// or a SIZE message.
-    fn remote_segment(&mut self, comm: u32, seq: u16, nseg: u8, size: Option<usize>) {
+    fn remote_segment(&mut self, comm: u32, seq: u16, nseg: u8, size: Option<u64>) {
         let Some(c) = self.comms.get_mut(comm as usize).and_then(Option::as_mut) else {
             self.dropped += 1;
             return;
         };
+        if c.kind != CommKind::Recv {
+            self.dropped += 1;
+            return;
+        }
         match c.recvs.retrieve(seq) {
             Ok(Some(RElem::Req(req))) => {
                 let req = *req;
-                if let Some(r) = self.reqs.get_mut(req) {
-                    r.need = u32::from(nseg);
+                let Some(r) = self.reqs.get_mut(req) else {
+                    return;
+                };
+                r.need = u32::from(nseg);
+                // The size is the peer's word: never more than the receive.
+                let len = r.len;
+                match size.map(|n| usize::try_from(n).ok().filter(|&n| n <= len)) {
+                    Some(None) => self.fail_req(
+                        req,
+                        format!(
+                            "the sender reported {} bytes for a {len}-byte receive",
+                            size.unwrap_or(0)
+                        ),
+                    ),
+                    Some(n) => self.segment_done(req, n),
+                    None => self.segment_done(req, None),
                 }
-                self.segment_done(req, size);
             }
             _ => self.dropped += 1,
         }
@@ -1252,31 +1627,6 @@ fn then_of(context: u64) -> After {
     }
 }
 
-/// Endpoint names, borrowed from a message.
-type Names<'a> = Vec<&'a [u8]>;
-
-/// Reads the rail names a CONN or CONN_RESP carries: the counts of data
-/// and control rails, then (length, name) for each control rail and each
-/// data rail. Answers (control names, data names).
-fn parse_names(m: &[u8]) -> Option<(Names<'_>, Names<'_>)> {
-    let (&nd, rest) = m.split_first()?;
-    let (&nc, mut rest) = rest.split_first()?;
-    let (nd, nc) = (nd as usize, nc as usize);
-    if nd > MAX_RAILS || nc > MAX_CONTROL_RAILS {
-        return None;
-    }
-    let n = nc + nd;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (&len, r) = rest.split_first()?;
-        let name = r.get(..len as usize)?;
-        out.push(name);
-        rest = &r[len as usize..];
-    }
-    let data = out.split_off(nc);
-    Some((out, data))
-}
-
 fn u32_at(m: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(m.get(at..at + 4)?.try_into().ok()?))
 }
@@ -1288,42 +1638,79 @@ fn u64_at(m: &[u8], at: usize) -> Option<u64> {
 impl Endpoint {
     /// Handles a control message; false if it was malformed or stray.
     fn on_control(&mut self, m: &[u8], _imm: u32) -> bool {
-        match m.first() {
-            Some(&CONN) => self.on_conn(m).is_some(),
-            Some(&CONN_RESP) => self.on_conn_resp(m).is_some(),
-            Some(&CTRL) => self.on_ctrl(m).is_some(),
-            Some(&SIZE) => {
-                let Some((comm, seq, nseg, size)) =
-                    (|| Some((u32_at(m, 4)?, u32_at(m, 8)?, u32_at(m, 12)?, u64_at(m, 16)?)))()
-                else {
-                    return false;
-                };
-                self.remote_segment(comm, seq as u16, nseg as u8, Some(size as usize));
+        match decode_control(m) {
+            Ok(Control::Conn {
+                listen,
+                sender,
+                names,
+            }) => self.on_conn(listen, sender, &names).is_some(),
+            Ok(Control::ConnResp {
+                sender,
+                receiver,
+                names,
+            }) => self.on_conn_resp(sender, receiver, &names).is_some(),
+            Ok(Control::Ctrl(ctrl)) => self.on_ctrl(ctrl).is_some(),
+            Ok(Control::Size {
+                comm,
+                seq,
+                nseg,
+                size,
+            }) => {
+                self.remote_segment(comm, seq, nseg, Some(size));
                 true
             }
-            _ => false,
+            Err(_) => false,
         }
     }
 
-    fn on_conn(&mut self, m: &[u8]) -> Option<()> {
-        let listen = u32_at(m, 4)?;
-        let sender = u32_at(m, 8)?;
-        let (ctl_names, names) = parse_names(m.get(12..)?)?;
-        if names.len() != self.data.len() || ctl_names.len() != self.ctls.len() {
+    /// The peer's rails in our address vectors; `None` (nothing kept) if
+    /// its rail counts differ from ours or a name is refused.
+    #[allow(clippy::type_complexity)]
+    fn insert_names(
+        &mut self,
+        names: &RailNames<'_>,
+    ) -> Option<([FiAddr; MAX_CONTROL_RAILS], [FiAddr; MAX_RAILS])> {
+        if names.data().len() != self.data.len() || names.control().len() != self.ctls.len() {
             // A peer with other rail counts: refuse by ignoring; its
-            // connect never completes.
+            // connect never completes (and times out).
             return None;
         }
-        self.comm(listen, CommKind::Listen).ok()?;
         let mut peer_ctrl = [0; MAX_CONTROL_RAILS];
-        for (i, n) in ctl_names.iter().enumerate() {
+        for (i, n) in names.control().iter().enumerate() {
             peer_ctrl[i] = self.ctls[i].rail.av_insert(n).ok()?;
         }
         let mut peer_data = [0; MAX_RAILS];
-        for (i, n) in names.iter().enumerate() {
+        for (i, n) in names.data().iter().enumerate() {
             peer_data[i] = self.data[i].rail.av_insert(n).ok()?;
         }
+        Some((peer_ctrl, peer_data))
+    }
+
+    fn on_conn(&mut self, listen: u32, sender: u32, names: &RailNames<'_>) -> Option<()> {
+        // What a CONN costs is bounded before anything is spent on it: a
+        // listener that exists, room in its backlog, a free comm id.
+        if self.comm(listen, CommKind::Listen).ok()?.backlog.len() >= MAX_BACKLOG {
+            return None;
+        }
         let id = self.new_comm(CommKind::Recv, ConnState::RespPending).ok()?;
+        let Some((peer_ctrl, peer_data)) = self.insert_names(names) else {
+            self.free_comm(id);
+            return None;
+        };
+        // The same CONN again (a sender's retry): one connection for it.
+        let again = self.comms[listen as usize]
+            .as_ref()?
+            .backlog
+            .iter()
+            .any(|&b| {
+                self.comms[b as usize]
+                    .as_ref()
+                    .is_some_and(|c| c.remote == sender && c.peer_ctrl[0] == peer_ctrl[0])
+            });
+        if again {
+            self.free_comm(id);
+            return None;
+        }
         let c = self.comms[id as usize].as_mut()?;
         c.remote = sender;
         c.peer_ctrl = peer_ctrl;
@@ -1335,25 +1722,15 @@ impl Endpoint {
         Some(())
     }
 
-    fn on_conn_resp(&mut self, m: &[u8]) -> Option<()> {
-        let sender = u32_at(m, 4)?;
-        let receiver = u32_at(m, 8)?;
-        let (ctl_names, names) = parse_names(m.get(12..)?)?;
-        if names.len() != self.data.len() || ctl_names.len() != self.ctls.len() {
+    fn on_conn_resp(&mut self, sender: u32, receiver: u32, names: &RailNames<'_>) -> Option<()> {
+        if !matches!(
+            self.comm(sender, CommKind::Send).ok()?.state,
+            ConnState::WaitResp
+        ) {
             return None;
         }
-        let mut peer_ctrl = [0; MAX_CONTROL_RAILS];
-        for (i, n) in ctl_names.iter().enumerate() {
-            peer_ctrl[i] = self.ctls[i].rail.av_insert(n).ok()?;
-        }
-        let mut peer_data = [0; MAX_RAILS];
-        for (i, n) in names.iter().enumerate() {
-            peer_data[i] = self.data[i].rail.av_insert(n).ok()?;
-        }
+        let (peer_ctrl, peer_data) = self.insert_names(names)?;
         let c = self.comm(sender, CommKind::Send).ok()?;
-        if !matches!(c.state, ConnState::WaitResp) {
-            return None;
-        }
         c.remote = receiver;
         c.peer_ctrl = peer_ctrl;
         c.peer_data = peer_data;
@@ -1361,27 +1738,13 @@ impl Endpoint {
         Some(())
     }
 
-    fn on_ctrl(&mut self, m: &[u8]) -> Option<()> {
-        let comm = u32_at(m, 4)?;
-        let seq = (u32_at(m, 8)? & 0x3ff) as u16;
-        let addr = u64_at(m, 12)?;
-        let len = u64_at(m, 20)?;
-        let nkeys = *m.get(28)? as usize;
-        if nkeys != self.data.len() {
+    fn on_ctrl(&mut self, ctrl: Ctrl) -> Option<()> {
+        if usize::from(ctrl.nkeys) != self.data.len() {
             return None;
         }
-        let mut keys = [0u64; MAX_RAILS];
-        for (i, k) in keys.iter_mut().enumerate().take(nkeys) {
-            *k = u64_at(m, 32 + 8 * i)?;
-        }
-        let ctrl = Ctrl {
-            addr,
-            len,
-            nkeys: nkeys as u8,
-            keys,
-        };
+        let seq = ctrl.seq;
         let sendrecv = self.sendrecv;
-        let c = self.comm(comm, CommKind::Send).ok()?;
+        let c = self.comm(ctrl.comm, CommKind::Send).ok()?;
         c.ctrls_seen += 1;
         if sendrecv {
             // Only a credit: a receive was posted.
@@ -1407,9 +1770,11 @@ impl Endpoint {
     }
 
     /// Registers `len` bytes of the caller's memory at `addr` on every data
-    /// rail. With the MR cache (the default; `OFI_NCCL_MR_CACHE_DISABLE=1`
-    /// turns it off) the whole pages around the buffer are registered, and a
-    /// later registration inside them shares it, counted.
+    /// rail, and answers a handle of this call's own. With the MR cache (the
+    /// default; `OFI_NCCL_MR_CACHE_DISABLE=1` turns it off) the whole pages
+    /// around the buffer are registered, and a later registration inside
+    /// them shares that registration, counted: each handle holds one
+    /// reference, which its [`dereg`](Endpoint::dereg) drops.
     ///
     /// # Safety
     ///
@@ -1417,11 +1782,44 @@ impl Endpoint {
     /// for reads and writes until [`dereg`](Endpoint::dereg), and the rails
     /// may write the buffer whenever a receive naming it is in flight.
     pub unsafe fn reg(&mut self, addr: *mut u8, len: usize) -> Result<MrHandle, NetError> {
+        let slot = match self.free_holders.pop() {
+            Some(s) => s,
+            None if self.holders.len() < MAX_MR_HANDLES => {
+                self.holders.push(Holder::default());
+                (self.holders.len() - 1) as u32
+            }
+            None => {
+                return Err(NetError::Invalid(format!(
+                    "{MAX_MR_HANDLES} registrations are held: deregister some first"
+                )));
+            }
+        };
+        // SAFETY: this function's contract, passed on.
+        match unsafe { self.backing(addr, len) } {
+            Ok(b) => {
+                let h = &mut self.holders[slot as usize];
+                h.backing = Some(b);
+                Ok(MrHandle(slot | (h.generation << MR_SLOT_BITS)))
+            }
+            Err(e) => {
+                self.free_holders.push(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// The registration `addr..addr+len` is in, with one more reference
+    /// (from the cache), or a new one.
+    ///
+    /// # Safety
+    ///
+    /// As [`reg`](Endpoint::reg).
+    unsafe fn backing(&mut self, addr: *mut u8, len: usize) -> Result<u32, NetError> {
         let (start, span) = if self.cfg.mr_cache_disable || len == 0 {
             (addr, len)
         } else {
             if let Some(h) = self.cache.lookup(addr as u64, len as u64).map_err(perr)? {
-                return Ok(MrHandle(h));
+                return Ok(h);
             }
             let a = addr as u64;
             let lo = a & !(PAGE - 1);
@@ -1458,53 +1856,85 @@ impl Endpoint {
             }
         } as u32;
         if !self.cfg.mr_cache_disable && len > 0 {
-            self.cache
-                .insert(start as u64, span as u64, i)
-                .map_err(perr)?;
+            if let Err(e) = self.cache.insert(start as u64, span as u64, i) {
+                self.close_backing(i);
+                return Err(perr(e));
+            }
         }
-        Ok(MrHandle(i))
+        Ok(i)
     }
 
-    /// Drops a registration (with the cache, the last reference closes it
-    /// on every rail).
-    pub fn dereg(&mut self, h: MrHandle) -> Result<(), NetError> {
-        if self
-            .mrs
-            .get(h.0 as usize)
-            .and_then(Option::as_ref)
-            .is_none()
-        {
-            return Err(NetError::Invalid(format!("no registration {}", h.0)));
+    fn close_backing(&mut self, b: u32) {
+        if let Some(m) = self.mrs.get_mut(b as usize).and_then(Option::take) {
+            for (d, r) in self.data.iter_mut().zip(&m.regs) {
+                let _ = d.rail.mr_close(r.handle);
+            }
         }
-        let cached = self.mrs[h.0 as usize].as_ref().is_some_and(|m| m.len > 0)
-            && !self.cfg.mr_cache_disable;
-        if cached && self.cache.release(&h.0).map_err(perr)? == Released::StillUsed {
+    }
+
+    /// The registration behind a live handle.
+    fn backing_of(&self, h: MrHandle) -> Result<u32, NetError> {
+        let slot = h.0 & MR_SLOT_MASK;
+        self.holders
+            .get(slot as usize)
+            .filter(|x| x.generation == h.0 >> MR_SLOT_BITS)
+            .and_then(|x| x.backing)
+            .ok_or_else(|| {
+                NetError::Invalid(format!(
+                    "registration {:#x} is not live (deregistered already, or never given)",
+                    h.0
+                ))
+            })
+    }
+
+    /// Drops this handle's reference on its registration (with the cache,
+    /// the last reference closes it on every rail). The handle is dead
+    /// after: a second `dereg` of it is refused, and touches no other
+    /// holder's reference.
+    pub fn dereg(&mut self, h: MrHandle) -> Result<(), NetError> {
+        let b = self.backing_of(h)?;
+        let slot = &mut self.holders[(h.0 & MR_SLOT_MASK) as usize];
+        slot.backing = None;
+        slot.generation = (slot.generation + 1) & (u32::MAX >> MR_SLOT_BITS);
+        self.free_holders.push(h.0 & MR_SLOT_MASK);
+        let cached =
+            self.mrs[b as usize].as_ref().is_some_and(|m| m.len > 0) && !self.cfg.mr_cache_disable;
+        if cached && self.cache.release(&b).map_err(perr)? == Released::StillUsed {
             return Ok(());
         }
-        let m = self.mrs[h.0 as usize].take().expect("present");
+        let m = self.mrs[b as usize]
+            .take()
+            .expect("a live handle's registration");
         for (d, r) in self.data.iter_mut().zip(&m.regs) {
             d.rail.mr_close(r.handle).map_err(perr)?;
         }
         Ok(())
     }
 
-    fn check_mr(&self, h: MrHandle, addr: u64, len: usize) -> Result<(), NetError> {
-        let m = self
-            .mrs
-            .get(h.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| NetError::Invalid(format!("no registration {}", h.0)))?;
+    /// Registrations held on the rails (handles sharing one through the
+    /// cache count once).
+    pub fn registrations(&self) -> usize {
+        self.mrs.iter().flatten().count()
+    }
+
+    /// Checks that `len` bytes at `addr` lie in `h`'s registration; answers
+    /// the registration.
+    fn check_mr(&self, h: MrHandle, addr: u64, len: usize) -> Result<u32, NetError> {
+        let b = self.backing_of(h)?;
+        let m = self.mrs[b as usize]
+            .as_ref()
+            .expect("a live handle's registration");
         let inside = addr >= m.addr
             && addr
                 .checked_add(len as u64)
                 .is_some_and(|e| e <= m.addr + m.len as u64);
         if len > 0 && !inside {
             return Err(NetError::Invalid(format!(
-                "{len} bytes at {addr:#x} are outside registration {}",
+                "{len} bytes at {addr:#x} are outside registration {:#x}",
                 h.0
             )));
         }
-        Ok(())
+        Ok(b)
     }
 
     fn new_req(
@@ -1514,7 +1944,7 @@ impl Endpoint {
         seq: u16,
         addr: u64,
         len: usize,
-        mr: MrHandle,
+        mr: u32,
     ) -> Result<Request, NetError> {
         let entry = self.reqs.take().map_err(perr)?;
         self.generation = self.generation.wrapping_add(1);
@@ -1527,7 +1957,7 @@ impl Endpoint {
             seq,
             addr,
             len,
-            mr: mr.0,
+            mr,
             need: 0,
             got: 0,
             size: None,
@@ -1558,7 +1988,7 @@ impl Endpoint {
             )));
         }
         self.progress();
-        self.check_mr(mr, addr as u64, len)?;
+        let mr = self.check_mr(mr, addr as u64, len)?;
         let eager_max = self.cfg.eager_max_size;
         let c = self.connected(comm.0, CommKind::Send)?;
         // Both protocols: no more than 128 ahead of the receives posted.
@@ -1691,7 +2121,7 @@ impl Endpoint {
         mr: MrHandle,
     ) -> Result<Option<Request>, NetError> {
         self.progress();
-        self.check_mr(mr, addr as u64, len)?;
+        let mr = self.check_mr(mr, addr as u64, len)?;
         let (no_tx, nctl) = (self.tx_free.is_empty(), self.ctls.len());
         let c = self.connected(comm.0, CommKind::Recv)?;
         // Its CTRL needs a tx slot.
@@ -1745,7 +2175,7 @@ impl Endpoint {
         let base = if self.virt {
             addr as u64
         } else {
-            self.mrs[mr.0 as usize]
+            self.mrs[mr as usize]
                 .as_ref()
                 .map_or(0, |m| addr as u64 - m.addr)
         };
@@ -1753,7 +2183,7 @@ impl Endpoint {
         m[20..28].copy_from_slice(&(len as u64).to_le_bytes());
         m[28] = self.data.len() as u8;
         for rail in 0..self.data.len() {
-            let key = self.mrs[mr.0 as usize]
+            let key = self.mrs[mr as usize]
                 .as_ref()
                 .map_or(0, |m| m.regs[rail].key);
             m[32 + 8 * rail..40 + 8 * rail].copy_from_slice(&key.to_le_bytes());
@@ -1872,5 +2302,196 @@ impl Drop for Endpoint {
         for d in &mut self.data {
             let _ = d.rail.mr_close(d.rx_reg.handle);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ernic::ErnicProvider;
+
+    fn conn_bytes(kind: u8, names: &[&[u8]], nd: u8, nc: u8) -> Vec<u8> {
+        let mut m = vec![kind, 0, 0, 0];
+        m.extend_from_slice(&7u32.to_le_bytes());
+        m.extend_from_slice(&9u32.to_le_bytes());
+        m.extend_from_slice(&[nd, nc]);
+        for n in names {
+            m.push(n.len() as u8);
+            m.extend_from_slice(n);
+        }
+        m
+    }
+
+    #[test]
+    fn handles_decode_and_bad_ones_are_named() {
+        let mut h = vec![0u8; HANDLE_LEN];
+        h[0] = 3;
+        h[1..4].copy_from_slice(b"abc");
+        h[4..8].copy_from_slice(&0x0102_0304u32.to_le_bytes());
+        assert_eq!(
+            decode_handle(&h),
+            Ok(HandleRef {
+                name: b"abc",
+                listen: 0x0102_0304
+            })
+        );
+        assert_eq!(decode_handle(&h[..64]), Err(DecodeError::HandleLen(64)));
+        h[0] = 0;
+        assert_eq!(decode_handle(&h), Err(DecodeError::HandleName(0)));
+        h[0] = 124;
+        assert_eq!(decode_handle(&h), Err(DecodeError::HandleName(124)));
+        h[0] = 123;
+        assert!(decode_handle(&h).is_ok(), "a name that just fits");
+    }
+
+    #[test]
+    fn control_messages_decode_with_their_bounds() {
+        let m = conn_bytes(CONN, &[b"c0", b"d0", b"d1"], 2, 1);
+        let Ok(Control::Conn {
+            listen,
+            sender,
+            names,
+        }) = decode_control(&m)
+        else {
+            panic!("{:?}", decode_control(&m));
+        };
+        assert_eq!((listen, sender), (7, 9));
+        assert_eq!(names.control(), [b"c0"]);
+        assert_eq!(names.data(), [&b"d0"[..], b"d1"]);
+        // Every cut is refused, none panics.
+        for n in 0..m.len() {
+            assert!(decode_control(&m[..n]).is_err(), "cut at {n}");
+        }
+        let m = conn_bytes(CONN_RESP, &[], 16, 1);
+        assert_eq!(
+            decode_control(&m),
+            Err(DecodeError::Rails {
+                data: 16,
+                control: 1
+            })
+        );
+        let m = conn_bytes(CONN, &[b"x"], 0, 5);
+        assert!(matches!(decode_control(&m), Err(DecodeError::Rails { .. })));
+        let m = conn_bytes(CONN, &[b"long name"], 0, 1);
+        assert_eq!(
+            decode_control(&m[..m.len() - 1]),
+            Err(DecodeError::Name { index: 0 })
+        );
+
+        let mut ctrl = [0u8; 32 + 8];
+        ctrl[0] = CTRL;
+        ctrl[4..8].copy_from_slice(&5u32.to_le_bytes());
+        ctrl[8..12].copy_from_slice(&1023u32.to_le_bytes());
+        ctrl[12..20].copy_from_slice(&0x1000u64.to_le_bytes());
+        ctrl[20..28].copy_from_slice(&64u64.to_le_bytes());
+        ctrl[28] = 1;
+        ctrl[32..40].copy_from_slice(&0xabcdu64.to_le_bytes());
+        let Ok(Control::Ctrl(c)) = decode_control(&ctrl) else {
+            panic!("CTRL");
+        };
+        assert_eq!((c.comm, c.seq, c.addr, c.len), (5, 1023, 0x1000, 64));
+        assert_eq!((c.nkeys, c.keys[0]), (1, 0xabcd));
+        assert_eq!(
+            decode_control(&ctrl[..39]),
+            Err(DecodeError::Short {
+                kind: "CTRL",
+                got: 39
+            })
+        );
+        ctrl[28] = 16;
+        assert_eq!(decode_control(&ctrl), Err(DecodeError::Keys(16)));
+        ctrl[28] = 1;
+        ctrl[8..12].copy_from_slice(&1024u32.to_le_bytes());
+        assert_eq!(decode_control(&ctrl), Err(DecodeError::Seq(1024)));
+
+        let mut size = [0u8; 24];
+        size[0] = SIZE;
+        size[12..16].copy_from_slice(&17u32.to_le_bytes());
+        assert_eq!(decode_control(&size), Err(DecodeError::Segments(17)));
+        size[12..16].copy_from_slice(&2u32.to_le_bytes());
+        size[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            decode_control(&size),
+            Ok(Control::Size {
+                comm: 0,
+                seq: 0,
+                nseg: 2,
+                size: u64::MAX
+            })
+        );
+        assert_eq!(decode_control(&[]), Err(DecodeError::Empty));
+        assert_eq!(decode_control(&[9]), Err(DecodeError::Kind(9)));
+    }
+
+    /// A peer's SIZE message claiming more bytes than the receive holds
+    /// fails that receive instead of reporting the claim to the caller.
+    #[test]
+    fn a_size_beyond_the_receive_fails_it() {
+        let p = ErnicProvider::new(ernic_verbs::Fabric::new());
+        let mut a = Endpoint::open(&p, 1, Config::default()).unwrap();
+        let mut b = Endpoint::open(&p, 1, Config::default()).unwrap();
+        let (l, h) = b.listen().unwrap();
+        let mut c = Connector::new(h);
+        let (mut s, mut r) = (None, None);
+        for _ in 0..100_000 {
+            if s.is_none() {
+                s = a.connect(&mut c).unwrap();
+            }
+            if r.is_none() {
+                r = b.accept(l).unwrap();
+            }
+            if s.is_some() && r.is_some() {
+                break;
+            }
+        }
+        let r = r.expect("accepted");
+        let mut dst = vec![0u8; 100_000];
+        // SAFETY: `dst` outlives the registration and the receive (tested
+        // to its end below).
+        let req = unsafe {
+            let md = b.reg(dst.as_mut_ptr(), dst.len()).unwrap();
+            b.irecv(r, dst.as_mut_ptr(), dst.len(), md)
+                .unwrap()
+                .unwrap()
+        };
+        let mut m = [0u8; 24];
+        m[0] = SIZE;
+        m[4..8].copy_from_slice(&r.0.to_le_bytes());
+        m[12..16].copy_from_slice(&1u32.to_le_bytes());
+        m[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        assert!(b.on_control(&m, 0));
+        let e = b.test(req).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("reported 1099511627776 bytes for a 100000-byte receive"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn each_reg_is_its_own_handle_and_a_second_dereg_is_refused() {
+        let p = ErnicProvider::new(ernic_verbs::Fabric::new());
+        let mut ep = Endpoint::open(&p, 1, Config::default()).unwrap();
+        let mut buf = vec![0u8; 8192];
+        // SAFETY: `buf` outlives the registrations, all dropped below.
+        let (x, y) = unsafe {
+            (
+                ep.reg(buf.as_mut_ptr(), buf.len()).unwrap(),
+                ep.reg(buf.as_mut_ptr(), buf.len()).unwrap(),
+            )
+        };
+        assert_ne!(x, y);
+        ep.dereg(x).unwrap();
+        assert!(matches!(ep.dereg(x), Err(NetError::Invalid(_))));
+        assert!(ep.check_mr(y, buf.as_ptr() as u64, buf.len()).is_ok());
+        // The freed slot is reused with a new generation: x stays dead.
+        // SAFETY: as above.
+        let z = unsafe { ep.reg(buf.as_mut_ptr(), 16).unwrap() };
+        assert_eq!(z.0 & MR_SLOT_MASK, x.0 & MR_SLOT_MASK);
+        assert_ne!(z, x);
+        assert!(ep.dereg(x).is_err());
+        ep.dereg(z).unwrap();
+        ep.dereg(y).unwrap();
+        assert_eq!(ep.registrations(), 0);
     }
 }

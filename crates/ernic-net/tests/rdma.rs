@@ -115,16 +115,28 @@ fn registrations_are_cached_by_page_and_counted() {
     // SAFETY: `buf` outlives the endpoint's registrations (all dropped below).
     unsafe {
         let h = ep.reg(base, buf.len()).unwrap();
-        assert_eq!(ep.reg(base, buf.len()).unwrap(), h, "the same range hits");
-        assert_eq!(
-            ep.reg(base.wrapping_add(100), 50).unwrap(),
-            h,
-            "a range inside hits"
+        let same = ep.reg(base, buf.len()).unwrap();
+        let inside = ep.reg(base.wrapping_add(100), 50).unwrap();
+        assert!(
+            h != same && h != inside && same != inside,
+            "a handle per reg"
         );
-        for _ in 0..3 {
-            ep.dereg(h).unwrap();
-        }
-        assert!(ep.dereg(h).is_err(), "the last reference closed it");
+        assert_eq!(
+            ep.registrations(),
+            1,
+            "the same range and one inside share it"
+        );
+        ep.dereg(h).unwrap();
+        assert!(
+            ep.dereg(h).is_err(),
+            "a second dereg of one handle is refused"
+        );
+        assert_eq!(ep.registrations(), 1, "and leaves the others' references");
+        ep.dereg(same).unwrap();
+        assert_eq!(ep.registrations(), 1);
+        ep.dereg(inside).unwrap();
+        assert_eq!(ep.registrations(), 0, "the last reference closed it");
+        assert!(ep.dereg(inside).is_err());
     }
     let cfg = Config {
         mr_cache_disable: true,
