@@ -95,8 +95,8 @@ pub struct BenchArgs {
     /// Data rails per rank.
     #[arg(long, default_value_t = 2)]
     rails: usize,
-    /// Timed iterations per size (after one warm-up).
-    #[arg(long, default_value_t = 5)]
+    /// Timed iterations per size (after one warm-up), at least 1.
+    #[arg(long, default_value_t = 5, value_parser = parse_iters)]
     iters: usize,
     /// One JSON object per operation and size instead of the table.
     #[arg(long)]
@@ -110,6 +110,15 @@ pub struct BenchArgs {
 }
 
 const T: Duration = Duration::from_secs(120);
+
+/// Reads `--iters`: the timed runs whose results are checked, so at least one.
+fn parse_iters(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("0: at least 1 timed iteration (the one warm-up is not timed)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a count of iterations")),
+    }
+}
 
 /// Polls that find nothing before a waiting rank yields its core, when
 /// there is a core for every rank. Two ranks' 64 MiB bandwidth did not
@@ -662,14 +671,18 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
                 me.run(op, count)?;
                 let mut wrong = me.verify(op, count);
                 // The result area poisoned (NaN): what the last check finds
-                // must have come from the timed runs.
-                me.f32s(1, 0, count).fill(0xff);
-                let t = Instant::now();
-                for _ in 0..iters {
-                    me.run(op, count)?;
+                // must have come from the timed runs (of which the parent
+                // asks at least one).
+                let mut total = Duration::ZERO;
+                if iters > 0 {
+                    me.f32s(1, 0, count).fill(0xff);
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        me.run(op, count)?;
+                    }
+                    total = t.elapsed();
+                    wrong += me.verify(op, count);
                 }
-                let total = t.elapsed();
-                wrong += me.verify(op, count);
                 writeln!(
                     out,
                     "DONE {} {wrong}",

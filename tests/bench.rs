@@ -100,6 +100,7 @@ fn bench_refuses_bad_input_in_one_line() {
             vec!["bench", "--min-bytes", "1M", "--max-bytes", "1K"],
             "must not exceed",
         ),
+        (vec!["bench", "--iters", "0"], "at least 1 timed iteration"),
         (
             vec!["bench", "--op", "broadcast"],
             "[possible values: all_reduce, all_gather, sendrecv, all]",

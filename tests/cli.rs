@@ -207,3 +207,154 @@ fn cargo_run_runs_ernic() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     assert!(readme.contains("cargo run --release -- bench"));
 }
+
+/// An `ernic perf TEST --server -p 0` whose stderr lines come through a
+/// channel; answers it and the port it printed.
+fn server_on_any_port(
+    test: &str,
+    extra: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>, u16) {
+    use std::io::BufRead;
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["perf", test, "--server", "-p", "0"])
+        .args(extra)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = server.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let first = lines
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the server says where it waits");
+    let port: u16 = first
+        .split("on port ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    assert_ne!(port, 0, "-p 0 prints the port actually bound: {first}");
+    (server, lines, port)
+}
+
+/// The next stderr line of a server that contains `what`.
+fn line_with(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(l) if l.contains(what) => return l,
+            Ok(_) => {}
+            Err(e) => panic!("no line with {what:?}: {e}"),
+        }
+    }
+}
+
+/// A port scan (connect, close), garbage that is not UTF-8, and JSON that
+/// is not a handshake are each refused with one line, and the server keeps
+/// waiting: the real client then runs. Before, the first stray connection
+/// ended the server ("stream did not contain valid UTF-8").
+#[test]
+fn perf_server_refuses_stray_connections_and_serves_its_client() {
+    use std::io::Write;
+    let (mut server, lines, port) = server_on_any_port("write_bw", &[]);
+    let addr = format!("127.0.0.1:{port}");
+    drop(std::net::TcpStream::connect(&addr).unwrap());
+    let l = line_with(&lines, "refused a connection");
+    assert!(l.contains("closed the connection"), "{l}");
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"\xff\xfe\x00garbage\n").unwrap();
+    let l = line_with(&lines, "refused a connection");
+    assert!(
+        l.contains("sent something that is not an ernic perf handshake"),
+        "{l}"
+    );
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"{\"hello\": 1}\n").unwrap();
+    let l = line_with(&lines, "refused a connection");
+    assert!(l.contains("not an ernic perf handshake"), "{l}");
+    let (ok, out, err) = ernic(&[
+        "perf",
+        "write_bw",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-s",
+        "4K",
+        "-n",
+        "100",
+        "--json",
+    ]);
+    assert!(ok, "the real client runs: {err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(v["transport"], "mesh", "{v}");
+    assert!(server.wait().unwrap().success());
+}
+
+/// A server that never answers: the client says so in one line, naming
+/// the host, port and the wait, instead of "Resource temporarily
+/// unavailable (os error 11)".
+#[test]
+fn a_silent_server_is_reported_as_no_reply_within_the_timeout() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let (ok, _, err) = ernic(&[
+        "perf",
+        "write_bw",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--timeout",
+        "0.3",
+    ]);
+    drop(l);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("no reply from 127.0.0.1:{port} within 0.3 s")),
+        "{err}"
+    );
+    assert!(!err.contains("os error 11"), "{err}");
+    let (ok, _, err) = ernic(&["perf", "write_bw", "--timeout", "0"]);
+    assert!(!ok && err.contains("more than 0"), "{err}");
+}
+
+/// A run longer than the timeout completes while the client makes
+/// progress: the server's wait at the barrier counts from the client's
+/// last sign of life, not from the start of the wait. Before, the server
+/// gave up `--timeout` (then a fixed 30 s) into the client's run, and the
+/// client's requests failed with "transport retry counter exceeded".
+#[test]
+fn a_perf_run_longer_than_the_timeout_completes() {
+    let timeout = 0.2;
+    let (mut server, _lines, port) =
+        server_on_any_port("write_bw", &["--timeout", &timeout.to_string()]);
+    let (ok, out, err) = ernic(&[
+        "perf",
+        "write_bw",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-s",
+        "1M",
+        "-n",
+        "1500",
+        "--timeout",
+        &timeout.to_string(),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let secs = 1500.0 * 1048576.0 * 8.0 / (v["bw_gbps"].as_f64().unwrap() * 1e9);
+    assert!(
+        secs > 2.0 * timeout,
+        "the run ({secs:.2} s) must outlast the timeout for this test to mean anything"
+    );
+    assert!(server.wait().unwrap().success());
+}

@@ -13,6 +13,7 @@ mod report;
 mod tests;
 
 use std::fmt;
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
@@ -73,7 +74,10 @@ impl fmt::Display for Test {
 With no HOST and no --server, both sides run in this process, each on its own
 thread, over the loopback fabric. With --server on one machine and HOST on the
 other (perftest-style), the two processes meet over TCP on -p PORT, and the
-RDMA traffic crosses the ernic TCP mesh; the client prints the results.
+RDMA traffic crosses the ernic TCP mesh; the client prints the results. The
+server serves one client, then exits; a connection that is not an ernic perf
+client (a port scan, garbage, another test) is refused with one line on
+stderr, and the server keeps waiting.
 
 Bandwidth is reported in MB/sec (2^20 bytes) in the table, as perftest does, and
 in Gbit/s (10^9 bits) as bw_gbps in JSON. Latency is one-way (half the round
@@ -93,6 +97,7 @@ Examples:
   ernic perf write_bw --server              (on one side)
   ernic perf write_bw 10.0.0.1 -s 1M --baseline   (on the other)
   ernic perf write_bw 10.0.0.1 -s 64M -b   (both directions at once, summed)
+  ernic perf write_bw --server -p 0        (any free port: the server prints it)
   ernic perf send_lat --device vfio-user:/tmp/ernic.sock   (through ernic-server's ionic NIC)")]
 pub struct PerfArgs {
     /// The test to run.
@@ -128,13 +133,30 @@ pub struct PerfArgs {
     #[arg(long, value_name = "vfio-user:SOCKET", conflicts_with_all = ["host", "server"])]
     pub device: Option<String>,
     /// Send requests kept in flight by bandwidth tests.
-    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=8192))]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=MAX_TX_DEPTH as i64))]
     pub tx_depth: u32,
     /// Bandwidth tests: both sides move data at once, each to the other (as
     /// perftest's -b); the figures are the sum of the two directions. A
     /// server does what its client asks, with or without it.
     #[arg(short = 'b', long, conflicts_with_all = ["baseline", "device"])]
     pub bidirectional: bool,
+    /// Across two processes: seconds either side waits for the other
+    /// without a sign of life before it gives up (a wait while the peer
+    /// runs a long test lasts as long as the peer is alive on the mesh).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
+    pub timeout: Duration,
+}
+
+/// Reads `--timeout`: seconds, fractions allowed, more than 0 and at most a day.
+fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds (say 30, or 0.5)"))?;
+    if !(v > 0.0 && v <= 86_400.0) {
+        return Err(format!("{s}: give more than 0 and at most 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(v))
 }
 
 /// Reads `64`, `4K`, `1M`, `2G` (powers of 1024; `KiB`, `KB` and `B` also accepted).
@@ -176,7 +198,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_args(a: &PerfArgs) -> Result<Plan> {
-        let sizes = if a.all {
+        let sizes: Vec<u64> = if a.all {
             (1..=23).map(|p| 1u64 << p).collect()
         } else {
             let default = match a.test {
@@ -186,30 +208,46 @@ impl Plan {
             };
             vec![a.size.unwrap_or(default)]
         };
-        for &s in &sizes {
-            if s == 0 || s > MAX_SIZE {
-                bail!("message size {s} is outside 1 byte ..= 1 GiB");
-            }
-            if a.test == Test::AtomicLat && s != 8 {
-                bail!("atomic_lat moves exactly 8 bytes; leave out -s or give -s 8");
-            }
-        }
-        if a.bidirectional && !a.test.is_bw() {
-            bail!("-b (both directions) applies to write_bw, read_bw and send_bw");
-        }
         let iters = a.iters.unwrap_or(if a.test.is_bw() { 5000 } else { 1000 });
-        if iters == 0 {
-            bail!("-n must be at least 1");
-        }
-        Ok(Plan {
+        let plan = Plan {
             test: a.test,
             sizes,
             iters,
             tx_depth: a.tx_depth,
             bidir: a.bidirectional,
-        })
+        };
+        plan.check()?;
+        Ok(plan)
+    }
+
+    /// Checks what the command line or a client's handshake asked for.
+    pub fn check(&self) -> Result<()> {
+        if self.sizes.is_empty() {
+            bail!("no message sizes");
+        }
+        for &s in &self.sizes {
+            if s == 0 || s > MAX_SIZE {
+                bail!("message size {s} is outside 1 byte ..= 1 GiB");
+            }
+            if self.test == Test::AtomicLat && s != 8 {
+                bail!("atomic_lat moves exactly 8 bytes; leave out -s or give -s 8");
+            }
+        }
+        if self.bidir && !self.test.is_bw() {
+            bail!("-b (both directions) applies to write_bw, read_bw and send_bw");
+        }
+        if self.iters == 0 {
+            bail!("-n must be at least 1");
+        }
+        if !(1..=MAX_TX_DEPTH).contains(&self.tx_depth) {
+            bail!("--tx-depth {}: between 1 and {MAX_TX_DEPTH}", self.tx_depth);
+        }
+        Ok(())
     }
 }
+
+/// The most send requests a bandwidth test keeps in flight.
+const MAX_TX_DEPTH: u32 = 8192;
 
 /// The out-of-band channel the two sides synchronise over.
 pub trait Oob: Send + Sync {
@@ -220,7 +258,7 @@ pub trait Oob: Send + Sync {
 /// Runs `ernic perf`.
 pub fn run(a: &PerfArgs) -> Result<()> {
     if a.server {
-        return remote::server(a.test, a.port, a.json);
+        return remote::server(a.test, a.port, a.json, a.timeout);
     }
     let plan = Plan::from_args(a)?;
     let socket = match a.device.as_deref() {
@@ -246,7 +284,9 @@ pub fn run(a: &PerfArgs) -> Result<()> {
     out.header(&plan);
     match (&a.host, &socket) {
         (_, Some(p)) => ionic::run(&plan, p, a.baseline, &mut |row| out.row(&row))?,
-        (Some(h), None) => remote::client(&plan, h, a.port, a.baseline, &mut |row| out.row(&row))?,
+        (Some(h), None) => remote::client(&plan, h, a.port, a.baseline, a.timeout, &mut |row| {
+            out.row(&row)
+        })?,
         (None, None) => loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?,
     }
     out.footer();
@@ -267,5 +307,14 @@ mod unit {
         assert!(parse_size("1X").unwrap_err().contains("unknown unit"));
         assert!(parse_size("K").unwrap_err().contains("not a size"));
         assert!(parse_size("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn timeouts_are_seconds_above_zero() {
+        assert_eq!(parse_timeout("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_timeout("30"), Ok(Duration::from_secs(30)));
+        for bad in ["0", "-1", "NaN", "soon", "1e9"] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
     }
 }

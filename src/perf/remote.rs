@@ -8,10 +8,20 @@
 //! `--baseline` measures a plain TCP stream (bandwidth tests) or a TCP
 //! ping-pong (latency tests) over the out-of-band connection, between the
 //! same two processes, in the same run.
+//!
+//! Waits are bounded by `--timeout` (default 30 s) counted
+//! from the peer's last sign of life, never from the start of a wait: a
+//! side waiting at a barrier while the other runs a long test keeps waiting
+//! while the peer is alive on the mesh (it makes its own progress checks,
+//! and leaves the mesh and the connection when it stops), and gives up
+//! `--timeout` after it last was. Anyone may connect to the server's port:
+//! a connection that does not open with ernic perf's handshake within
+//! [`HELLO_WAIT`] (a port scan, a stray client, garbage) is refused with
+//! one line, and the server keeps waiting for its client.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -27,45 +37,107 @@ use super::{Oob, Plan, Test};
 /// perftest's default port.
 pub const DEFAULT_PORT: u16 = 18515;
 
-/// How long either side waits for the other during set-up.
-const SETUP: Duration = Duration::from_secs(30);
+/// How long the server gives a new connection to send its handshake line
+/// (at most `--timeout`): a real client sends it at once.
+pub const HELLO_WAIT: Duration = Duration::from_secs(5);
+
+/// The longest handshake or result line either side reads.
+const MAX_LINE: u64 = 64 * 1024;
+
+/// How often a side waiting at a barrier looks whether its peer is alive.
+const LIVENESS_POLL: Duration = Duration::from_millis(100);
+
+/// Whether the peer is still there (on the mesh), asked while waiting.
+type Alive = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// The out-of-band connection.
 struct Channel {
     r: Mutex<BufReader<TcpStream>>,
     w: Mutex<TcpStream>,
+    /// Who the peer is, for messages: `HOST:PORT`.
+    peer: String,
+    /// The longest wait without a sign of life.
+    timeout: Duration,
+    /// Set once the peer is on the mesh.
+    alive: OnceLock<Alive>,
+}
+
+/// Seconds, as a user wrote them (0.5 s, 30 s).
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
 }
 
 impl Channel {
-    fn new(s: TcpStream) -> Result<Channel> {
+    fn new(s: TcpStream, peer: String, timeout: Duration) -> Result<Channel> {
         s.set_nodelay(true)?;
-        s.set_read_timeout(Some(SETUP))?;
+        s.set_read_timeout(Some(timeout))?;
         Ok(Channel {
             r: Mutex::new(BufReader::new(s.try_clone()?)),
             w: Mutex::new(s),
+            peer,
+            timeout,
+            alive: OnceLock::new(),
         })
+    }
+
+    /// The same channel, whose waits last `timeout`.
+    fn retimed(mut self, timeout: Duration) -> Result<Channel> {
+        self.w
+            .get_mut()
+            .map_err(|_| anyhow!("channel lock"))?
+            .set_read_timeout(Some(timeout))?;
+        self.timeout = timeout;
+        Ok(self)
+    }
+
+    /// From now on, waits at barriers last while `alive` says the peer is.
+    fn watch(&self, alive: Alive) {
+        let _ = self.alive.set(alive);
+    }
+
+    /// What a failed read from the peer means, in one line.
+    fn read_error(&self, e: io::Error, waited: Duration) -> anyhow::Error {
+        match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => {
+                anyhow!("no reply from {} within {}", self.peer, secs(waited))
+            }
+            ErrorKind::UnexpectedEof => anyhow!("{} closed the connection", self.peer),
+            ErrorKind::InvalidData => anyhow!(
+                "{} sent something that is not an ernic perf handshake",
+                self.peer
+            ),
+            _ => anyhow!("reading from {}: {e}", self.peer),
+        }
     }
 
     fn send(&self, v: &Value) -> Result<()> {
         let mut w = self.w.lock().map_err(|_| anyhow!("channel lock"))?;
-        writeln!(w, "{v}").context("the peer closed the connection")?;
+        writeln!(w, "{v}").with_context(|| format!("{} closed the connection", self.peer))?;
         Ok(())
     }
 
     fn recv(&self) -> Result<Value> {
         let mut r = self.r.lock().map_err(|_| anyhow!("channel lock"))?;
-        let mut line = String::new();
+        let mut line = Vec::new();
         (&mut *r)
-            .take(64 * 1024)
-            .read_line(&mut line)
-            .context("the peer did not answer")?;
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| self.read_error(e, self.timeout))?;
         if line.is_empty() {
-            bail!("the peer closed the connection");
+            bail!("{} closed the connection", self.peer);
         }
-        let v: Value = serde_json::from_str(&line)
-            .context("the peer sent something that is not ernic perf's protocol")?;
+        let v: Value = std::str::from_utf8(&line)
+            .ok()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .filter(Value::is_object)
+            .ok_or_else(|| {
+                anyhow!(
+                    "{} sent something that is not an ernic perf handshake",
+                    self.peer
+                )
+            })?;
         if let Some(e) = v.get("error").and_then(Value::as_str) {
-            bail!("the peer refused: {e}");
+            bail!("{} refused: {e}", self.peer);
         }
         Ok(v)
     }
@@ -86,7 +158,8 @@ impl Channel {
         self.r
             .lock()
             .map_err(|_| anyhow!("channel lock"))?
-            .read_exact(&mut ack)?;
+            .read_exact(&mut ack)
+            .map_err(|e| self.read_error(e, self.timeout))?;
         Ok(t0.elapsed())
     }
 
@@ -96,7 +169,8 @@ impl Channel {
         let mut left = total;
         while left > 0 {
             let n = (chunk as u64).min(left) as usize;
-            r.read_exact(&mut buf[..n])?;
+            r.read_exact(&mut buf[..n])
+                .map_err(|e| self.read_error(e, self.timeout))?;
             left -= n as u64;
         }
         drop(r);
@@ -112,14 +186,43 @@ impl Channel {
         let t0 = Instant::now();
         let mut w = self.w.lock().map_err(|_| anyhow!("channel lock"))?;
         let mut r = self.r.lock().map_err(|_| anyhow!("channel lock"))?;
+        let read_err = |e| self.read_error(e, self.timeout);
         if initiator {
             w.write_all(&buf[..size])?;
-            r.read_exact(&mut buf[..size])?;
+            r.read_exact(&mut buf[..size]).map_err(read_err)?;
         } else {
-            r.read_exact(&mut buf[..size])?;
+            r.read_exact(&mut buf[..size]).map_err(read_err)?;
             w.write_all(&buf[..size])?;
         }
         Ok(t0.elapsed())
+    }
+}
+
+/// A wait for the peer that gives up `timeout` after the peer's last sign
+/// of life (its being alive when asked), not after the wait began. Time is
+/// passed in.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerWait {
+    timeout: Duration,
+    last_seen: Instant,
+}
+
+impl PeerWait {
+    /// A wait beginning at `now`.
+    pub fn new(timeout: Duration, now: Instant) -> PeerWait {
+        PeerWait {
+            timeout,
+            last_seen: now,
+        }
+    }
+
+    /// Nothing came by `now`; `alive` says whether the peer is still there.
+    /// False once the wait should give up.
+    pub fn idle(&mut self, now: Instant, alive: bool) -> bool {
+        if alive {
+            self.last_seen = now;
+        }
+        now.saturating_duration_since(self.last_seen) < self.timeout
     }
 }
 
@@ -128,15 +231,31 @@ impl Oob for Channel {
         self.w
             .lock()
             .map_err(|_| anyhow!("channel lock"))?
-            .write_all(&[0xb])?;
+            .write_all(&[0xb])
+            .with_context(|| format!("{} closed the connection", self.peer))?;
+        let mut r = self.r.lock().map_err(|_| anyhow!("channel lock"))?;
+        // Looked at every LIVENESS_POLL: the peer may be running a long test.
+        r.get_ref()
+            .set_read_timeout(Some(LIVENESS_POLL.min(self.timeout)))?;
+        let mut wait = PeerWait::new(self.timeout, Instant::now());
         let mut b = [0u8; 1];
-        self.r
-            .lock()
-            .map_err(|_| anyhow!("channel lock"))?
-            .read_exact(&mut b)
-            .context("the peer went away")?;
+        let got = loop {
+            match r.read_exact(&mut b) {
+                Ok(()) => break Ok(()),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    let alive = self.alive.get().is_some_and(|f| f());
+                    if !wait.idle(Instant::now(), alive) {
+                        break Err(e);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        r.get_ref().set_read_timeout(Some(self.timeout))?;
+        got.map_err(|e| self.read_error(e, self.timeout))?;
         if b[0] != 0xb {
-            bail!("the peer is out of step (barrier byte {:#x})", b[0]);
+            bail!("{} is out of step (barrier byte {:#x})", self.peer, b[0]);
         }
         Ok(())
     }
@@ -147,11 +266,14 @@ fn gid_for(node: NodeId) -> Gid {
     Gid(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xe, node.0 + 1).octets())
 }
 
-fn wait_owner(mesh: &Mesh, gid: Gid) -> Result<()> {
-    let end = Instant::now() + SETUP;
+fn wait_owner(mesh: &Mesh, gid: Gid, timeout: Duration) -> Result<()> {
+    let end = Instant::now() + timeout;
     while mesh.owner(&gid).is_none() {
         if Instant::now() > end {
-            bail!("the peer's GID {gid} never appeared on the mesh");
+            bail!(
+                "the peer's GID {gid} did not appear on the mesh within {}",
+                secs(timeout)
+            );
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -178,47 +300,77 @@ fn peer_endpoint(v: &Value) -> Result<(Gid, Qpn, RemoteAddr)> {
     Ok((gid, qpn, RemoteAddr { addr, rkey }))
 }
 
+/// What a client asked for, once its handshake line has been checked.
+struct Hello {
+    plan: Plan,
+    baseline: bool,
+}
+
+/// Reads and checks a client's handshake; an error is the reason it is
+/// refused (and, when the connection still listens, what it is told).
+fn hello(ch: &Channel, test: Test) -> Result<Hello> {
+    let h = ch.recv()?;
+    if h.get("test").is_none() {
+        bail!(
+            "{} sent something that is not an ernic perf handshake",
+            ch.peer
+        );
+    }
+    let their = h["test"].as_str().unwrap_or("?");
+    let refuse = |why: String| -> Result<Hello> {
+        let _ = ch.send(&json!({ "error": why }));
+        bail!("{}: {why}", ch.peer)
+    };
+    if their != test.to_string() {
+        return refuse(format!("this server runs {test}, not {their}"));
+    }
+    let Ok(sizes) = serde_json::from_value::<Vec<u64>>(h["sizes"].clone()) else {
+        return refuse("the handshake's sizes are not a list of byte counts".into());
+    };
+    let Some(iters) = h["iters"].as_u64() else {
+        return refuse("the handshake has no iteration count".into());
+    };
+    let Some(tx_depth) = h["tx_depth"].as_u64().and_then(|d| u32::try_from(d).ok()) else {
+        return refuse("the handshake has no tx depth".into());
+    };
+    let plan = Plan {
+        test,
+        sizes,
+        iters,
+        tx_depth,
+        bidir: h["bidirectional"].as_bool().unwrap_or(false),
+    };
+    if let Err(e) = plan.check() {
+        return refuse(e.to_string());
+    }
+    Ok(Hello {
+        plan,
+        baseline: h["baseline"].as_bool().unwrap_or(false),
+    })
+}
+
 /// `ernic perf TEST --server`: waits for one client and serves its run.
-pub fn server(test: Test, port: u16, quiet: bool) -> Result<()> {
+/// Connections that are not an ernic perf client asking for `test` are
+/// refused with one line each, and the wait goes on.
+pub fn server(test: Test, port: u16, quiet: bool, timeout: Duration) -> Result<()> {
     let listener = TcpListener::bind((Ipv6Addr::UNSPECIFIED, port))
         .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
         .with_context(|| format!("cannot listen on port {port} (is another ernic perf --server running? choose one with -p)"))?;
+    let bound = listener.local_addr()?.port();
     if !quiet {
-        eprintln!(" Waiting for a client on port {port} ...");
+        eprintln!(" Waiting for a client on port {bound} ...");
     }
-    let (stream, peer) = listener.accept().context("accepting the client")?;
-    drop(listener);
-    let ch = Channel::new(stream)?;
-    let hello = ch.recv()?;
-    let their = hello["test"].as_str().unwrap_or("?");
-    if their != test.to_string() {
-        ch.send(&json!({"error": format!("this server runs {test}, not {their}")}))?;
-        bail!("the client at {peer} asked for {their}, this server runs {test}");
-    }
-    let plan: Plan = Plan {
-        test,
-        sizes: serde_json::from_value(hello["sizes"].clone()).context("sizes")?,
-        iters: hello["iters"].as_u64().ok_or_else(|| anyhow!("iters"))?,
-        tx_depth: hello["tx_depth"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("tx_depth"))? as u32,
-        bidir: hello["bidirectional"].as_bool().unwrap_or(false),
+    let (ch, Hello { plan, baseline }) = loop {
+        let (stream, peer) = listener.accept().context("accepting a client")?;
+        let first = Channel::new(stream, peer.to_string(), HELLO_WAIT.min(timeout))
+            .and_then(|ch| Ok((hello(&ch, test)?, ch)));
+        match first {
+            Ok((h, ch)) => break (ch.retimed(timeout)?, h),
+            Err(e) => eprintln!("ernic perf: refused a connection from {peer}: {e:#}"),
+        }
     };
-    if plan.bidir && !test.is_bw() {
-        ch.send(&json!({"error": "-b applies to bandwidth tests only"}))?;
-        bail!("the client asked for {test} in both directions");
-    }
-    let baseline = hello["baseline"].as_bool().unwrap_or(false);
-    let max = plan
-        .sizes
-        .iter()
-        .copied()
-        .max()
-        .ok_or_else(|| anyhow!("no sizes"))?;
-    if max > super::MAX_SIZE || plan.iters == 0 {
-        ch.send(&json!({"error": "sizes or iterations out of range"}))?;
-        bail!("the client asked for sizes or iterations out of range");
-    }
+    drop(listener);
+    let max = *plan.sizes.iter().max().expect("checked: at least one size");
     let mesh = Mesh::start(mesh_config(MeshSpec::Manager { port: 0 }))
         .context("starting the mesh manager")?;
     let mesh_port = mesh.listen_addr().port();
@@ -230,7 +382,8 @@ pub fn server(test: Test, port: u16, quiet: bool) -> Result<()> {
     me["mesh_port"] = json!(mesh_port);
     ch.send(&me)?;
     let (cgid, cqpn, cremote) = peer_endpoint(&ch.recv()?)?;
-    wait_owner(fabric.mesh().expect("on a mesh"), cgid)?;
+    wait_owner(fabric.mesh().expect("on a mesh"), cgid, timeout)?;
+    ch.watch(alive_on(&fabric, cgid));
     side.qp.connect(cgid, cqpn, Access::ALL)?;
     side.remote = cremote;
     ch.send(&json!({"ready": true}))?;
@@ -260,6 +413,12 @@ pub fn server(test: Test, port: u16, quiet: bool) -> Result<()> {
     Ok(())
 }
 
+/// Whether the node owning `gid` is alive on `fabric`'s mesh.
+fn alive_on(fabric: &Fabric, gid: Gid) -> Alive {
+    let fabric = fabric.clone();
+    Box::new(move || fabric.mesh().is_some_and(|m| m.owner(&gid).is_some()))
+}
+
 /// Bytes the bandwidth baseline streams: what the test moved, at most 8 GiB.
 fn baseline_bytes(size: u64, iters: u64) -> u64 {
     (size * iters).min(8 << 30)
@@ -271,6 +430,7 @@ pub fn client(
     host: &str,
     port: u16,
     with_baseline: bool,
+    timeout: Duration,
     emit: &mut dyn FnMut(Row),
 ) -> Result<()> {
     let addrs: Vec<SocketAddr> = (host, port)
@@ -284,7 +444,7 @@ pub fn client(
             anyhow!("cannot reach ernic perf --server at {host} port {port}; is it running?")
         })?;
     let server_ip = stream.peer_addr()?.ip();
-    let ch = Channel::new(stream)?;
+    let ch = Channel::new(stream, format!("{host}:{port}"), timeout)?;
     ch.send(&json!({
         "test": plan.test.to_string(),
         "sizes": plan.sizes,
@@ -303,7 +463,7 @@ pub fn client(
         port: mesh_port,
     };
     let mesh = Mesh::start(mesh_config(spec)).context("starting the mesh worker")?;
-    let id = mesh.wait_registered(SETUP).ok_or_else(|| {
+    let id = mesh.wait_registered(timeout).ok_or_else(|| {
         anyhow!("could not register with the server's mesh at {server_ip} port {mesh_port}")
     })?;
     let fabric = Fabric::on_mesh(Config::default(), mesh);
@@ -311,7 +471,8 @@ pub fn client(
     let dev = fabric.open_device(gid)?;
     let max = *plan.sizes.iter().max().expect("a size") as usize;
     let mut side = Side::build(&dev, max, plan.tx_depth)?;
-    wait_owner(fabric.mesh().expect("on a mesh"), sgid)?;
+    wait_owner(fabric.mesh().expect("on a mesh"), sgid, timeout)?;
+    ch.watch(alive_on(&fabric, sgid));
     side.qp.connect(sgid, sqpn, Access::ALL)?;
     side.remote = sremote;
     ch.send(&endpoint(&side, gid)?)?;
@@ -368,4 +529,29 @@ pub fn client(
     }
     ch.send(&json!({"bye": true}))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// The wait counts from the peer's last sign of life: a peer alive at
+    /// every look is waited for past the timeout; one gone gives up the
+    /// timeout after it was last seen, not after the wait began.
+    #[test]
+    fn a_wait_counts_from_the_peers_last_sign_of_life() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut w = PeerWait::new(ms(300), t0);
+        for i in 1..=10 {
+            assert!(w.idle(t0 + ms(100 * i), true), "alive at {i}00 ms");
+        }
+        assert!(w.idle(t0 + ms(1_200), false), "gone 200 ms");
+        assert!(!w.idle(t0 + ms(1_300), false), "gone 300 ms: give up");
+        let mut w = PeerWait::new(ms(300), t0);
+        assert!(
+            !w.idle(t0 + ms(300), false),
+            "never seen: the timeout from the start"
+        );
+    }
 }

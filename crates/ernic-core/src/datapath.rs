@@ -1080,10 +1080,11 @@ impl<M: DmaMemory> Engine<M> {
                 .ok_or(WcStatus::GeneralErr)?;
             let mem = &self.mem;
             let m = d.mrs.slot_mut(r.key.0).ok_or(WcStatus::LocProtErr)?;
-            let MrKind::FastReg { max_len } = m.kind else {
+            let MrKind::FastReg { max_len, max_pages } = m.kind else {
                 return Err(WcStatus::LocProtErr);
             };
-            if m.pd != pd || r.len > max_len {
+            let too_many = matches!(r.pages, PageSource::Table { count, .. } if count > max_pages);
+            if m.pd != pd || r.len > max_len || too_many {
                 return Err(WcStatus::LocProtErr);
             }
             // The old key stops working whatever happens next.
@@ -1104,22 +1105,33 @@ impl<M: DmaMemory> Engine<M> {
                     first_offset,
                 } => {
                     let mut bad = false;
-                    let entries = (0..u64::from(count)).map(|i| {
-                        let mut b = [0u8; 8];
-                        let ok = table
-                            .checked_add(i * 8)
-                            .map(|a| {
+                    let entries = std::iter::from_fn(|| {
+                        if at == u64::from(count) || bad {
+                            return None;
+                        }
+                        if used == have {
+                            let n = ((u64::from(count) - at) as usize).min(buf.len() / 8);
+                            let read = table.checked_add(at * 8).is_some_and(|a| {
                                 copy::copy(
                                     mem,
-                                    Dst::Bytes(&mut b),
-                                    Src::Segs(&[Seg::direct(a, 8)]),
-                                    8,
+                                    Dst::Bytes(&mut buf[..n * 8]),
+                                    Src::Segs(&[Seg::direct(a, n as u64 * 8)]),
+                                    n as u64 * 8,
                                 )
                                 .is_ok()
-                            })
-                            .unwrap_or(false);
-                        bad |= !ok;
-                        u64::from_le_bytes(b)
+                            });
+                            if !read {
+                                bad = true;
+                                return None;
+                            }
+                            (have, used) = (n, 0);
+                        }
+                        let e = u64::from_le_bytes(
+                            buf[used * 8..used * 8 + 8].try_into().expect("8 bytes"),
+                        );
+                        used += 1;
+                        at += 1;
+                        Some(e)
                     });
                     let fits = mr::runs_from_pages(
                         entries,
@@ -1127,6 +1139,13 @@ impl<M: DmaMemory> Engine<M> {
                         u64::from(first_offset),
                         r.len,
                         &mut m.runs,
+                    // The list is read in pieces and ends at the first
+                    // entry that cannot be read: the registration then
+                    // fails (local protection, as an unreadable SGE does)
+                    // instead of naming address 0. At most `max_pages`
+                    // runs are ever kept (checked above).
+                    let mut buf = [0u8; 512];
+                    let (mut at, mut have, mut used) = (0u64, 0usize, 0usize);
                     );
                     if fits.is_none() || bad {
                         return Err(WcStatus::LocProtErr);
@@ -1145,6 +1164,8 @@ impl<M: DmaMemory> Engine<M> {
         Outcome::Done(st, 0)
     }
 
+                    m.runs.clear();
+                    m.runs.reserve_exact(count as usize);
     fn exec_local_inv(&mut self, dev: DeviceId, pd: PdId, key: Lkey) -> Outcome {
         let Ok(d) = self.dev_mut(dev) else {
             return Outcome::Done(WcStatus::GeneralErr, 0);
@@ -1153,6 +1174,7 @@ impl<M: DmaMemory> Engine<M> {
             Some(m)
                 if m.key == key.0
                     && m.valid
+                        m.runs.clear();
                     && m.pd == pd
                     && matches!(m.kind, MrKind::FastReg { .. }) =>
             {

@@ -51,6 +51,10 @@ pub struct EngineConfig {
     pub max_ah: u32,
     /// Largest message.
     pub max_msg_size: u64,
+    /// Most bytes the work-request slots of one device's QPs and SRQs may
+    /// hold together ([`QpCaps::engine_bytes`](crate::QpCaps::engine_bytes)): a QP or SRQ that would
+    /// pass it is refused with [`EngineError::OverBudget`].
+    pub max_queue_bytes: u64,
     /// Largest datagram payload (the path MTU of UD).
     pub ud_mtu: u32,
     /// How long a SEND waits for its peer to post a receive.
@@ -106,6 +110,7 @@ impl Default for EngineConfig {
             max_msg_size: u64::from(u32::MAX),
             ud_mtu: 4096,
             rnr_timeout: Duration::from_secs(5),
+            max_queue_bytes: u64::MAX,
             enforce_qp_state: true,
             allow_reserved_lkey: false,
             request_timeout: Duration::from_secs(30),
@@ -120,6 +125,48 @@ impl Default for EngineConfig {
 
 /// A call into the engine was refused. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// What one object of each kind costs the engine besides the memory a
+/// budget already covers (queue slots, [`EngineConfig::max_queue_bytes`]),
+/// in bytes: a front end adds these up to state the most memory a guest can
+/// make it hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// A QP's table slot (a table grows to the highest id used).
+    pub qp: u64,
+    /// An MR's table slot.
+    pub mr: u64,
+    /// An SRQ's table slot.
+    pub srq: u64,
+    /// An AH's table slot.
+    pub ah: u64,
+    /// A CQ's table slot.
+    pub cq: u64,
+    /// One run of an MR's pages (one per page-list entry at most).
+    pub run: u64,
+    /// A completion waiting to be written (one per queue slot at most).
+    pub completion: u64,
+    /// The least a queue slot costs (a receive slot with one SGE).
+    pub min_slot: u64,
+}
+
+impl Footprint {
+    /// This build's sizes.
+    pub fn of_this_build() -> Footprint {
+        use std::mem::size_of;
+        let b = |n: usize| n as u64;
+        Footprint {
+            qp: b(size_of::<Option<Qp>>()),
+            mr: b(size_of::<Option<Mr>>()),
+            srq: b(size_of::<Option<Srq>>()),
+            ah: b(size_of::<Option<Ah>>()),
+            cq: b(size_of::<Option<u32>>()),
+            run: b(size_of::<crate::mr::Run>()),
+            completion: b(size_of::<CqEvent>()),
+            min_slot: crate::qp::recv_queue_bytes(1 << 16, 1) >> 16,
+        }
+    }
+}
+
 pub enum EngineError {
     /// The device does not exist.
     #[error("no device {0}")]
@@ -152,6 +199,18 @@ pub enum EngineError {
     },
     /// An id asked for is taken or out of range.
     #[error("{what} id {id} is taken or out of range")]
+    /// A new object's memory would pass the device's budget for it.
+    #[error("{what} of {need} bytes does not fit: {left} of the device's {max} bytes are left")]
+    OverBudget {
+        /// What was asked for.
+        what: &'static str,
+        /// The bytes it needs.
+        need: u64,
+        /// The bytes left in the budget.
+        left: u64,
+        /// The whole budget.
+        max: u64,
+    },
     IdUnavailable {
         /// What kind of object.
         what: &'static str,
@@ -430,6 +489,8 @@ pub(crate) struct Device {
     pub counters: Counters,
 }
 
+    /// What its QPs' and SRQs' slots hold (see `max_queue_bytes`).
+    pub queue_bytes: u64,
 /// The device engine.
 #[derive(Debug)]
 pub struct Engine<M> {
@@ -493,6 +554,7 @@ impl<M: DmaMemory> Engine<M> {
             counters: Counters::default(),
         });
         DeviceId(self.devices.len() as u16 - 1)
+            queue_bytes: 0,
     }
 
     /// A device's GIDs.
@@ -576,6 +638,7 @@ impl<M: DmaMemory> Engine<M> {
         d.ahs.clear();
         self.stalled.retain(|(dv, _)| *dv != dev);
         self.remote.held_qps.retain(|(dv, _)| *dv != dev);
+        d.queue_bytes = 0;
         self.remote.held_qps.retain(|(dv, _)| *dv != dev);
         self.outbox.retain(|e| e.device != dev);
         Ok(())
@@ -661,7 +724,8 @@ impl<M: DmaMemory> Engine<M> {
         self.insert_mr(dev, mr)
     }
 
-    /// Allocates an MR for fast registration, able to bind up to `max_len` bytes.
+    /// Allocates an MR for fast registration, able to bind up to `max_len` bytes
+    /// named by as many 4 KiB pages as that takes (one more for an offset).
     /// It has no pages and its key does not work until a REG_MR binds them.
     pub fn alloc_fast_mr(
         &mut self,
@@ -671,6 +735,21 @@ impl<M: DmaMemory> Engine<M> {
         max_len: u64,
     ) -> Result<u32, EngineError> {
         self.check_pd(dev, pd)?;
+    ) -> Result<u32, EngineError> {
+        let pages = u32::try_from((max_len >> 12).saturating_add(1)).unwrap_or(u32::MAX);
+        self.alloc_fast_mr_pages(dev, pd, key, max_len, pages)
+    }
+
+    /// As [`alloc_fast_mr`](Engine::alloc_fast_mr), with at most `max_pages`
+    /// page-list entries per REG_MR: the MR never holds more than that many
+    /// runs, so a front end that bounds `max_pages` bounds its memory.
+    pub fn alloc_fast_mr_pages(
+        &mut self,
+        dev: DeviceId,
+        pd: PdId,
+        key: Option<u32>,
+        max_len: u64,
+        max_pages: u32,
         let key = self.pick_key(dev, key)?;
         let mr = Mr {
             key,
@@ -678,9 +757,11 @@ impl<M: DmaMemory> Engine<M> {
             access: Access::NONE,
             iova: 0,
             len: 0,
-            runs: Vec::with_capacity(((max_len >> 12) as usize + 1).min(4096)),
+            // Room for a typical registration now; a REG_MR needing more
+            // grows it once, never past `max_pages`.
+            runs: Vec::with_capacity((max_pages as usize).min(4096)),
             valid: false,
-            kind: MrKind::FastReg { max_len },
+            kind: MrKind::FastReg { max_len, max_pages },
         };
         self.insert_mr(dev, mr)
     }
@@ -774,17 +855,40 @@ impl<M: DmaMemory> Engine<M> {
         self.check_size("SRQ SGE count", max_sge, self.cfg.max_sge)?;
         let srq = Srq {
             pd,
+        let cost = crate::qp::recv_queue_bytes(depth, max_sge);
+        self.charge(dev, "a shared receive queue", cost)?;
             rq: RecvQueue::new(depth, max_sge),
             max_sge,
             limit: 0,
         };
         let d = self.dev_mut(dev)?;
-        match id {
+        let made = match id {
             Some(id) => d.srqs.insert_at(id.0, srq).map(|_| id),
             None => d.srqs.insert(srq).map(SrqId),
         }
     }
+        };
+        if made.is_err() {
+            d.queue_bytes -= cost;
+        }
+        made
+    }
 
+    /// Takes `cost` bytes from the device's queue budget, or refuses.
+    fn charge(&mut self, dev: DeviceId, what: &'static str, cost: u64) -> Result<(), EngineError> {
+        let max = self.cfg.max_queue_bytes;
+        let d = self.dev_mut(dev)?;
+        let left = max.saturating_sub(d.queue_bytes);
+        if cost > left {
+            return Err(EngineError::OverBudget {
+                what,
+                need: cost,
+                left,
+                max,
+            });
+
+        d.queue_bytes += cost;
+        Ok(())
     /// Sets the SRQ's low watermark: when its receive count drops below
     /// `limit`, one [`AsyncEvent::SrqLimitReached`] fires and the limit disarms
     /// (0 disarms it now).
@@ -820,7 +924,9 @@ impl<M: DmaMemory> Engine<M> {
                 what: "shared receive queue",
             });
         }
-        d.srqs.remove(srq.0);
+        if let Some(s) = d.srqs.remove(srq.0) {
+            d.queue_bytes -= crate::qp::recv_queue_bytes(s.rq.depth(), s.max_sge);
+        }
         Ok(())
     }
 
@@ -948,6 +1054,8 @@ impl<M: DmaMemory> Engine<M> {
         };
         self.incarnations += 1;
         let qp = Qp {
+        let cost = caps.engine_bytes(init.srq.is_some());
+        self.charge(dev, "a queue pair's queues", cost)?;
             qpn: Qpn(0),
             incarnation: self.incarnations,
             qp_type: init.qp_type,
@@ -972,12 +1080,16 @@ impl<M: DmaMemory> Engine<M> {
             held: Default::default(),
         };
         let d = self.dev_mut(dev)?;
-        let qpn = match qpn {
-            Some(q) => {
-                d.qps.insert_at(q.0, qp)?;
-                q
+        let made = match qpn {
+            Some(q) => d.qps.insert_at(q.0, qp).map(|()| q),
+            None => d.qps.insert(qp).map(Qpn),
+        };
+        let qpn = match made {
+            Ok(q) => q,
+            Err(e) => {
+                d.queue_bytes -= cost;
+                return Err(e);
             }
-            None => Qpn(d.qps.insert(qp)?),
         };
         d.qps.get_mut(qpn.0).expect("just inserted").qpn = qpn;
         Ok(qpn)
@@ -1013,10 +1125,9 @@ impl<M: DmaMemory> Engine<M> {
         self.qp(dev, qpn)?;
         self.drop_held(dev, qpn);
         self.forget_pending(dev, qpn);
-        self.dev_mut(dev)?
-            .qps
-            .remove(qpn.0)
-            .ok_or(EngineError::NoQp(qpn))?;
+        let d = self.dev_mut(dev)?;
+        let qp = d.qps.remove(qpn.0).ok_or(EngineError::NoQp(qpn))?;
+        d.queue_bytes -= qp.caps.engine_bytes(qp.srq.is_some());
         self.stalled.retain(|w| *w != (dev, qpn));
         Ok(())
     }

@@ -41,7 +41,9 @@ pub mod wire;
 pub mod wr;
 
 pub use counters::{Counter, Counters};
-pub use engine::{AsyncEvent, Engine, EngineConfig, EngineError, GSI_QKEY, MAX_SGE, MrSpec};
+pub use engine::{
+    AsyncEvent, Engine, EngineConfig, EngineError, Footprint, GSI_QKEY, MAX_SGE, MrSpec,
+};
 pub use memory::{DmaMemory, MemError, ProcessMemory};
 pub use qp::{Dest, QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
 pub use remote::{Outgoing, PeerReadError, PeerRun, Remote, RemoteStats, SendError};

@@ -31,6 +31,9 @@ pub enum MrKind {
     FastReg {
         /// Most bytes a registration may bind.
         max_len: u64,
+        /// Most page-list entries a registration may name (the `max_num_sg`
+        /// of `ib_alloc_mr`): a longer list fails before any is read.
+        max_pages: u32,
     },
 }
 

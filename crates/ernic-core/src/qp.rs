@@ -266,6 +266,50 @@ impl SendQueue {
     }
 }
 
+/// Bytes the heap keeps for one allocation of `n` bytes: glibc's chunk
+/// header and 16-byte granules (none for `n == 0`, which allocates nothing).
+fn heap_bytes(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        (n + 8).next_multiple_of(16).max(32)
+    }
+}
+
+impl QpCaps {
+    /// The memory a QP of these sizes holds in the engine, with its own
+    /// receive queue or (`srq`) one drawing from a shared one: every send
+    /// slot keeps room for `max_send_sge` SGEs and `max_inline_data` bytes,
+    /// every receive slot for `max_recv_sge` SGEs, from creation on (the
+    /// data path never allocates). A front end bounds this, not the depths
+    /// alone: it grows with depth × (SGEs + inline bytes).
+    pub fn engine_bytes(&self, srq: bool) -> u64 {
+        let send = send_queue_bytes(self.max_send_wr, self.max_send_sge, self.max_inline_data);
+        let recv = if srq {
+            recv_queue_bytes(1, 0)
+        } else {
+            recv_queue_bytes(self.max_recv_wr, self.max_recv_sge)
+        };
+        send + recv
+    }
+}
+
+/// The memory a send queue of `depth` slots holds (see
+/// [`QpCaps::engine_bytes`]).
+pub(crate) fn send_queue_bytes(depth: u32, max_sge: u32, max_inline: u32) -> u64 {
+    let depth = u64::from(depth);
+    let sgl = u64::from(max_sge) * std::mem::size_of::<Sge>() as u64;
+    heap_bytes(depth * std::mem::size_of::<SendSlot>() as u64)
+        + depth * (heap_bytes(sgl) + heap_bytes(max_inline.into()))
+}
+
+/// The memory a receive queue (a QP's or an SRQ's) of `depth` slots holds.
+pub fn recv_queue_bytes(depth: u32, max_sge: u32) -> u64 {
+    let depth = u64::from(depth);
+    let sgl = u64::from(max_sge) * std::mem::size_of::<Sge>() as u64;
+    heap_bytes(depth * std::mem::size_of::<RecvSlot>() as u64) + depth * heap_bytes(sgl)
+}
+
 /// One receive slot.
 #[derive(Debug)]
 pub(crate) struct RecvSlot {

@@ -929,3 +929,114 @@ fn a_full_send_queue_refuses_and_unsignaled_requests_still_complete() {
         );
     }
 }
+
+#[test]
+fn fast_registration_names_no_more_pages_than_the_mr_was_allocated_for() {
+    let mut t = Bench::new();
+    let b = t.b;
+    // A failed REG_MR moves its QP to ERROR: each attempt gets its own.
+    let fresh = |t: &mut Bench| {
+        let q = t.qp(b, QpType::Rc);
+        t.connect_rts(b, q, Some((t.a.gid, Qpn(99))), None);
+        q
+    };
+    // Room for 1 GiB of bytes, but only four page-list entries.
+    let fmr =
+        t.e.alloc_fast_mr_pages(t.b.dev, t.b.pd, None, 1 << 30, 4)
+            .unwrap();
+    let table = t.addr(0x40000);
+    let reg = |variant: u32, count: u32, table: u64| {
+        SendOp::RegMr(RegMr {
+            key: Lkey(fmr | variant),
+            iova: 0,
+            len: u64::from(count) << 12,
+            access: RW,
+            pages: PageSource::Table {
+                table,
+                count,
+                page_shift: 12,
+                first_offset: 0,
+            },
+        })
+    };
+    // A million pages: refused before a single entry is read.
+    let qb = fresh(&mut t);
+    t.send(t.b, qb, &SendWr::new(1, reg(1, 1 << 20, table)));
+    assert_eq!(t.take(t.b, qb, 1).status, WcStatus::LocProtErr);
+    assert!(t.e.mr(t.b.dev, fmr | 1).is_err(), "no key came of it");
+    // Four pages whose list is half outside memory: the registration fails
+    // rather than naming address 0, and nothing stays bound.
+    let edge = t.addr(ARENA - 16);
+    let qb = fresh(&mut t);
+    t.send(t.b, qb, &SendWr::new(2, reg(2, 4, edge)));
+    assert_eq!(t.take(t.b, qb, 2).status, WcStatus::LocProtErr);
+    assert!(t.e.mr(t.b.dev, fmr | 2).is_err());
+    // Four readable entries bind.
+    let pages: Vec<u8> = (0..4u64)
+        .flat_map(|i| t.addr(0x10000 + 0x2000 * i as usize).to_le_bytes())
+        .collect();
+    t.fill(0x40000, &pages);
+    let qb = fresh(&mut t);
+    t.send(t.b, qb, &SendWr::new(3, reg(3, 4, table)));
+    assert_eq!(t.take(t.b, qb, 3).status, WcStatus::Success);
+    let mr = t.e.mr(t.b.dev, fmr | 3).unwrap();
+    assert_eq!(mr.runs.len(), 4);
+    assert!(mr.runs.capacity() <= 4, "{}", mr.runs.capacity());
+}
+
+#[test]
+fn queues_past_the_device_budget_are_refused_and_their_bytes_come_back() {
+    let caps = QpCaps {
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 8,
+        max_recv_sge: 8,
+        max_inline_data: 256,
+    };
+    let one = caps.engine_bytes(false);
+    assert!(
+        one > 64 * (256 + 8 * 16),
+        "slots hold their SGE and inline room"
+    );
+    // Room for two of the bench's QPs and a bit.
+    let mut t = Bench::with(EngineConfig {
+        max_queue_bytes: 2 * one + one / 2,
+        allow_reserved_lkey: true,
+        ..EngineConfig::default()
+    });
+    let a = t.a;
+    let q1 = t.qp(a, QpType::Rc);
+    let _q2 = t.qp(a, QpType::Rc);
+    let init = QpInit {
+        qp_type: QpType::Rc,
+        pd: a.pd,
+        send_cq: a.cq,
+        recv_cq: a.cq,
+        srq: None,
+        caps,
+        sq_sig_all: false,
+        qpn: None,
+    };
+    let e = t.e.create_qp(a.dev, &init).unwrap_err();
+    assert!(
+        matches!(e, EngineError::OverBudget { need, .. } if need == one),
+        "{e}"
+    );
+    assert!(t.e.create_srq(a.dev, None, a.pd, 1 << 16, 32).is_err());
+    // A destroyed QP gives its bytes back.
+    t.e.destroy_qp(a.dev, q1).unwrap();
+    t.e.create_qp(a.dev, &init).unwrap();
+    // A reset device has its whole budget again.
+    t.e.reset_device(a.dev).unwrap();
+    let pd = t.e.alloc_pd(a.dev).unwrap();
+    let cq = t.e.create_cq(a.dev, None, 64).unwrap();
+    for _ in 0..2 {
+        let init = QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            ..init
+        };
+        t.e.create_qp(a.dev, &init).unwrap();
+    }
+}

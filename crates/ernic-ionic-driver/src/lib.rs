@@ -730,6 +730,18 @@ impl Driver {
         self.admin(op, body)
     }
 
+    /// Runs RDMA admin command `op` with `body` as written, whatever its
+    /// fields say (at most four 64-byte strides with the header): what a
+    /// hostile guest's driver can send. Answers as the typed calls do.
+    pub fn admin_command(&mut self, op: u8, body: &[u8]) -> Result<[u32; 2], Error> {
+        if body.len() + 4 > 4 * 64 {
+            return Err(Error::Unsupported(
+                "an admin command longer than four strides",
+            ));
+        }
+        self.admin(op, body)
+    }
+
     /// Runs an RDMA admin command; answers the two result words its CQE
     /// carries (ernic's SRQ commands use them).
     fn admin(&mut self, op: u8, body: &[u8]) -> Result<[u32; 2], Error> {
@@ -1585,23 +1597,34 @@ impl Driver {
                 fw::op::ATOMIC_CS
             }
             SendOp::RegMr(r) => {
-                let PageSource::Contiguous { dma } = r.pages else {
-                    return Err(Error::Unsupported(
-                        "fast registration of contiguous pages only",
-                    ));
+                // Contiguous pages, or a table of 64-bit page addresses as
+                // the kernel driver builds one.
+                let (dma, count, page_shift, first_offset) = match r.pages {
+                    PageSource::Contiguous { dma } => (dma, 1, 12, 0),
+                    PageSource::Table {
+                        table,
+                        count,
+                        page_shift,
+                        first_offset,
+                    } => (table, count, page_shift, first_offset),
                 };
                 w[wqe::NUM_SGE_KEY] = r.key.0 as u8;
                 put(w, wqe::IMM_DATA_KEY_BE, &r.key.0.to_be_bytes());
                 put(w, wqe::REG_VA_BE, &r.iova.to_be_bytes());
                 put(w, wqe::REG_LENGTH_BE, &r.len.to_be_bytes());
                 put(w, wqe::REG_DMA_ADDR_BE, &dma.to_be_bytes());
-                put(w, wqe::REG_MAP_COUNT_BE, &1u32.to_be_bytes());
+                put(w, wqe::REG_MAP_COUNT_BE, &count.to_be_bytes());
+                put(
+                    w,
+                    wqe::REG_OFFSET_BE,
+                    &u64::from(first_offset).to_be_bytes(),
+                );
                 put(
                     w,
                     wqe::REG_FLAGS_BE,
                     &fw::mrf::from_access(r.access).to_be_bytes(),
                 );
-                w[wqe::REG_PAGE_SIZE_LOG2] = 12;
+                w[wqe::REG_PAGE_SIZE_LOG2] = page_shift;
                 fw::op::REG_MR
             }
             SendOp::LocalInv(k) => {
