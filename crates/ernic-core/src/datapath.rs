@@ -1104,6 +1104,13 @@ impl<M: DmaMemory> Engine<M> {
                     page_shift,
                     first_offset,
                 } => {
+                    // The list is read in pieces and ends at the first
+                    // entry that cannot be read: the registration then
+                    // fails (local protection, as an unreadable SGE does)
+                    // instead of naming address 0. At most `max_pages`
+                    // runs are ever kept (checked above).
+                    let mut buf = [0u8; 512];
+                    let (mut at, mut have, mut used) = (0u64, 0usize, 0usize);
                     let mut bad = false;
                     let entries = std::iter::from_fn(|| {
                         if at == u64::from(count) || bad {
@@ -1133,21 +1140,17 @@ impl<M: DmaMemory> Engine<M> {
                         at += 1;
                         Some(e)
                     });
+                    m.runs.clear();
+                    m.runs.reserve_exact(count as usize);
                     let fits = mr::runs_from_pages(
                         entries,
                         page_shift,
                         u64::from(first_offset),
                         r.len,
                         &mut m.runs,
-                    // The list is read in pieces and ends at the first
-                    // entry that cannot be read: the registration then
-                    // fails (local protection, as an unreadable SGE does)
-                    // instead of naming address 0. At most `max_pages`
-                    // runs are ever kept (checked above).
-                    let mut buf = [0u8; 512];
-                    let (mut at, mut have, mut used) = (0u64, 0usize, 0usize);
                     );
                     if fits.is_none() || bad {
+                        m.runs.clear();
                         return Err(WcStatus::LocProtErr);
                     }
                 }
@@ -1164,8 +1167,6 @@ impl<M: DmaMemory> Engine<M> {
         Outcome::Done(st, 0)
     }
 
-                    m.runs.clear();
-                    m.runs.reserve_exact(count as usize);
     fn exec_local_inv(&mut self, dev: DeviceId, pd: PdId, key: Lkey) -> Outcome {
         let Ok(d) = self.dev_mut(dev) else {
             return Outcome::Done(WcStatus::GeneralErr, 0);
@@ -1174,7 +1175,6 @@ impl<M: DmaMemory> Engine<M> {
             Some(m)
                 if m.key == key.0
                     && m.valid
-                        m.runs.clear();
                     && m.pd == pd
                     && matches!(m.kind, MrKind::FastReg { .. }) =>
             {

@@ -108,9 +108,9 @@ impl Default for EngineConfig {
             max_srq: 1 << 12,
             max_ah: 1 << 16,
             max_msg_size: u64::from(u32::MAX),
+            max_queue_bytes: u64::MAX,
             ud_mtu: 4096,
             rnr_timeout: Duration::from_secs(5),
-            max_queue_bytes: u64::MAX,
             enforce_qp_state: true,
             allow_reserved_lkey: false,
             request_timeout: Duration::from_secs(30),
@@ -123,8 +123,6 @@ impl Default for EngineConfig {
     }
 }
 
-/// A call into the engine was refused. Nothing changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 /// What one object of each kind costs the engine besides the memory a
 /// budget already covers (queue slots, [`EngineConfig::max_queue_bytes`]),
 /// in bytes: a front end adds these up to state the most memory a guest can
@@ -167,6 +165,8 @@ impl Footprint {
     }
 }
 
+/// A call into the engine was refused. Nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
     /// The device does not exist.
     #[error("no device {0}")]
@@ -197,8 +197,6 @@ pub enum EngineError {
         /// The limit.
         max: u32,
     },
-    /// An id asked for is taken or out of range.
-    #[error("{what} id {id} is taken or out of range")]
     /// A new object's memory would pass the device's budget for it.
     #[error("{what} of {need} bytes does not fit: {left} of the device's {max} bytes are left")]
     OverBudget {
@@ -211,6 +209,8 @@ pub enum EngineError {
         /// The whole budget.
         max: u64,
     },
+    /// An id asked for is taken or out of range.
+    #[error("{what} id {id} is taken or out of range")]
     IdUnavailable {
         /// What kind of object.
         what: &'static str,
@@ -487,10 +487,10 @@ pub(crate) struct Device {
     pub srqs: Slab<Srq>,
     pub ahs: Slab<Ah>,
     pub counters: Counters,
-}
-
     /// What its QPs' and SRQs' slots hold (see `max_queue_bytes`).
     pub queue_bytes: u64,
+}
+
 /// The device engine.
 #[derive(Debug)]
 pub struct Engine<M> {
@@ -552,9 +552,9 @@ impl<M: DmaMemory> Engine<M> {
             srqs: Slab::new("shared receive queues", c.max_srq),
             ahs: Slab::new("address handles", c.max_ah),
             counters: Counters::default(),
+            queue_bytes: 0,
         });
         DeviceId(self.devices.len() as u16 - 1)
-            queue_bytes: 0,
     }
 
     /// A device's GIDs.
@@ -636,9 +636,9 @@ impl<M: DmaMemory> Engine<M> {
         d.qps.clear();
         d.srqs.clear();
         d.ahs.clear();
+        d.queue_bytes = 0;
         self.stalled.retain(|(dv, _)| *dv != dev);
         self.remote.held_qps.retain(|(dv, _)| *dv != dev);
-        d.queue_bytes = 0;
         self.remote.held_qps.retain(|(dv, _)| *dv != dev);
         self.outbox.retain(|e| e.device != dev);
         Ok(())
@@ -734,8 +734,6 @@ impl<M: DmaMemory> Engine<M> {
         key: Option<u32>,
         max_len: u64,
     ) -> Result<u32, EngineError> {
-        self.check_pd(dev, pd)?;
-    ) -> Result<u32, EngineError> {
         let pages = u32::try_from((max_len >> 12).saturating_add(1)).unwrap_or(u32::MAX);
         self.alloc_fast_mr_pages(dev, pd, key, max_len, pages)
     }
@@ -750,6 +748,8 @@ impl<M: DmaMemory> Engine<M> {
         key: Option<u32>,
         max_len: u64,
         max_pages: u32,
+    ) -> Result<u32, EngineError> {
+        self.check_pd(dev, pd)?;
         let key = self.pick_key(dev, key)?;
         let mr = Mr {
             key,
@@ -853,10 +853,10 @@ impl<M: DmaMemory> Engine<M> {
         self.check_pd(dev, pd)?;
         self.check_size("SRQ depth", depth, self.cfg.max_qp_wr)?;
         self.check_size("SRQ SGE count", max_sge, self.cfg.max_sge)?;
-        let srq = Srq {
-            pd,
         let cost = crate::qp::recv_queue_bytes(depth, max_sge);
         self.charge(dev, "a shared receive queue", cost)?;
+        let srq = Srq {
+            pd,
             rq: RecvQueue::new(depth, max_sge),
             max_sge,
             limit: 0,
@@ -865,8 +865,6 @@ impl<M: DmaMemory> Engine<M> {
         let made = match id {
             Some(id) => d.srqs.insert_at(id.0, srq).map(|_| id),
             None => d.srqs.insert(srq).map(SrqId),
-        }
-    }
         };
         if made.is_err() {
             d.queue_bytes -= cost;
@@ -886,9 +884,11 @@ impl<M: DmaMemory> Engine<M> {
                 left,
                 max,
             });
-
+        }
         d.queue_bytes += cost;
         Ok(())
+    }
+
     /// Sets the SRQ's low watermark: when its receive count drops below
     /// `limit`, one [`AsyncEvent::SrqLimitReached`] fires and the limit disarms
     /// (0 disarms it now).
@@ -1052,10 +1052,10 @@ impl<M: DmaMemory> Engine<M> {
             }
             (_, q) => q,
         };
-        self.incarnations += 1;
-        let qp = Qp {
         let cost = caps.engine_bytes(init.srq.is_some());
         self.charge(dev, "a queue pair's queues", cost)?;
+        self.incarnations += 1;
+        let qp = Qp {
             qpn: Qpn(0),
             incarnation: self.incarnations,
             qp_type: init.qp_type,

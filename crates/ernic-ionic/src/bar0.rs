@@ -49,8 +49,13 @@ pub struct Identity {
     pub rdma_mrs: u32,
     /// Address handles.
     pub rdma_ahs: u32,
-    /// Page-table entries per LIF (with 4 KiB pages, the largest MR).
+    /// Page-table entries per LIF, shared by every MR (a fast-registration
+    /// MR's page-list room included) and every ring given by a page table;
+    /// one object may take half (see [`crate::limits`]).
     pub rdma_ptes: u32,
+    /// Memory the engine may hold for the work-request slots of the QPs
+    /// and SRQs, in MiB (see [`crate::limits`]).
+    pub rdma_queue_mib: u32,
     /// How long a SEND waits for its peer to post a receive before it
     /// completes with RNR retry exceeded, in milliseconds.
     pub rnr_timeout_ms: u32,
@@ -78,8 +83,10 @@ impl Default for Identity {
             rdma_eqs: 32,
             rdma_mrs: 65_536,
             rdma_ahs: 4096,
-            // 2^30 entries of 4 KiB: a 4 TiB MR at most.
-            rdma_ptes: 1 << 30,
+            // 2^20 entries, as the seed's device has: with 4 KiB pages a
+            // 2 GiB MR at most (the driver reports half the table).
+            rdma_ptes: 1 << 20,
+            rdma_queue_mib: 128,
             rnr_timeout_ms: 5000,
             request_timeout_ms: 30_000,
         }
@@ -839,7 +846,11 @@ mod tests {
         assert_eq!(r32(&mut b, d + 176 + 8), 4, "RX queues");
         // rdma: version 1, 11 QP opcodes, 19 admin opcodes.
         assert_eq!(r32(&mut b, d + 392) & 0xff_ffff, 0x13_0b_01, "rdma version");
-        assert_eq!(r32(&mut b, d + 396), 1 << 30, "page-table entries");
+        assert_eq!(
+            r32(&mut b, d + 396),
+            1 << 20,
+            "page-table entries (the limit)"
+        );
         for (i, qtype) in (5..=9).enumerate() {
             assert_eq!(r32(&mut b, d + 424 + 12 * i) & 0xff, qtype);
         }

@@ -108,6 +108,8 @@ impl IonicFunction {
                 cqs: id.rdma_cqs,
                 mrs: id.rdma_mrs,
                 ahs: id.rdma_ahs,
+                ptes: id.rdma_ptes,
+                queue_bytes: u64::from(id.rdma_queue_mib) << 20,
                 rnr_timeout: std::time::Duration::from_millis(u64::from(id.rnr_timeout_ms)),
                 request_timeout: std::time::Duration::from_millis(u64::from(id.request_timeout_ms)),
             },

@@ -11,7 +11,8 @@
 //! - [`rdma`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
 //!   admin queues, event queues and the objects they create in
 //!   `ernic-core`;
-//! - [`profile`]: NIC profiles;
+//! - [`profile`]: NIC profiles; [`limits`]: every limit on what a guest
+//!   can make the device hold, and the most memory that adds up to;
 //! - [`function`]: the function itself — identity, config space, regions
 //!   and interrupts as a `ernic_vfio::server::Device`.
 
@@ -21,6 +22,7 @@ pub mod doorbell;
 pub mod eth;
 pub mod function;
 pub mod fw;
+pub mod limits;
 pub mod profile;
 pub mod rdma;
 #[allow(unsafe_code)]

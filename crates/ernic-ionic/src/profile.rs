@@ -5,9 +5,16 @@
 //!
 //! An ini file holds `key = value` lines; `#` and `;` start comments and
 //! `[section]` lines are allowed and ignored. A key the device does not
-//! know is refused with its name, as is a value out of range.
+//! know is refused with its name, as is a value out of range. A profile
+//! file is a regular file of at most [`MAX_PROFILE_BYTES`] (64 KiB) of
+//! UTF-8: anything else (`/dev/zero`, a FIFO, a directory, a huge file) is
+//! refused with its name before more than that is read.
+//!
+//! The RDMA limits (`rdma_*`) and what they let a guest make the server
+//! hold are written down once, in [`crate::limits`].
 
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use crate::bar0::Identity;
@@ -33,7 +40,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     (
         "small",
         "vectors = 8\nspeed = 25000\neth_queues = 2\nrdma_qps = 64\nrdma_cqs = 64\n\
-         rdma_eqs = 4\nrdma_mrs = 256\nrdma_ahs = 64\n",
+         rdma_eqs = 4\nrdma_mrs = 256\nrdma_ahs = 64\nrdma_ptes = 65536\nrdma_queue_mib = 32\n",
     ),
     // The top 64 doorbell pages shared with the client, so a driver that
     // rings them (ernic's own userspace driver) needs no socket message
@@ -41,6 +48,47 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     // rings only those, through the trapped path.
     ("shared-doorbells", "shared_doorbell_pages = 64\n"),
 ];
+
+/// The largest profile file read: a profile is a few dozen lines.
+pub const MAX_PROFILE_BYTES: u64 = 64 << 10;
+
+/// The text of the profile file at `path` (named `part` in errors): a
+/// regular file of at most [`MAX_PROFILE_BYTES`] of UTF-8. Opened without
+/// blocking (a FIFO's open would wait for a writer) and checked after the
+/// open, so what is read is what was checked.
+fn read_file(path: &Path, part: &str) -> Result<String, ProfileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |e: std::io::Error| ProfileError(format!("{part}: {e}"));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(err)?;
+    let meta = f.metadata().map_err(err)?;
+    if !meta.is_file() {
+        return Err(ProfileError(format!(
+            "{part}: not a regular file; a profile is an .ini file of key = value lines"
+        )));
+    }
+    let too_big = || {
+        ProfileError(format!(
+            "{part}: larger than {} KiB; a profile is a few key = value lines",
+            MAX_PROFILE_BYTES >> 10
+        ))
+    };
+    if meta.len() > MAX_PROFILE_BYTES {
+        return Err(too_big());
+    }
+    // The file may grow after the check: never more than the limit is read.
+    let mut bytes = Vec::new();
+    f.take(MAX_PROFILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    if bytes.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|_| ProfileError(format!("{part}: not UTF-8 text")))
+}
 
 /// Link speeds a port reports (Mb/s, ionic_if.h's IONIC_SPEED_*).
 const SPEEDS: [u32; 6] = [1_000, 10_000, 25_000, 40_000, 50_000, 100_000];
@@ -127,15 +175,16 @@ pub fn apply(id: &mut Identity, text: &str, origin: &str) -> Result<(), ProfileE
             "rdma_eqs" => id.rdma_eqs = u32v(1, 128).map_err(at)?,
             "rdma_mrs" => id.rdma_mrs = u32v(1, 1 << 24).map_err(at)?,
             "rdma_ahs" => id.rdma_ahs = u32v(1, 1 << 24).map_err(at)?,
-            "rdma_ptes" => id.rdma_ptes = u32v(1, u32::MAX.into()).map_err(at)?,
+            "rdma_ptes" => id.rdma_ptes = u32v(2, 1 << 28).map_err(at)?,
+            "rdma_queue_mib" => id.rdma_queue_mib = u32v(1, 16 << 10).map_err(at)?,
             "rnr_timeout_ms" => id.rnr_timeout_ms = u32v(1, 600_000).map_err(at)?,
             "request_timeout_ms" => id.request_timeout_ms = u32v(1, 600_000).map_err(at)?,
             other => {
                 return Err(at(ProfileError(format!(
                     "unknown key {other:?}: the keys are vectors, speed, fw_version, serial, \
                      mac, max_frame, eth_queues, doorbell_pages, shared_doorbell_pages, rdma_aqs, \
-                     rdma_qps, rdma_cqs, rdma_eqs, rdma_mrs, rdma_ahs, rdma_ptes, rnr_timeout_ms, \
-                     request_timeout_ms"
+                     rdma_qps, rdma_cqs, rdma_eqs, rdma_mrs, rdma_ahs, rdma_ptes, rdma_queue_mib, \
+                     rnr_timeout_ms, request_timeout_ms"
                 ))));
             }
         }
@@ -154,8 +203,7 @@ pub fn load(spec: &str) -> Result<Identity, ProfileError> {
         }
         let path = Path::new(part);
         if path.extension().is_some_and(|e| e == "ini") || path.exists() {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| ProfileError(format!("{part}: {e}")))?;
+            let text = read_file(path, part)?;
             apply(&mut id, &text, part)?;
             continue;
         }
@@ -218,6 +266,38 @@ mod tests {
         }
         assert!(load("nosuch").unwrap_err().0.contains("compat, small"));
         assert!(load("/no/such/file.ini").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_small_regular_files_are_read() {
+        // Before, /dev/zero was read until memory ran out.
+        let e = load("/dev/zero").unwrap_err().0;
+        assert!(e.contains("/dev/zero: not a regular file"), "{e}");
+        let e = load("compat,/tmp").unwrap_err().0;
+        assert!(e.contains("/tmp: not a regular file"), "{e}");
+        let dir = std::env::temp_dir().join(format!("ernic-profile-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.ini");
+        let line = "vectors = 8\n";
+        std::fs::write(
+            &big,
+            line.repeat(MAX_PROFILE_BYTES as usize / line.len() + 1),
+        )
+        .unwrap();
+        let e = load(&big.display().to_string()).unwrap_err().0;
+        assert!(e.contains("larger than 64 KiB"), "{e}");
+        let fits = dir.join("fits.ini");
+        std::fs::write(&fits, line.repeat(MAX_PROFILE_BYTES as usize / line.len())).unwrap();
+        assert_eq!(load(&fits.display().to_string()).unwrap().vectors, 8);
+        let bad = dir.join("bad.ini");
+        std::fs::write(&bad, [b'v', 0xff, b'\n']).unwrap();
+        assert!(
+            load(&bad.display().to_string())
+                .unwrap_err()
+                .0
+                .contains("not UTF-8")
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -40,6 +40,7 @@ use ernic_core::{
 use ernic_vfio::dma::{Dma, DmaView};
 
 use crate::fw::{self, admin_op, admin_status as st, admin_wqe, cqe, eqe};
+use crate::limits::{Owner, PageTables};
 
 mod datapath;
 use crate::bytes::{be16, be32, le16, le32, le64};
@@ -73,6 +74,8 @@ const PAGE_SHIFTS: std::ops::RangeInclusive<u8> = 12..=30;
 const MAX_GIDS: usize = 256;
 /// The longest admin command (four strides).
 const MAX_ADMIN_STRIDES: usize = 4;
+/// Page-table entries read at a time.
+const TABLE_CHUNK: usize = 512;
 /// Protection domains one LIF may have at once: the Linux driver's own id
 /// space (`IONIC_MAX_PD`), so its ids never run out here first.
 pub const MAX_PDS: u32 = 1024;
@@ -84,6 +87,8 @@ pub struct Ring {
     runs: Vec<Run>,
     depth_log2: u8,
     stride_log2: u8,
+    /// Page-table entries it holds (0 for a contiguous ring).
+    ptes: u32,
 }
 
 impl Ring {
@@ -106,6 +111,7 @@ impl Ring {
             }],
             depth_log2,
             stride_log2,
+            ptes: 0,
         })
     }
 
@@ -113,9 +119,11 @@ impl Ring {
     /// `1 << page_log2` bytes, either directly at `dma_addr` (one page, or
     /// physically contiguous memory) or listed in a table of 64-bit page
     /// addresses at `dma_addr`. The table must have exactly the entries
-    /// the ring's size needs.
+    /// the ring's size needs, and fit the LIF's page table (`tables`; the
+    /// caller charges it once the ring's object exists).
     fn described(
         dma: &Dma,
+        tables: &PageTables,
         dma_addr: u64,
         map_count: u32,
         page_log2: u8,
@@ -135,6 +143,9 @@ impl Ring {
             }
             return Ring::contiguous(dma_addr, depth_log2, stride_log2).ok_or(st::BAD_ATTR);
         }
+        if let Err(e) = tables.check_one(map_count.into()) {
+            return Err(e.status());
+        }
         let len = Ring::len_bytes(depth_log2, stride_log2);
         let runs = read_page_table(dma, dma_addr, map_count, page_log2, 0, len)?;
         if stride_log2 > page_log2 {
@@ -144,6 +155,7 @@ impl Ring {
             runs,
             depth_log2,
             stride_log2,
+            ptes: map_count,
         })
     }
 
@@ -160,19 +172,18 @@ impl Ring {
     /// The guest address of entry `index` (taken modulo the depth).
     pub fn slot(&self, index: u32) -> u64 {
         let off = u64::from(index & (self.depth() - 1)) << self.stride_log2;
-        let r = self
-            .runs
-            .iter()
-            .rev()
-            .find(|r| r.off <= off)
-            .expect("runs start at offset 0");
+        // The run holding `off` (runs are sorted and start at offset 0).
+        let r = &self.runs[self.runs.partition_point(|r| r.off <= off) - 1];
         r.dma + (off - r.off)
     }
 }
 
 /// Reads a page table of `count` entries at `table` describing `len` bytes
 /// that start `first_offset` into the first page; the count is checked
-/// against the geometry before anything is read.
+/// against the geometry before anything is read (and, by the caller,
+/// against the LIF's page table: see [`crate::limits`]). The table is read
+/// [`TABLE_CHUNK`] entries at a time, and an entry that cannot be read
+/// fails it; the runs kept are the merged pages, at most one per entry.
 fn read_page_table(
     dma: &Dma,
     table: u64,
@@ -189,16 +200,37 @@ fn read_page_table(
         .checked_add(len)
         .ok_or(st::BAD_ATTR)?
         .div_ceil(page);
-    if u64::from(count) != needed {
+    if u64::from(count) != needed || table.checked_add(u64::from(count) * 8).is_none() {
         return Err(st::BAD_ATTR);
     }
-    let mut raw = vec![0u8; count as usize * 8];
-    dma.read(table, &mut raw).map_err(|_| st::BAD_ATTR)?;
-    let pages = raw
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    let mut raw = [0u8; TABLE_CHUNK * 8];
+    let (mut at, mut have, mut used) = (0u32, 0usize, 0usize);
+    let mut unreadable = false;
+    let pages = std::iter::from_fn(|| {
+        if at == count || unreadable {
+            return None;
+        }
+        if used == have {
+            let n = ((count - at) as usize).min(TABLE_CHUNK);
+            if dma
+                .read(table + u64::from(at) * 8, &mut raw[..n * 8])
+                .is_err()
+            {
+                unreadable = true;
+                return None;
+            }
+            (have, used) = (n, 0);
+        }
+        let e = u64::from_le_bytes(raw[used * 8..used * 8 + 8].try_into().expect("8 bytes"));
+        (used, at) = (used + 1, at + 1);
+        Some(e)
+    });
     let mut runs = Vec::new();
-    runs_from_pages(pages, page_log2, first_offset, len, &mut runs).ok_or(st::BAD_ATTR)?;
+    let fits = runs_from_pages(pages, page_log2, first_offset, len, &mut runs);
+    if fits.is_none() || unreadable {
+        return Err(st::BAD_ATTR);
+    }
+    runs.shrink_to_fit();
     Ok(runs)
 }
 
@@ -285,6 +317,8 @@ pub struct RdmaDev {
     qp_count: u32,
     /// Results of the command being run, for its admin CQE.
     result: [u32; 2],
+    /// The LIF's page table: what each MR and ring holds of it.
+    ptes: PageTables,
 }
 
 /// A shared receive queue's ring and the device's place in it.
@@ -318,6 +352,10 @@ pub struct RdmaLimits {
     pub mrs: u32,
     /// AHs.
     pub ahs: u32,
+    /// Page-table entries of the LIF (half for one object).
+    pub ptes: u32,
+    /// Bytes the engine may hold for QPs' and SRQs' work-request slots.
+    pub queue_bytes: u64,
     /// How long a SEND waits for a receive (then RNR retry exceeded).
     pub rnr_timeout: std::time::Duration,
     /// How long a request to another server waits (then retry exceeded).
@@ -361,6 +399,7 @@ impl RdmaDev {
             max_mr: limits.mrs,
             max_ah: limits.ahs,
             max_qp_wr: 1 << MAX_DEPTH_LOG2,
+            max_queue_bytes: limits.queue_bytes,
             // The ionic device runs its queues in any state (seed 001) and
             // the kernel uses key 0 for its own buffers.
             enforce_qp_state: false,
@@ -397,6 +436,7 @@ impl RdmaDev {
             srqs: BTreeMap::new(),
             qp_count: limits.qps.max(2),
             result: [0; 2],
+            ptes: PageTables::new(limits.ptes),
         }
     }
 
@@ -554,6 +594,7 @@ impl RdmaDev {
     fn forget(&mut self) {
         let _ = self.engine.reset_device(self.dev);
         self.pds.clear();
+        self.ptes.clear();
         self.eqs.clear();
         self.cqs.clear();
         self.aqs.clear();
@@ -851,7 +892,10 @@ impl RdmaDev {
             admin_op::DESTROY_QP => {
                 let id = le32(c, 0);
                 let r = self.engine.destroy_qp(self.dev, Qpn(id));
-                self.destroyed(r, |d| d.qps.remove(&id).is_some())
+                self.destroyed(r, |d| {
+                    d.ptes.release(Owner::Qp(id));
+                    d.qps.remove(&id).is_some()
+                })
             }
             admin_op::CREATE_MR => self.in_pd(le32(c, fw::create_mr::PD_ID), |d, pd| {
                 d.create_mr(c, dma, pd)
@@ -859,7 +903,10 @@ impl RdmaDev {
             admin_op::DESTROY_MR => {
                 let id = le32(c, 0);
                 let r = self.engine.dereg_mr(self.dev, id);
-                self.destroyed(r, |d| d.mrs.remove(&id).is_some())
+                self.destroyed(r, |d| {
+                    d.ptes.release(Owner::Mr(id >> 8));
+                    d.mrs.remove(&id).is_some()
+                })
             }
             admin_op::CREATE_AH => self.in_pd(le32(c, fw::create_ah::PD_ID), |d, pd| {
                 d.create_ah(c, dma, pd)
@@ -888,6 +935,7 @@ impl RdmaDev {
         }
         let ring = match Ring::described(
             dma,
+            &self.ptes,
             le64(c, f::DMA_ADDR),
             le32(c, f::MAP_COUNT),
             c[f::PAGE_SIZE_LOG2],
@@ -903,6 +951,7 @@ impl RdmaDev {
         {
             return self.refuse(st::BAD_INDEX, e);
         }
+        self.ptes.charge(Owner::Cq(id), ring.ptes);
         self.cqs.insert(
             id,
             Cq {
@@ -922,7 +971,10 @@ impl RdmaDev {
             return st::BAD_STATE;
         }
         let r = self.engine.destroy_cq(self.dev, CqId(id));
-        self.destroyed(r, |d| d.cqs.remove(&id).is_some())
+        self.destroyed(r, |d| {
+            d.ptes.release(Owner::Cq(id));
+            d.cqs.remove(&id).is_some()
+        })
     }
 
     fn create_qp(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
@@ -938,12 +990,14 @@ impl RdmaDev {
             (fw::qpt::UC, _) => QpType::Uc,
             _ => return st::BAD_TYPE,
         };
+        let tables = &self.ptes;
         let ring = |dma: &Dma, at_dma, at_count, at_page, at_depth, at_stride| {
             if le32(c, at_count) == 0 && le64(c, at_dma) == 0 {
                 return Ok(None);
             }
             Ring::described(
                 dma,
+                tables,
                 le64(c, at_dma),
                 le32(c, at_count),
                 c[at_page],
@@ -1018,6 +1072,14 @@ impl RdmaDev {
             sq_sig_all: false,
             qpn: Some(Qpn(id)),
         };
+        // Each ring's table fitted alone; both must fit together.
+        let ptes = [&sq, &rq]
+            .iter()
+            .map(|r| r.as_ref().map_or(0, |r| r.ptes))
+            .sum::<u32>();
+        if let Err(e) = self.ptes.check_free(ptes.into()) {
+            return self.refuse(e.status(), e);
+        }
         if let Err(e) = self.engine.create_qp(self.dev, &init) {
             return self.refuse(st::BAD_ATTR, e);
         }
@@ -1102,6 +1164,7 @@ impl RdmaDev {
         use fw::srq as f;
         let ring = match Ring::described(
             dma,
+            &self.ptes,
             le64(c, f::DMA_ADDR),
             le32(c, f::MAP_COUNT),
             c[f::PAGE_SIZE_LOG2],
@@ -1128,6 +1191,7 @@ impl RdmaDev {
             let _ = self.engine.destroy_srq(self.dev, srq);
             return self.refuse(st::BAD_ATTR, e);
         }
+        self.ptes.charge(Owner::Srq(id), ring.ptes);
         self.srqs.insert(id, Srq { ring, prod: 0 });
         self.result = [id, 0];
         st::OK
@@ -1150,6 +1214,7 @@ impl RdmaDev {
                 self.result = [limit, n];
             }),
             _ => self.engine.destroy_srq(self.dev, srq).map(|()| {
+                self.ptes.release(Owner::Srq(id));
                 self.srqs.remove(&id);
             }),
         };
@@ -1254,11 +1319,18 @@ impl RdmaDev {
         }
         let acc = fw::mrf::to_access(flags).0;
         // A fast-registration MR (IONIC_MRF_UKEY_EN): room for `count`
-        // pages, bound later by REG_MR work requests.
+        // pages, bound later by REG_MR work requests; the room is taken
+        // from the LIF's page table now, as a page table's entries are.
         const UKEY_EN: u16 = 1 << 13;
-        let r = if flags & UKEY_EN != 0 {
+        let fast = flags & UKEY_EN != 0;
+        let ptes = if fast || count > 1 { count } else { 0 };
+        if let Err(e) = self.ptes.check_one(ptes.into()) {
+            return self.refuse(e.status(), format_args!("MR {id:#x}: {e}"));
+        }
+        let r = if fast {
             let max = u64::from(count) << page_log2.clamp(12, 30);
-            self.engine.alloc_fast_mr(self.dev, pd, Some(id), max)
+            self.engine
+                .alloc_fast_mr_pages(self.dev, pd, Some(id), max, count)
         } else {
             let runs = if count <= 1 {
                 vec![Run {
@@ -1290,6 +1362,7 @@ impl RdmaDev {
         };
         match r {
             Ok(_) => {
+                self.ptes.charge(Owner::Mr(id >> 8), ptes);
                 self.mrs.insert(id, ());
                 st::OK
             }
@@ -1439,6 +1512,22 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn the_records_fit_what_the_limits_count_for_them() {
+        use crate::limits::RECORD_BYTES;
+        use std::mem::size_of;
+        // A map entry (key, record, a share of a node) and a ring's first run.
+        let entry = |record: usize| (size_of::<u32>() + record + 16) as u64;
+        let ring_run = 32;
+        assert!(entry(size_of::<Qp>()) + 2 * ring_run <= RECORD_BYTES);
+        assert!(entry(size_of::<Cq>()) + ring_run <= RECORD_BYTES);
+        assert!(entry(size_of::<Srq>()) + ring_run <= RECORD_BYTES);
+        assert!(entry(size_of::<Eq>()) + ring_run <= RECORD_BYTES);
+        assert!(entry(size_of::<Aq>()) + ring_run <= RECORD_BYTES);
+        assert!(entry(size_of::<Gid>()) <= RECORD_BYTES / 8, "an AH");
+        assert!(entry(8) <= RECORD_BYTES / 8, "an MR (its PD)");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         // Whatever the guest writes — admin commands of any opcode and
@@ -1454,6 +1543,8 @@ mod tests {
                 cqs: 64,
                 mrs: 256,
                 ahs: 64,
+                ptes: 1 << 16,
+                queue_bytes: 32 << 20,
                 rnr_timeout: std::time::Duration::from_millis(50),
                 request_timeout: std::time::Duration::from_millis(50),
             };

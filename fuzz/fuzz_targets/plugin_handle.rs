@@ -1,4 +1,0 @@
-//! Stateful: see `ernic_fuzz::plugin_handle`.
-#![no_main]
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ernic_fuzz::plugin_handle::run(data));
