@@ -46,6 +46,8 @@ use ernic_core::{Gid, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendErro
 
 pub use inbound::Message;
 pub use node::Peer;
+/// The control-body decoders, for the fuzz targets.
+pub use node::{parse_gids, parse_topology};
 pub use spec::{Spec, SpecError};
 
 use crate::conn::QueueError;

@@ -1230,7 +1230,9 @@ fn gids_frame(src: u16, node: u16, alive: bool, gids: &[Gid]) -> Vec<u8> {
     frame::frame(Kind::Gids, src, NO_NODE, &w.0)
 }
 
-fn parse_gids(body: &[u8]) -> Result<(u16, bool, Vec<Gid>), FrameError> {
+/// Reads a GIDS body (node, alive, count, GIDs); public for the fuzz
+/// targets (`fuzz/`), re-exported at the crate root.
+pub fn parse_gids(body: &[u8]) -> Result<(u16, bool, Vec<Gid>), FrameError> {
     let mut r = Reader::new(Kind::Gids, body);
     let node = r.u16()?;
     let alive = r.u8()? != 0;
@@ -1273,7 +1275,9 @@ fn topology_body(table: &BTreeMap<u16, Rec>) -> Vec<u8> {
     w.0
 }
 
-fn parse_topology(body: &[u8]) -> Result<Vec<Peer>, FrameError> {
+/// Reads a TOPOLOGY body (count, then id, alive, address, port each);
+/// public for the fuzz targets (`fuzz/`), re-exported at the crate root.
+pub fn parse_topology(body: &[u8]) -> Result<Vec<Peer>, FrameError> {
     let mut r = Reader::new(Kind::Topology, body);
     let n = r.u16()?;
     let mut out = Vec::new();
