@@ -1083,6 +1083,7 @@ impl RdmaDev {
         if let Err(e) = self.engine.create_qp(self.dev, &init) {
             return self.refuse(st::BAD_ATTR, e);
         }
+        self.ptes.charge(Owner::Qp(id), ptes);
         self.qps.insert(
             id,
             Qp {
