@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use crate::copy::{self, CopyError, Dst, Src};
 use crate::counters::Counter;
-use crate::engine::{AsyncEvent, Device, Engine, EngineConfig, MAX_SGE};
+use crate::engine::{AsyncEvent, Device, Engine, MAX_SGE};
 use crate::grh::{self, GRH_LEN};
 use crate::memory::DmaMemory;
 use crate::mr::{self, KeyError, MrKind, Run, Seg};
@@ -87,10 +87,13 @@ pub(crate) struct Req {
 pub(crate) type SegArray<'a> = [Seg<'a>; MAX_SGE];
 
 /// Resolves an SGE list against a device's MRs. Zero-length SGEs are skipped
-/// without a key check. Returns the number of segments and the total length.
+/// without a key check. Key 0 names a bus address directly, and only where
+/// `dma_key` says the QP may (a privileged QP's, see
+/// [`Engine::set_qp_privileged`]); elsewhere it is a local protection error.
+/// Returns the number of segments and the total length.
 pub(crate) fn resolve_sgl<'a>(
     dev: &'a Device,
-    cfg: &EngineConfig,
+    dma_key: bool,
     pd: PdId,
     sgl: &[Sge],
     need: Access,
@@ -101,7 +104,7 @@ pub(crate) fn resolve_sgl<'a>(
     for sge in sgl.iter().filter(|s| s.len > 0) {
         let len = u64::from(sge.len);
         let seg = if sge.lkey.0 == 0 {
-            if !cfg.allow_reserved_lkey {
+            if !dma_key {
                 return Err(local_status(KeyError::ReservedKey));
             }
             sge.addr.checked_add(len).ok_or(WcStatus::LocProtErr)?;
@@ -159,23 +162,26 @@ pub(crate) fn skip_prefix(segs: &mut [Seg<'_>], mut n: u64) -> usize {
     i
 }
 
-/// One end of a request: a QP, its device, its protection domain and the
-/// remote rights it grants.
+/// One end of a request: a QP, its device, its protection domain, whether
+/// its own SGEs may name key 0, and the remote rights it grants.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct End {
     pub dev: DeviceId,
     pub qpn: Qpn,
     pub pd: PdId,
+    pub dma_key: bool,
     pub access: Access,
 }
 
 /// Where a request's payload comes from.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Source<'r> {
-    /// The SGEs of a QP on `dev` in `pd`, from byte `skip` on.
+    /// The SGEs of a QP on `dev` in `pd` (key 0 among them if `dma_key`),
+    /// from byte `skip` on.
     Sgl {
         dev: DeviceId,
         pd: PdId,
+        dma_key: bool,
         sgl: &'r [Sge],
         skip: u64,
     },
@@ -188,10 +194,12 @@ pub(crate) enum Source<'r> {
 
 /// Where a request's result goes.
 pub(crate) enum Sink<'r> {
-    /// The SGEs of a QP on `dev` in `pd` (they need LOCAL_WRITE), from byte `skip` on.
+    /// The SGEs of a QP on `dev` in `pd` (they need LOCAL_WRITE; key 0
+    /// among them if `dma_key`), from byte `skip` on.
     Sgl {
         dev: DeviceId,
         pd: PdId,
+        dma_key: bool,
         sgl: &'r [Sge],
         skip: u64,
     },
@@ -272,9 +280,15 @@ impl<M: DmaMemory> Engine<M> {
                     runs,
                 })
             }
-            Source::Sgl { dev, pd, sgl, skip } => {
+            Source::Sgl {
+                dev,
+                pd,
+                dma_key,
+                sgl,
+                skip,
+            } => {
                 let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-                let (n, _) = resolve_sgl(d, &self.cfg, pd, sgl, Access::NONE, segs)?;
+                let (n, _) = resolve_sgl(d, dma_key, pd, sgl, Access::NONE, segs)?;
                 let first = skip_prefix(&mut segs[..n], skip);
                 Ok(Src::Segs(&segs[first..n]))
             }
@@ -395,7 +409,7 @@ impl<M: DmaMemory> Engine<M> {
         let Ok(qp) = self.qp(dev, qpn) else {
             return Outcome::Done(WcStatus::GeneralErr, 0);
         };
-        let (qp_type, pd) = (qp.qp_type, qp.pd);
+        let (qp_type, pd, dma_key) = (qp.qp_type, qp.pd, self.dma_key(qp));
         match req.op {
             SendOp::RegMr(r) => return self.exec_reg_mr(dev, pd, &r),
             SendOp::LocalInv(k) => return self.exec_local_inv(dev, pd, k),
@@ -426,6 +440,7 @@ impl<M: DmaMemory> Engine<M> {
             Source::Sgl {
                 dev,
                 pd,
+                dma_key,
                 sgl,
                 skip: 0,
             }
@@ -458,6 +473,7 @@ impl<M: DmaMemory> Engine<M> {
             dev: pdev,
             qpn: dest.qpn,
             pd: peer.pd,
+            dma_key: self.dma_key(peer),
             access: peer.access,
         };
         let out = match req.op {
@@ -475,6 +491,7 @@ impl<M: DmaMemory> Engine<M> {
                 Sink::Sgl {
                     dev,
                     pd,
+                    dma_key,
                     sgl,
                     skip: 0,
                 },
@@ -486,6 +503,7 @@ impl<M: DmaMemory> Engine<M> {
                         dev,
                         qpn,
                         pd,
+                        dma_key,
                         access: Access::NONE,
                     },
                     them,
@@ -777,7 +795,7 @@ impl<M: DmaMemory> Engine<M> {
         };
         let Ok((dn, dlen)) = resolve_sgl(
             pd_dev,
-            &self.cfg,
+            at.dma_key,
             at.pd,
             rsgl,
             Access::LOCAL_WRITE,
@@ -848,10 +866,15 @@ impl<M: DmaMemory> Engine<M> {
             let mut dseg: SegArray<'_> = Default::default();
             let dst = match sink {
                 Sink::Bytes(b) => Dst::Bytes(b),
-                Sink::Sgl { dev, pd, sgl, skip } => {
+                Sink::Sgl {
+                    dev,
+                    pd,
+                    dma_key,
+                    sgl,
+                    skip,
+                } => {
                     let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-                    let (n, _) =
-                        resolve_sgl(d, &self.cfg, pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+                    let (n, _) = resolve_sgl(d, dma_key, pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
                     let first = skip_prefix(&mut dseg[..n], skip);
                     Dst::Segs(&dseg[first..n])
                 }
@@ -913,7 +936,7 @@ impl<M: DmaMemory> Engine<M> {
         }
         let d = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
         let mut dseg: SegArray<'_> = Default::default();
-        resolve_sgl(d, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+        resolve_sgl(d, me.dma_key, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
         Ok(())
     }
 
@@ -921,7 +944,7 @@ impl<M: DmaMemory> Engine<M> {
     pub(crate) fn put_atomic_result(&self, me: End, sgl: &[Sge], old: u64) -> Result<(), WcStatus> {
         let d = self.dev(me.dev).map_err(|_| WcStatus::GeneralErr)?;
         let mut dseg: SegArray<'_> = Default::default();
-        let (n, _) = resolve_sgl(d, &self.cfg, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
+        let (n, _) = resolve_sgl(d, me.dma_key, me.pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
         copy::copy(
             &self.mem,
             Dst::Segs(&dseg[..n]),
@@ -1052,6 +1075,7 @@ impl<M: DmaMemory> Engine<M> {
             dev: pdev,
             qpn: pqpn,
             pd: peer.pd,
+            dma_key: self.dma_key(peer),
             access: peer.access,
         };
         let inc = Incoming {

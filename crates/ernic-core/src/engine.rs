@@ -62,8 +62,10 @@ pub struct EngineConfig {
     /// Check QP states as verbs does. The ionic device records whatever state
     /// the guest asks for and runs its queues in any state (seed 001).
     pub enforce_qp_state: bool,
-    /// Whether local SGEs may use key 0, the reserved DMA key, whose address
-    /// is a DMA address used without an MR. Never allowed from a peer.
+    /// Whether every QP's local SGEs may use key 0, the reserved DMA key,
+    /// whose address is a DMA address used without an MR. Without it only
+    /// the QPs a front end makes privileged
+    /// ([`Engine::set_qp_privileged`]) may. Never allowed from a peer.
     pub allow_reserved_lkey: bool,
     /// How long a request to another node waits for its answer before it
     /// completes with transport retry exceeded (seed: 30 s).
@@ -1061,6 +1063,7 @@ impl<M: DmaMemory> Engine<M> {
             qp_type: init.qp_type,
             state: QpState::Reset,
             pd: init.pd,
+            privileged: false,
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
             srq: init.srq,
@@ -1109,6 +1112,28 @@ impl<M: DmaMemory> Engine<M> {
     /// A snapshot of the QP's attributes.
     pub fn query_qp(&self, dev: DeviceId, qpn: Qpn) -> Result<QpInfo, EngineError> {
         Ok(self.qp(dev, qpn)?.info())
+    }
+
+    /// Makes QP `qpn` privileged or not: whether its own SGEs (send,
+    /// receive, an atomic's result, a READ's destination) may name key 0,
+    /// the reserved DMA key, whose address is a bus address checked against
+    /// no MR and no PD. A QP starts unprivileged; with
+    /// [`EngineConfig::allow_reserved_lkey`] every QP may. (The ionic
+    /// device's `IONIC_QPF_PRIVILEGED`, which Linux's driver sets on the QPs
+    /// of kernel PDs only.)
+    pub fn set_qp_privileged(
+        &mut self,
+        dev: DeviceId,
+        qpn: Qpn,
+        privileged: bool,
+    ) -> Result<(), EngineError> {
+        self.qp_mut(dev, qpn)?.privileged = privileged;
+        Ok(())
+    }
+
+    /// Whether `qp`'s own SGEs may name key 0.
+    pub(crate) fn dma_key(&self, qp: &Qp) -> bool {
+        self.cfg.allow_reserved_lkey || qp.privileged
     }
 
     /// The QP's incarnation: a number unique to this creation of the QP, so a

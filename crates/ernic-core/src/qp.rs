@@ -396,6 +396,9 @@ pub(crate) struct Qp {
     pub qp_type: QpType,
     pub state: QpState,
     pub pd: PdId,
+    /// Its own SGEs may name the reserved DMA key 0 (see
+    /// [`Engine::set_qp_privileged`](crate::Engine::set_qp_privileged)).
+    pub privileged: bool,
     pub send_cq: CqId,
     pub recv_cq: CqId,
     pub srq: Option<SrqId>,

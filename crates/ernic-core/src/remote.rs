@@ -256,7 +256,7 @@ impl<M: DmaMemory> Engine<M> {
         let Ok(qp) = self.qp(dev, qpn) else {
             return Outcome::Done(WcStatus::GeneralErr, 0);
         };
-        let (pd, incarnation) = (qp.pd, qp.incarnation);
+        let (pd, incarnation, dma_key) = (qp.pd, qp.incarnation, self.dma_key(qp));
         let idx = qp.sq.index(ctr);
         let slot = &qp.sq.slots[idx];
         if let Some((st, n)) = slot.done {
@@ -269,6 +269,7 @@ impl<M: DmaMemory> Engine<M> {
             dev,
             qpn,
             pd,
+            dma_key,
             access: Access::NONE,
         };
         if req_id == 0 {
@@ -277,15 +278,8 @@ impl<M: DmaMemory> Engine<M> {
                 SendOp::Read(_) => {
                     let d = self.dev(dev).expect("QP exists");
                     let mut seg: SegArray<'_> = Default::default();
-                    crate::datapath::resolve_sgl(
-                        d,
-                        &self.cfg,
-                        pd,
-                        sgl,
-                        Access::LOCAL_WRITE,
-                        &mut seg,
-                    )
-                    .map(|_| ())
+                    crate::datapath::resolve_sgl(d, dma_key, pd, sgl, Access::LOCAL_WRITE, &mut seg)
+                        .map(|_| ())
                 }
                 SendOp::AtomicCas { .. } | SendOp::AtomicFa { .. } => {
                     self.check_atomic_target(me, sgl, len)
@@ -348,9 +342,16 @@ impl<M: DmaMemory> Engine<M> {
         let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
         let result = loop {
             let skipped = match src {
-                Source::Sgl { dev, pd, sgl, .. } => Source::Sgl {
+                Source::Sgl {
                     dev,
                     pd,
+                    dma_key,
+                    sgl,
+                    ..
+                } => Source::Sgl {
+                    dev,
+                    pd,
+                    dma_key,
                     sgl,
                     skip: sent,
                 },
@@ -505,10 +506,16 @@ impl<M: DmaMemory> Engine<M> {
     fn resolve_source_checked(&self, src: &Source<'_>) -> Result<(), WcStatus> {
         match *src {
             Source::Bytes(_) | Source::Peer { .. } => Ok(()),
-            Source::Sgl { dev, pd, sgl, .. } => {
+            Source::Sgl {
+                dev,
+                pd,
+                dma_key,
+                sgl,
+                ..
+            } => {
                 let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
                 let mut seg: SegArray<'_> = Default::default();
-                crate::datapath::resolve_sgl(d, &self.cfg, pd, sgl, Access::NONE, &mut seg)
+                crate::datapath::resolve_sgl(d, dma_key, pd, sgl, Access::NONE, &mut seg)
                     .map(|_| ())
             }
         }
@@ -781,6 +788,7 @@ impl<M: DmaMemory> Engine<M> {
             dev,
             qpn: r.dst_qpn,
             pd: qp.pd,
+            dma_key: self.dma_key(qp),
             access: qp.access,
         };
         let unreliable = qp.qp_type == crate::qp::QpType::Uc;
@@ -1054,23 +1062,18 @@ impl<M: DmaMemory> Engine<M> {
         skip: u64,
         f: impl FnOnce(&Self, crate::copy::Dst<'_>) -> Result<(), WcStatus>,
     ) -> WcStatus {
+        let every = self.cfg.allow_reserved_lkey;
         let Ok(qp) = self.qp_mut(dev, qpn) else {
             return WcStatus::GeneralErr;
         };
-        let pd = qp.pd;
+        let (pd, dma_key) = (qp.pd, every || qp.privileged);
         let idx = qp.sq.index(ctr);
         let sgl = std::mem::take(&mut qp.sq.slots[idx].sgl);
         let result = (|| {
             let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
             let mut seg: SegArray<'_> = Default::default();
-            let (n, _) = crate::datapath::resolve_sgl(
-                d,
-                &self.cfg,
-                pd,
-                &sgl,
-                Access::LOCAL_WRITE,
-                &mut seg,
-            )?;
+            let (n, _) =
+                crate::datapath::resolve_sgl(d, dma_key, pd, &sgl, Access::LOCAL_WRITE, &mut seg)?;
             let first = crate::datapath::skip_prefix(&mut seg[..n], skip);
             f(self, crate::copy::Dst::Segs(&seg[first..n]))
         })();

@@ -16,6 +16,15 @@
 //! device keeps objects of different PDs apart. The calls without a PD
 //! use the driver's own, [`Driver::pd`] (id 0, taken at attach).
 //!
+//! Key 0, the reserved DMA key, is for privileged QPs only, as in Linux:
+//! a PD becomes privileged when the driver takes a DMA MR for it
+//! ([`Driver::get_dma_mr`], `ionic_get_dma_mr`), which ib_core does for
+//! every kernel PD and never for a user one, and each QP created in a
+//! privileged PD carries `IONIC_QPF_PRIVILEGED` in CREATE_QP (and
+//! MODIFY_QP). The driver's own PD plays the kernel's and is privileged
+//! from attach; those [`Driver::alloc_pd`] hands out (the verbs layer's,
+//! a guest process's) are not, so their QPs' SGEs cannot name key 0.
+//!
 //! The driver's "guest memory" is a memfd it shares with the server
 //! (DMA_MAP); rings and buffers are carved from it. Doorbells go into a
 //! shared doorbell page when the server offers them (profile
@@ -218,6 +227,8 @@ struct QpBook {
     srq: bool,
     /// A datagram QP (receives start with a 40-byte GRH).
     ud: bool,
+    /// Created in a privileged PD: it may name key 0.
+    privileged: bool,
     /// Attributes the device does not report back.
     caps: QpCaps,
     dest: Option<(Gid, Qpn)>,
@@ -324,6 +335,8 @@ pub struct Driver {
     /// PD ids in use, and the driver's own PD.
     pds: std::collections::BTreeSet<u32>,
     pd: Pd,
+    /// PD ids a DMA MR was taken for: their QPs are privileged.
+    privileged: std::collections::BTreeSet<u32>,
     gid: Gid,
     qps: std::collections::HashMap<u32, QpBook>,
     /// Shared doorbell pages given to a QP or SRQ.
@@ -450,6 +463,9 @@ impl Driver {
             next_ah: 1,
             pds: std::collections::BTreeSet::from([0]),
             pd: Pd(0),
+            // The driver's own PD is the kernel's (`ib_alloc_pd` takes a
+            // DMA MR for each).
+            privileged: std::collections::BTreeSet::from([0]),
             qps: std::collections::HashMap::new(),
             pages_used: std::collections::BTreeSet::new(),
             eq: Ring {
@@ -482,12 +498,29 @@ impl Driver {
     pub fn dealloc_pd(&mut self, pd: Pd) {
         if pd != self.pd {
             self.pds.remove(&pd.0);
+            self.privileged.remove(&pd.0);
         }
     }
 
-    /// The driver's own PD, which the calls that name none use.
+    /// The driver's own PD, which the calls that name none use. It is
+    /// privileged (see [`get_dma_mr`](Driver::get_dma_mr)).
     pub fn pd(&self) -> Pd {
         self.pd
+    }
+
+    /// Takes a DMA MR for `pd`, as Linux's `ionic_get_dma_mr` does for
+    /// ib_core's kernel PDs: answers the reserved key 0
+    /// ([`fw::DMA_LKEY`]), whose SGEs name bus addresses, and makes `pd`
+    /// privileged, so the QPs created in it from now on may use it. The
+    /// device is told nothing until such a QP is created.
+    pub fn get_dma_mr(&mut self, pd: Pd) -> Lkey {
+        self.privileged.insert(pd.0);
+        Lkey(fw::DMA_LKEY)
+    }
+
+    /// Whether `pd`'s QPs are created privileged.
+    pub fn is_privileged(&self, pd: Pd) -> bool {
+        self.privileged.contains(&pd.0)
     }
 
     /// Whether doorbells go through shared pages (no message each).
@@ -986,6 +1019,14 @@ impl Driver {
         use fw::create_qp as f;
         let mut b = [0u8; f::LEN];
         put(&mut b, f::PD_ID, &spec.pd.0.to_le_bytes());
+        // As `ionic_create_qp_cmd`: privileged if its PD is.
+        let privileged = self.is_privileged(spec.pd);
+        let priv_flags = if privileged { fw::qpf::PRIVILEGED } else { 0 };
+        put(
+            &mut b,
+            f::PRIV_FLAGS_BE,
+            &u32::from(priv_flags).to_be_bytes(),
+        );
         put(&mut b, f::SQ_CQ_ID, &spec.send_cq.id.to_le_bytes());
         put(&mut b, f::RQ_CQ_ID, &spec.recv_cq.id.to_le_bytes());
         for (d, st, n, a, r) in [
@@ -1042,6 +1083,7 @@ impl Driver {
                 rq: VecDeque::with_capacity(rq.map_or(0, |r| r.depth() as usize)),
                 srq: spec.srq.is_some(),
                 ud: qpt == fw::qpt::UD,
+                privileged,
                 caps,
                 dest: None,
             },
@@ -1289,11 +1331,17 @@ impl Driver {
             mask |= attr::STATE;
             b[f::TYPE_STATE] = fw::qps::from_state(state);
         }
+        // As `ionic_modify_qp_cmd`: the flags carry the QP's privilege
+        // whatever the mask says.
+        let mut flags = match self.qps.get(&qp.id) {
+            Some(book) if book.privileged => fw::qpf::PRIVILEGED,
+            _ => 0,
+        };
         if let Some(access) = a.access {
             mask |= attr::ACCESS_FLAGS;
-            let flags = fw::qpf::from_access(access);
-            put(&mut b, f::ACCESS_FLAGS_BE, &flags.to_be_bytes());
+            flags |= fw::qpf::from_access(access);
         }
+        put(&mut b, f::ACCESS_FLAGS_BE, &flags.to_be_bytes());
         if let Some(qkey) = a.qkey {
             mask |= attr::QKEY;
             put(&mut b, f::QKEY_DEST_QPN, &qkey.to_le_bytes());

@@ -459,19 +459,27 @@ fn a_qp_connected_to_another_pds_qp_reaches_what_that_pd_exposes() {
     assert_eq!(&got, SECRET, "what Y exposed to X's QP");
 }
 
-/// The kernel's reserved key 0 (its DMA key) stays what it was: an SGE
-/// with lkey 0 names a bus address, from a QP of any PD.
+/// The kernel's reserved key 0 (its DMA key) names a bus address, checked
+/// against no PD: QPs of the kernel's own PD reach X's buffer through it.
+/// (A process's QP cannot name key 0 at all: tests/dma_key.rs.)
 #[test]
-fn key_0_stays_the_drivers_dma_key() {
+fn key_0_stays_the_kernels_dma_key() {
     let mut g = guest("pd-key0");
-    g.post_b_recv(50);
-    let sgl = [Sge {
-        addr: g.xb.addr() + 0x3000,
+    let kpd = g.d.pd();
+    let mut p = g.d.create_qp_in(kpd, &g.cq, 5).unwrap();
+    let mut q = g.d.create_qp_in(kpd, &g.cq, 5).unwrap();
+    g.d.connect(&p, q.qpn()).unwrap();
+    g.d.connect(&q, p.qpn()).unwrap();
+    let key0 = |off: u64| Sge {
+        addr: g.xb.addr() + off,
         len: 8,
         lkey: ernic_core::Lkey(0),
-    }];
+    };
+    g.d.post_recv(&mut q, 50, key0(0x1000)).unwrap();
     g.d.write(&g.xb, 0x3000, b"by key 0");
-    g.post_a(&SendWr::new(1, SendOp::Send).sgl(&sgl));
+    let sgl = [key0(0x3000)];
+    g.d.post_send(&mut p, &SendWr::new(1, SendOp::Send).sgl(&sgl))
+        .unwrap();
     let wcs = g.completions(&[1, 50]);
     assert!(wcs.iter().all(|c| c.status == WcStatus::Success), "{wcs:?}");
     let mut got = [0u8; 8];

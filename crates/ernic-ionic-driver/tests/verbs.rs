@@ -511,6 +511,52 @@ fn keys_srq_and_datagrams_ionic() {
     keys_srq_and_datagrams(&a, &b);
 }
 
+/// Key 0 (the ionic driver's reserved DMA key) is no verbs program's, as
+/// no user process's is in Linux: a SEND or a receive naming it fails with
+/// a local protection error on either provider, over the address of the
+/// program's own region, and nothing arrives.
+fn key_0_is_no_programs(a: &Device, b: &Device) {
+    let (x, y) = connected(a, b);
+    x.mr.write(0, b"behind key 0").unwrap();
+    let key0 = |sge: Sge| Sge {
+        lkey: Lkey(0),
+        ..sge
+    };
+    y.qp.post_recv(1, &[y.mr.sge(0, 64).unwrap()]).unwrap();
+    let sgl = [key0(x.mr.sge(0, 12).unwrap())];
+    x.qp.post_send(&SendWr::new(11, SendOp::Send).sgl(&sgl))
+        .unwrap();
+    let s = one(&x.scq);
+    assert_eq!((s.wr_id, s.status), (11, WcStatus::LocProtErr));
+    let mut got = [0u8; 12];
+    y.mr.read(0, &mut got).unwrap();
+    assert_eq!(got, [0u8; 12], "the SEND from key 0 arrived");
+
+    let (x, y) = connected(a, b);
+    y.qp.post_recv(2, &[key0(y.mr.sge(0x100, 64).unwrap())])
+        .unwrap();
+    x.mr.write(0, b"into key 0..").unwrap();
+    let sgl = [x.mr.sge(0, 12).unwrap()];
+    x.qp.post_send(&SendWr::new(12, SendOp::Send).sgl(&sgl))
+        .unwrap();
+    assert_eq!(one(&y.rcq).status, WcStatus::LocProtErr);
+    assert_eq!(one(&x.scq).status, WcStatus::RemOpErr);
+    y.mr.read(0x100, &mut got).unwrap();
+    assert_eq!(got, [0u8; 12], "the SEND landed through key 0");
+}
+
+#[test]
+fn key_0_is_no_programs_native() {
+    let (a, b) = native();
+    key_0_is_no_programs(&a, &b);
+}
+
+#[test]
+fn key_0_is_no_programs_ionic() {
+    let (a, b) = ionic("key-0", "shared-doorbells");
+    key_0_is_no_programs(&a, &b);
+}
+
 #[test]
 #[allow(unsafe_code)]
 fn user_memory_is_refused_on_the_ionic_device() {

@@ -291,11 +291,22 @@ pub mod pmtu {
     }
 }
 
-/// `enum ionic_qp_flags`: remote rights.
+/// The reserved DMA key (`IONIC_DMA_LKEY` of Linux's `ionic_ibdev.h`, and
+/// `IONIC_DMA_RKEY` alike): an SGE with this lkey names a bus address
+/// directly, and only a QP created [`qpf::PRIVILEGED`] may use it. No MR
+/// is ever given this key (the driver's MR ids start at 1).
+pub const DMA_LKEY: u32 = 0;
+
+/// `enum ionic_qp_flags`: remote rights, and the privilege CREATE_QP's
+/// `priv_flags` (and MODIFY_QP's `access_flags`) carry.
 pub mod qpf {
     pub const REMOTE_WRITE: u16 = 1 << 0;
     pub const REMOTE_READ: u16 = 1 << 1;
     pub const REMOTE_ATOMIC: u16 = 1 << 2;
+    /// The QP may name the reserved DMA key 0 (`IONIC_DMA_LKEY`) in its
+    /// SGEs: Linux's driver sets it on the QPs of a PD it took a DMA MR
+    /// for (`ionic_get_dma_mr`), which is every kernel PD and no user one.
+    pub const PRIVILEGED: u16 = 1 << 15;
 
     use ernic_core::Access;
 

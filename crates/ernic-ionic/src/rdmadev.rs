@@ -21,8 +21,27 @@
 //! with BAD_INDEX, and a PD made for a command that then fails goes with
 //! it. PDs last until the LIF resets (RESET_LIF or a device reset), when
 //! every object goes; an id the driver frees and hands out again names the
-//! same, by then empty, PD. Key 0 stays the driver's reserved DMA key,
-//! checked against no PD (seed 001).
+//! same, by then empty, PD.
+//!
+//! Key 0 is the driver's reserved DMA key (`IONIC_DMA_LKEY`): an SGE with
+//! lkey 0 names a bus address, checked against no MR and no PD, so it
+//! reaches all of guest memory. So, as the driver's flag asks of the
+//! hardware, only a QP that CREATE_QP marks privileged
+//! (`IONIC_QPF_PRIVILEGED`, bit 15 of the big-endian `priv_flags`) may
+//! name it: in its send SGEs, its receive SGEs (an SRQ's receives count as
+//! the receiving QP's), a READ's destination and an atomic's result. From
+//! any other QP it is a local protection error (for a receive, the
+//! receive's, and remote operational error at the sender), and nothing is
+//! read or written. Linux's driver sets the flag on the QPs of a PD it
+//! took a DMA MR for (`ionic_get_dma_mr`): ib_core does so for every
+//! kernel PD (`ib_alloc_pd`, as the device offers no
+//! `IBK_LOCAL_DMA_LKEY`), the GSI QP's among them, and for no user PD, so
+//! a guest process cannot name key 0. The flag is read once, at
+//! CREATE_QP; MODIFY_QP's copy of it is not consulted. A peer can never
+//! name key 0 as an rkey (`IONIC_QPF_REMOTE_PRIVILEGED` is not honored).
+//! REG_MR's page list is bus addresses too, but it binds only a
+//! fast-registration MR of the QP's own PD, and only the kernel makes
+//! those (`ib_alloc_mr` has no user path).
 //!
 //! Everything read from the guest is bounded before it is used: ring depths
 //! and strides before any shift, page tables against the size of the ring
@@ -400,10 +419,10 @@ impl RdmaDev {
             max_ah: limits.ahs,
             max_qp_wr: 1 << MAX_DEPTH_LOG2,
             max_queue_bytes: limits.queue_bytes,
-            // The ionic device runs its queues in any state (seed 001) and
-            // the kernel uses key 0 for its own buffers.
+            // The ionic device runs its queues in any state (seed 001); key
+            // 0 is for the QPs CREATE_QP marks privileged, not every QP.
             enforce_qp_state: false,
-            allow_reserved_lkey: true,
+            allow_reserved_lkey: false,
             rnr_timeout: limits.rnr_timeout,
             request_timeout: limits.request_timeout,
             // Payloads from guest memory cross the mesh as bytes: the guest
@@ -1083,6 +1102,11 @@ impl RdmaDev {
         if let Err(e) = self.engine.create_qp(self.dev, &init) {
             return self.refuse(st::BAD_ATTR, e);
         }
+        // Key 0 for the QPs the driver marks privileged only (module doc).
+        let privileged = be32(c, f::PRIV_FLAGS_BE) & u32::from(fw::qpf::PRIVILEGED) != 0;
+        self.engine
+            .set_qp_privileged(self.dev, Qpn(id), privileged)
+            .expect("the QP was just made");
         self.ptes.charge(Owner::Qp(id), ptes);
         self.qps.insert(
             id,

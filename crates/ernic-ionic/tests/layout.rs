@@ -836,6 +836,7 @@ fn fw_pairs() -> Vec<(String, usize)> {
         ("IONIC_QPF_REMOTE_WRITE", qpf::REMOTE_WRITE.into()),
         ("IONIC_QPF_REMOTE_READ", qpf::REMOTE_READ.into()),
         ("IONIC_QPF_REMOTE_ATOMIC", qpf::REMOTE_ATOMIC.into()),
+        ("IONIC_QPF_PRIVILEGED", qpf::PRIVILEGED.into()),
         ("IONIC_MRF_LOCAL_WRITE", mrf::LOCAL_WRITE.into()),
         ("IONIC_MRF_REMOTE_WRITE", mrf::REMOTE_WRITE.into()),
         ("IONIC_MRF_REMOTE_READ", mrf::REMOTE_READ.into()),
