@@ -220,6 +220,64 @@ fn fast_registration_is_bounded_at_create_and_at_reg_mr() {
     answers(&mut d, &mut s, "fast registrations");
 }
 
+/// Every page table comes out of the LIF's (`rdma_ptes`): an MR's, a
+/// CQ's ring's, a QP's rings'; when it is used up a command needing more
+/// is refused with BAD_INDEX, and a destroyed object gives its entries back.
+#[test]
+fn page_tables_of_rings_and_regions_share_the_lifs_table() {
+    let dir = std::env::temp_dir().join(format!("ernic-hostile-ptes-ini-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ini = dir.join("ptes.ini");
+    // 64 entries: 32 for one object at most.
+    std::fs::write(&ini, "rdma_ptes = 64\n").unwrap();
+    let mut s = Server::start("ptes", ini.to_str().unwrap());
+    let mut d = attach(&s.sock);
+    let _cq = d.create_cq(4).unwrap();
+    // 32 pages of 4 KiB and a table listing them.
+    let pages = d.alloc(32 * 4096).unwrap();
+    let table = d.alloc(4096).unwrap();
+    let list: Vec<u8> = (0..32u64)
+        .flat_map(|i| (pages.addr() + 4096 * i).to_le_bytes())
+        .collect();
+    assert!(d.write(&table, 0, &list));
+    // A QP whose send ring (512 WQEs of 256 bytes) is those 32 pages.
+    use ernic_ionic::fw::create_qp as q;
+    let mut qp = vec![0u8; q::LEN];
+    put(&mut qp, q::ID_VER, &100u32.to_le_bytes());
+    put(&mut qp, q::SQ_CQ_ID, &1u32.to_le_bytes());
+    put(&mut qp, q::RQ_CQ_ID, &1u32.to_le_bytes());
+    qp[q::SQ_DEPTH_LOG2] = 9;
+    qp[q::SQ_STRIDE_LOG2] = 8;
+    qp[q::SQ_PAGE_SIZE_LOG2] = 12;
+    put(&mut qp, q::SQ_MAP_COUNT, &32u32.to_le_bytes());
+    put(&mut qp, q::SQ_DMA_ADDR, &table.addr().to_le_bytes());
+    d.admin_command(admin_op::CREATE_QP, &qp).unwrap();
+    // A CQ of 4096 entries on the same pages takes the other 32.
+    use ernic_ionic::fw::create_cq as c;
+    let mut cq = vec![0u8; c::LEN];
+    put(&mut cq, c::ID_VER, &50u32.to_le_bytes());
+    cq[c::DEPTH_LOG2] = 12;
+    cq[c::STRIDE_LOG2] = 5;
+    cq[c::PAGE_SIZE_LOG2] = 12;
+    put(&mut cq, c::MAP_COUNT, &32u32.to_le_bytes());
+    put(&mut cq, c::DMA_ADDR, &table.addr().to_le_bytes());
+    d.admin_command(admin_op::CREATE_CQ, &cq).unwrap();
+    // The table is full: an MR of two pages does not fit.
+    let mr = create_mr(0x700, pages.addr(), 8192, 2, 12, table.addr(), 0);
+    refused_with(d.admin_command(admin_op::CREATE_MR, &mr), st::BAD_INDEX);
+    // Nor does one object of more than half the table.
+    let n = 33u32;
+    let big = create_mr(0x800, 0, u64::from(n) << 12, n, 12, table.addr(), 0);
+    refused_with(d.admin_command(admin_op::CREATE_MR, &big), st::BAD_ATTR);
+    // The QP gone, its 32 entries are free again.
+    d.admin_command(admin_op::DESTROY_QP, &100u32.to_le_bytes())
+        .unwrap();
+    d.admin_command(admin_op::CREATE_MR, &mr).unwrap();
+    answers(&mut d, &mut s, "page tables");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Finding: `--nic-profile /dev/zero` was read until memory ran out. Now a
 /// profile that is not a small regular file is refused at start with one
 /// line naming it.
