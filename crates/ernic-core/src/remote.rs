@@ -163,6 +163,23 @@ pub(crate) struct RemoteState {
     pub stats: RemoteStats,
 }
 
+impl RemoteState {
+    /// Queues a request's timeout. Every request has the same timeout, so
+    /// the queue stays in deadline order; but an entry outlives its request
+    /// (it is dropped only when it falls due), and at a million requests a
+    /// second a 30 s timeout would hold 30 million of them. So the entries
+    /// of requests that are done are swept out whenever they outnumber the
+    /// live ones: the queue never holds more than twice the requests
+    /// pending (which the send queues bound) when the last was posted, plus 64.
+    fn push_deadline(&mut self, at: Instant, req_id: u64) {
+        if self.deadlines.len() >= 2 * self.pending.len() + 64 {
+            let pending = &self.pending;
+            self.deadlines.retain(|(_, id)| pending.contains_key(id));
+        }
+        self.deadlines.push_back((at, req_id));
+    }
+}
+
 impl std::fmt::Debug for RemoteState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteState")
@@ -213,6 +230,12 @@ impl<M: DmaMemory> Engine<M> {
     /// Counters of the inter-node path.
     pub fn remote_stats(&self) -> RemoteStats {
         self.remote.stats
+    }
+
+    /// How many request timers the engine holds now: at most twice the
+    /// inter-node requests pending at the last one posted, plus 64.
+    pub fn remote_timers_held(&self) -> usize {
+        self.remote.deadlines.len()
     }
 
     /// Hands every message buffer the engine is done with to `f` (to recycle
@@ -310,8 +333,7 @@ impl<M: DmaMemory> Engine<M> {
                 },
             );
             self.remote
-                .deadlines
-                .push_back((now + self.cfg.request_timeout, req_id));
+                .push_deadline(now + self.cfg.request_timeout, req_id);
             self.qp_mut(dev, qpn).expect("QP exists").sq.slots[idx].req_id = req_id;
         }
         let sgid = self

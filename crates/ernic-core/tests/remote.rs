@@ -598,6 +598,39 @@ fn a_lost_peer_costs_retry_exceeded_after_the_timeout_or_at_once_with_no_route()
 }
 
 #[test]
+fn the_timers_of_answered_requests_do_not_pile_up_and_a_lost_one_still_times_out() {
+    let mut w = World::new();
+    // One request whose message vanishes: its timer must survive the sweeps.
+    let (lost, _) = w.pair(QpType::Rc);
+    w.post(lost, &SendWr::new(1, SendOp::Write(ra(0, 0))).inline(b"x"));
+    w.net.lock().unwrap().queue.clear();
+    let (qa, _) = w.pair(QpType::Rc);
+    // Then many that are answered at once, all within one timeout: each
+    // left a timer behind before, which fell due only a second later.
+    let kb = w.b.mr(0, 4096);
+    for i in 0..10_000u64 {
+        w.post(
+            qa,
+            &SendWr::new(2 + i, SendOp::Write(ra(w.b.addr(0), kb))).inline(b"y"),
+        );
+        w.pump(100);
+        assert_eq!(w.a.take(qa, 2 + i).status, WcStatus::Success);
+        assert!(
+            // Two requests pending at most (the lost one and the next):
+            // twice that and 64 more.
+            w.a.e.remote_timers_held() <= 2 * 2 + 64,
+            "timers held after {} answered requests: {}",
+            i + 1,
+            w.a.e.remote_timers_held()
+        );
+    }
+    w.advance(Duration::from_secs(1));
+    assert_eq!(w.a.take(lost, 1).status, WcStatus::RetryExcErr);
+    assert_eq!(w.a.e.remote_stats().timeouts, 1);
+    assert_eq!(w.a.e.remote_timers_held(), 0);
+}
+
+#[test]
 fn a_full_connection_stops_the_send_queue_which_resumes_in_order() {
     let mut w = World::new();
     let (qa, _) = w.pair(QpType::Rc);
