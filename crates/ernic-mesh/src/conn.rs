@@ -44,6 +44,8 @@ struct Queue {
     heartbeat: Option<Vec<u8>>,
     answer: Option<Vec<u8>>,
     control: VecDeque<Vec<u8>>,
+    /// Bytes of `control`.
+    control_bytes: usize,
     data: VecDeque<Item>,
     request_bytes: usize,
     reply_bytes: usize,
@@ -90,6 +92,13 @@ pub(crate) enum QueueError {
     /// The connection is closed.
     Closed,
 }
+
+/// Most bytes of control frames queued on one connection. The manager's
+/// whole table for a new node is far less (a topology of at most 1,024
+/// nodes and one GID frame per node, each at most 4 KiB: about 4 MiB); a
+/// peer that reads none of it while the mesh changes is cut off here
+/// instead of holding memory for every change.
+pub(crate) const MAX_CONTROL_BYTES: usize = 16 << 20;
 
 /// Bytes a reader takes off the socket at once into its staging buffer: one
 /// receive can bring several small frames.
@@ -266,12 +275,22 @@ impl Conn {
         }
     }
 
-    /// Queues a control frame (topology, GIDs, ...), ahead of data.
+    /// Queues a control frame (topology, GIDs, ...), ahead of data. A
+    /// connection with [`MAX_CONTROL_BYTES`] queued already is closed
+    /// instead: its peer is not reading.
     pub fn control(&self, frame: Vec<u8>) {
         if self.is_closed() {
             return;
         }
-        self.lock().control.push_back(frame);
+        let mut q = self.lock();
+        if q.control_bytes + frame.len() > MAX_CONTROL_BYTES {
+            drop(q);
+            self.close();
+            return;
+        }
+        q.control_bytes += frame.len();
+        q.control.push_back(frame);
+        drop(q);
         self.cv.notify_all();
     }
 
@@ -505,6 +524,7 @@ impl Conn {
                         break (f, 0, None);
                     }
                     if let Some(f) = q.control.pop_front() {
+                        q.control_bytes -= f.len();
                         break (f, 0, None);
                     }
                     if let Some(it) = q.data.pop_front() {

@@ -1,7 +1,8 @@
 //! The mesh's own framing: every message between servers is a 16-byte frame
 //! header and a body. The header carries a magic number and a version, which
 //! every frame is checked against (registration and handshake included); a
-//! connection that sends anything else is closed.
+//! connection that sends anything else is closed (one of another version
+//! hears why first: see the `auth` module).
 //!
 //! Bodies of control frames are small, fixed layouts read with
 //! [`Reader`]; a body that is short or has trailing bytes is refused. DATA
@@ -11,8 +12,11 @@ use ernic_core::{Gid, NodeId};
 
 /// "ERNM".
 pub const MAGIC: u32 = 0x4552_4e4d;
-/// Protocol version (2: the same-host offer and by-reference payloads).
-pub const VERSION: u16 = 2;
+/// Protocol version (2: the same-host offer and by-reference payloads; 3
+/// was a withdrawn change; 4: every connection opens with the keyed
+/// handshake of the `auth` module). A header of any other version is refused,
+/// and the refusal is framed in the peer's version so that it can say why.
+pub const VERSION: u16 = 4;
 /// Length of the frame header.
 pub const HEADER_LEN: usize = 16;
 /// Largest body: a data message with a full payload.
@@ -23,13 +27,15 @@ pub const NO_NODE: u16 = 0xffff;
 /// Frame kinds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
-    /// Worker to manager: boot id, wanted id, listen port.
+    /// Worker to manager, after [`Kind::Auth`]: its proof, then boot id,
+    /// wanted id, listen port, GIDs.
     Register,
     /// Manager to worker: the id it has.
     Welcome,
     /// Refusal with a reason; the connection closes after it.
     Refuse,
-    /// Worker to worker, from the connecting side: id and boot id.
+    /// Worker to worker, from the connecting side, after [`Kind::Auth`]:
+    /// its proof, id and boot id.
     Hello,
     /// Answer to a hello.
     HelloAck,
@@ -46,6 +52,9 @@ pub enum Kind {
     /// Either side of a new connection: a token and the name of this node's
     /// same-host socket (see `same_host`).
     SameHost,
+    /// The first frame of every connection, each way: a nonce and whether
+    /// the sender has a mesh key (the answer adds its proof; see `auth`).
+    Auth,
     /// Anything else.
     Unknown(u8),
 }
@@ -64,6 +73,7 @@ impl From<u8> for Kind {
             9 => Kind::HeartbeatAck,
             10 => Kind::Data,
             11 => Kind::SameHost,
+            12 => Kind::Auth,
             v => Kind::Unknown(v),
         }
     }
@@ -83,6 +93,7 @@ impl From<Kind> for u8 {
             Kind::HeartbeatAck => 9,
             Kind::Data => 10,
             Kind::SameHost => 11,
+            Kind::Auth => 12,
             Kind::Unknown(v) => v,
         }
     }
@@ -311,7 +322,7 @@ mod tests {
     }
 
     static HELLO: [u8; 16] = [
-        0x45, 0x52, 0x4e, 0x4d, 0, 2, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,
+        0x45, 0x52, 0x4e, 0x4d, 0, 4, 4, 0, 0, 0, 0, 10, 0, 3, 0xff, 0xff,
     ];
 
     #[test]

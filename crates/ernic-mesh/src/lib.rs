@@ -2,13 +2,31 @@
 //!
 //! Seed 001's "More Than One VM: the TCP Mesh", as a backend of
 //! `ernic-core`. One node is the manager (node 0); workers register with it
-//! and get ids 1, 2, … in the order they arrive; the manager broadcasts the
-//! topology and every node's GIDs; workers connect directly to each other
-//! (the lower id connects to the higher) and reach a node they have no link
-//! to through the manager, which relays. Heartbeats run both ways; a node
-//! silent for three intervals is dead; a quiet node that comes back keeps its
-//! id, a restarted one gets a new id; the table holds at most 64 nodes and no
-//! id is given out twice.
+//! and get ids 1, 2, … in turn; the manager broadcasts the topology and
+//! every node's GIDs; workers connect directly to each other (the lower id
+//! connects to the higher) and reach a node they have no link to through
+//! the manager, which relays. Heartbeats run both ways; a node silent for
+//! three intervals is dead; a quiet node that comes back keeps its id, a
+//! restarted one gets a new id; the table holds at most 64 nodes
+//! (`ERNIC_TCP_MAX_NODES`). Ids wrap around, skipping ids in the table and
+//! ids whose node left it less than [`MeshConfig::id_quarantine`] (10 s)
+//! ago, so churn never uses them up and no live reference meets a stranger.
+//!
+//! ## Admission
+//!
+//! Every connection (a worker registering, a worker connecting to a peer, a
+//! process proving itself on the same-host socket) opens with the handshake
+//! of the `auth` module: with a mesh key (see [`key`]: `ERNIC_MESH_KEY_FILE`
+//! or `ERNIC_MESH_KEY`), both sides prove they hold it (HMAC-SHA256 over
+//! nonces from both sides) before anything else the peer says is read and
+//! before an id is given out; a keyless or wrong-key node is refused, and
+//! both sides say why. Without a key any process that reaches the port can
+//! join and then name any guest's memory by rkey: a keyless node that
+//! listens beyond loopback says so in one warning line at start. The whole
+//! handshake has one deadline ([`MeshConfig::handshake_timeout`], 5 s), and
+//! at most [`MeshConfig::max_handshakes`] (64) run at once: one more is
+//! refused and closed at once. A node of another protocol version is
+//! refused in words its version reads.
 //!
 //! Nodes on one host (and in one network namespace) also prove to each
 //! other which process each is; a proved peer then reads large WRITE and
@@ -21,15 +39,38 @@
 //! memory for peers' messages is bounded by the inbound queue; nothing queued
 //! is lost while the device loop runs.
 //!
+//! ## Limits, and the most memory a peer can make a node hold
+//!
+//! Per connection (one per peer, and one to the manager):
+//! - queued to send: requests up to [`MeshConfig::max_requests`] (32 MiB)
+//!   and replies up to [`MeshConfig::max_replies`] (64 MiB) (an empty queue
+//!   takes one message of any size, at most a frame: 16 MiB and 112 bytes),
+//!   control frames up to 16 MiB (a peer that reads none of them while the
+//!   mesh changes is cut off), one heartbeat and one answer;
+//! - being read: one frame (at most 16 MiB and 112 bytes) and a 64 KiB
+//!   staging buffer;
+//! - at the manager, the node's record: at most 256 GIDs (4 KiB).
+//!
+//! Shared by all peers: the inbound queue ([`MeshConfig::inbound_bytes`],
+//! 64 MiB, and [`MeshConfig::inbound_msgs`], 4,096 messages); free buffers
+//! kept for reuse (256 of at most 64 KiB, 32 larger ones of at most 256 MiB
+//! in all); 64 handshakes of at most 4.2 KiB each and 16 same-host proofs;
+//! the ids in quarantine (at most one entry per id, under 2 MiB).
+//! So a node with `n` connections holds at most about `n` × 128 MiB plus
+//! 64 MiB plus 272 MiB of buffers it reuses; a stranger without the key
+//! holds only a handshake (4.2 KiB and a thread, for at most the deadline).
+//!
 //! ```no_run
 //! use ernic_mesh::{Mesh, MeshConfig};
 //! let mesh = Mesh::start(MeshConfig::new("tcp:manager:listen:5000".parse()?))?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod auth;
 mod conn;
 pub mod frame;
 mod inbound;
+pub mod key;
 mod node;
 #[allow(unsafe_code)]
 mod same_host;
@@ -38,13 +79,15 @@ pub mod spec;
 mod sys;
 
 use std::io;
-use std::net::{Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ernic_core::{Gid, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendError};
 
+pub use auth::HandshakeError;
 pub use inbound::Message;
+pub use key::{KeyError, MeshKey};
 pub use node::Peer;
 /// The control-body decoders, for the fuzz targets.
 pub use node::{parse_gids, parse_topology};
@@ -68,8 +111,23 @@ pub struct MeshConfig {
     /// A send that makes no progress for this long shuts its connection
     /// down (`ERNIC_TCP_SEND_TIMEOUT_MS`; the manager uses half).
     pub send_timeout: Duration,
-    /// How long a new connection may take to say who it is.
+    /// How long a new connection's whole handshake may take (5 s), from
+    /// its first byte to its last, however the bytes trickle in.
     pub handshake_timeout: Duration,
+    /// Connections in their handshake at once (64); one more is refused
+    /// and closed at once.
+    pub max_handshakes: usize,
+    /// The mesh key (`ERNIC_MESH_KEY_FILE` or `ERNIC_MESH_KEY`; see the
+    /// [`key`] module), or the reason it could not be read, which
+    /// [`Mesh::start`] reports instead of starting without it.
+    pub key: Result<Option<MeshKey>, KeyError>,
+    /// How long a node id stays unused after its node left the table
+    /// before the manager gives it to another node (10 s: the workers have
+    /// long since heard that the node is gone, and closed its links).
+    pub id_quarantine: Duration,
+    /// Highest node id the manager gives out (65534, the most frames can
+    /// carry); ids are given in turn and wrap around to 1.
+    pub max_id: u16,
     /// Requests queued per connection (32 MiB).
     pub max_requests: usize,
     /// Replies queued per connection (64 MiB).
@@ -81,7 +139,8 @@ pub struct MeshConfig {
     /// After this long with no device loop pass, a full inbound queue drops
     /// what comes (2 s).
     pub stall_drop: Duration,
-    /// Most nodes in the manager's table (64).
+    /// Most nodes in the manager's table (64; `ERNIC_TCP_MAX_NODES`, from 2
+    /// to 1024).
     pub max_nodes: usize,
     /// Whether workers connect directly to each other (`ERNIC_TCP_DIRECT=0`
     /// turns it off, for networks where they cannot reach each other: the
@@ -94,7 +153,9 @@ pub struct MeshConfig {
 }
 
 impl MeshConfig {
-    /// The seed's defaults, with `ERNIC_TCP_SEND_TIMEOUT_MS` read from the environment.
+    /// The seed's defaults, with the mesh key, `ERNIC_TCP_SEND_TIMEOUT_MS`,
+    /// `ERNIC_TCP_MAX_NODES`, `ERNIC_TCP_DIRECT` and `ERNIC_TCP_SAME_HOST`
+    /// read from the environment.
     pub fn new(spec: Spec) -> MeshConfig {
         let send_ms = std::env::var("ERNIC_TCP_SEND_TIMEOUT_MS")
             .ok()
@@ -107,12 +168,19 @@ impl MeshConfig {
             heartbeat: Duration::from_secs(1),
             send_timeout: Duration::from_millis(send_ms),
             handshake_timeout: Duration::from_secs(5),
+            max_handshakes: 64,
+            key: MeshKey::from_env(),
+            id_quarantine: Duration::from_secs(10),
+            max_id: frame::NO_NODE - 1,
             max_requests: 32 << 20,
             max_replies: 64 << 20,
             inbound_bytes: 64 << 20,
             inbound_msgs: 4096,
             stall_drop: Duration::from_secs(2),
-            max_nodes: 64,
+            max_nodes: std::env::var("ERNIC_TCP_MAX_NODES")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .map_or(64, |n| n.clamp(2, 1024)),
             direct: std::env::var("ERNIC_TCP_DIRECT").map_or(true, |v| v != "0"),
             same_host: std::env::var("ERNIC_TCP_SAME_HOST").map_or(true, |v| v != "0"),
         }
@@ -134,15 +202,38 @@ impl Mesh {
     /// Starts the node: binds its listening socket (both address families
     /// where the host has IPv6) and its threads. A worker registers in the
     /// background; [`wait_registered`](Mesh::wait_registered) waits for it.
+    ///
+    /// Fails when the mesh key the environment names cannot be read. A node
+    /// without a key that listens beyond loopback says so in one warning
+    /// line. A worker whose manager is a loopback address listens on
+    /// loopback only: every peer it can have is on this host.
     pub fn start(cfg: MeshConfig) -> io::Result<Mesh> {
-        let port = match cfg.spec {
-            Spec::Manager { port } => port,
-            Spec::Worker { .. } => cfg.listen_port,
+        if let Err(e) = &cfg.key {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, e.clone()));
+        }
+        let (port, local) = match &cfg.spec {
+            Spec::Manager { port } => (*port, None),
+            Spec::Worker { host, .. } => (
+                cfg.listen_port,
+                host.parse::<IpAddr>().ok().filter(|ip| ip.is_loopback()),
+            ),
         };
-        let listener = TcpListener::bind((Ipv6Addr::UNSPECIFIED, port))
-            .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on port {port}: {e}")))?;
+        let listener = match local {
+            Some(ip) => TcpListener::bind((ip, port)),
+            None => TcpListener::bind((Ipv6Addr::UNSPECIFIED, port))
+                .or_else(|_| TcpListener::bind(("0.0.0.0", port))),
+        }
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on port {port}: {e}")))?;
         let addr = listener.local_addr()?;
+        if matches!(cfg.key, Ok(None))
+            && !addr.ip().is_loopback()
+            && node::log_level() >= node::Level::Warn
+        {
+            eprintln!(
+                "ernic-mesh: warning: no mesh key, and this node listens on port {} of every address: anyone who reaches it can join the mesh and name its guests' memory by rkey; give every node the same ERNIC_MESH_KEY_FILE",
+                addr.port()
+            );
+        }
         let shared = Arc::new(node::Shared::new(cfg, addr));
         shared.spawn_threads(listener);
         Ok(Mesh { shared })
@@ -281,6 +372,18 @@ impl Mesh {
     /// this node reads the peer's (it proved which process it is).
     pub fn same_host(&self, peer: NodeId) -> SameHostLink {
         self.shared.same_host_link(peer)
+    }
+
+    /// Why this worker's last attempt to register failed (until one
+    /// succeeds): a refusal over the mesh key, a full table, no manager.
+    pub fn registration_error(&self) -> Option<String> {
+        self.shared.registration_error()
+    }
+
+    /// Connections refused in their handshake so far (a wrong or missing
+    /// key, a stray or drip-feeding peer, one past the handshake cap).
+    pub fn refused_handshakes(&self) -> u64 {
+        self.shared.refused_handshakes()
     }
 
     /// Frames the manager could not relay.

@@ -6,22 +6,26 @@
 //! broadcast thread; on a worker a connect thread that registers (again,
 //! under its id, when the manager goes quiet) and connects to peers (the
 //! lower id connects to the higher); the same-host socket's accept thread,
-//! and short-lived threads that make or check a same-host proof. None of
-//! them touches device memory: data frames go to the inbound queue.
+//! and short-lived threads that make or check a same-host proof; handshake
+//! threads (at most `max_handshakes`, each kept a second for the next
+//! connection). None of them touches device memory: data frames go to the
+//! inbound queue.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ernic_core::{Gid, NodeId};
 
+use crate::auth::{self, Deadline, HandshakeError, code};
 use crate::conn::{Conn, QueueError, ReadState, ReadStep};
 use crate::frame::{self, FrameError, Header, Kind, NO_NODE, Reader, Writer};
 use crate::inbound::{Inbound, Message};
+use crate::key::MeshKey;
 use crate::{MeshConfig, Spec};
 
 /// How loud the mesh is on stderr (`ERNIC_LOG=error|warn|info|debug`).
@@ -76,7 +80,11 @@ pub(crate) struct State {
     pub topology: Vec<Peer>,
     // The manager's table.
     table: BTreeMap<u16, Rec>,
+    /// The next id to try: ids are given in turn, wrapping around.
     next_id: u16,
+    /// Ids whose node left the table, and when it died: none is given out
+    /// again within the quarantine. At most one entry per id.
+    released: HashMap<u16, Instant>,
     dirty_gids: BTreeSet<u16>,
     dirty_topology: bool,
     send_all_to: Vec<u16>,
@@ -112,6 +120,53 @@ pub(crate) struct Shared {
     poller_in_pass: AtomicBool,
     /// This node's same-host socket, unless the path is off.
     pub same_host: Option<crate::same_host::Listener>,
+    /// Connections in their handshake now (queued for a handshake thread
+    /// or in one).
+    handshaking: AtomicUsize,
+    /// Connections waiting for a handshake thread, and the threads.
+    handshakes: (Mutex<Handshakes>, Condvar),
+    /// Handshakes refused, and the rate limit on saying so.
+    refusals: Refusals,
+    /// Why the last registration failed (a worker's).
+    registration_error: Mutex<Option<String>>,
+}
+
+/// Most GIDs one node may claim: its registration and each GID frame are
+/// refused past it, so no node makes the table or a broadcast large.
+pub(crate) const MAX_GIDS: usize = 256;
+
+/// Largest body of a handshake's last frame: a registration with
+/// [`MAX_GIDS`] GIDs and its proof.
+const MAX_HANDSHAKE_BODY: usize = auth::MAC + 14 + MAX_GIDS * 16;
+
+/// Accepted connections waiting for a handshake thread.
+#[derive(Default)]
+struct Handshakes {
+    waiting: std::collections::VecDeque<(TcpStream, SocketAddr)>,
+    /// Handshake threads running, and how many of them wait for work.
+    threads: usize,
+    idle: usize,
+}
+
+/// Refused handshakes: counted, and logged at most once a second (a flood
+/// of strangers does not flood the log).
+#[derive(Default)]
+struct Refusals {
+    count: AtomicU64,
+    /// When the last line went out, and how many were refused unsaid since.
+    said: Mutex<(Option<Instant>, u64)>,
+}
+
+/// Joins an error and its sources into one line.
+pub(crate) fn full(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
 }
 
 /// A poller that polled within this long is taken to be polling still: the
@@ -126,7 +181,8 @@ const STAND_ASIDE: Duration = Duration::from_millis(10);
 const NO_ID: u32 = u32::MAX;
 
 impl Shared {
-    pub fn new(cfg: MeshConfig, listen: SocketAddr) -> Shared {
+    pub fn new(mut cfg: MeshConfig, listen: SocketAddr) -> Shared {
+        cfg.gids.truncate(MAX_GIDS);
         let manager = matches!(cfg.spec, Spec::Manager { .. });
         let boot = boot_id();
         let inbound = Inbound::new(cfg.inbound_bytes, cfg.inbound_msgs, cfg.stall_drop);
@@ -180,8 +236,63 @@ impl Shared {
             poll_calls: AtomicU64::new(0),
             poller_gone: (Mutex::new(0), Condvar::new()),
             poller_in_pass: AtomicBool::new(false),
+            handshaking: AtomicUsize::new(0),
+            handshakes: (Mutex::new(Handshakes::default()), Condvar::new()),
+            refusals: Refusals::default(),
+            registration_error: Mutex::new(None),
             cfg,
         }
+    }
+
+    /// The mesh key, if this node has one.
+    pub fn key(&self) -> Option<&MeshKey> {
+        self.cfg.key.as_ref().ok().and_then(|k| k.as_ref())
+    }
+
+    pub fn registration_error(&self) -> Option<String> {
+        self.registration_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn refused_handshakes(&self) -> u64 {
+        self.refusals.count.load(Ordering::Relaxed)
+    }
+
+    /// Counts a refused handshake; says why on the log (about the key or
+    /// the version: a warning, at most one a second; anything else: info).
+    fn refused(&self, from: Option<SocketAddr>, e: &HandshakeError) {
+        self.refusals.count.fetch_add(1, Ordering::Relaxed);
+        let from = from.map_or("a peer".to_string(), |a| a.to_string());
+        if !e.about_the_key() {
+            self.log(
+                Level::Info,
+                format_args!("refused a connection from {from}: {}", full(e)),
+            );
+            return;
+        }
+        let mut said = self.refusals.said.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if said
+            .0
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            said.1 += 1;
+            return;
+        }
+        let more = std::mem::take(&mut said.1);
+        said.0 = Some(now);
+        drop(said);
+        let more = if more > 0 {
+            format!(" ({more} more refused in the last second)")
+        } else {
+            String::new()
+        };
+        self.log(
+            Level::Warn,
+            format_args!("refused a connection from {from}: {}{more}", full(e)),
+        );
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
@@ -262,7 +373,17 @@ impl Shared {
         (Some(NodeId(o)) != self.me()).then_some(NodeId(o))
     }
 
-    pub fn set_gids(&self, gids: Vec<Gid>) {
+    pub fn set_gids(&self, mut gids: Vec<Gid>) {
+        if gids.len() > MAX_GIDS {
+            self.log(
+                Level::Warn,
+                format_args!(
+                    "{} GIDs, more than a node may claim: advertising the first {MAX_GIDS}",
+                    gids.len()
+                ),
+            );
+            gids.truncate(MAX_GIDS);
+        }
         let mut st = self.lock();
         st.my_gids = gids.clone();
         if self.manager {
@@ -711,19 +832,34 @@ impl Shared {
 
     // ---- handshakes ----
 
+    /// The accept thread: hands each connection to a handshake thread
+    /// (kept for the next one while connections keep coming: a new thread
+    /// per connection would let a flood of strangers fill the listen
+    /// backlog), and past `max_handshakes` at once closes it at once.
     fn accept_loop(self: &Arc<Self>, listener: TcpListener) {
         let _ = listener.set_nonblocking(true);
+        // The kernel's queue of connections not yet accepted (std's is
+        // 128): a burst waits there instead of being dropped.
+        crate::sys::listen_backlog(&listener, 4096);
         while !self.stop.load(Ordering::Relaxed) {
             match listener.accept() {
-                Ok((stream, _)) => {
-                    let s = self.clone();
-                    let _ = thread::Builder::new()
-                        .name("mesh-handshake".into())
-                        .spawn(move || {
-                            if let Err(e) = s.handshake_in(stream) {
-                                s.log(Level::Info, format_args!("refused a connection: {e}"));
-                            }
-                        });
+                Ok((stream, from)) => {
+                    if self.handshaking.fetch_add(1, Ordering::AcqRel) >= self.cfg.max_handshakes {
+                        // Past the cap: closed at once, with a word (a
+                        // non-blocking send, or nothing) for a real node.
+                        self.handshaking.fetch_sub(1, Ordering::AcqRel);
+                        let why = format!(
+                            "{} connections are in their handshake here already; retry",
+                            self.cfg.max_handshakes
+                        );
+                        let _ = crate::sys::send_now(
+                            &stream,
+                            &auth::refusal(NO_NODE, code::BUSY, &why),
+                        );
+                        self.refused(Some(from), &HandshakeError::Refused(why));
+                        continue;
+                    }
+                    self.hand_over(stream, from);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Woken by the next connection; the timeout only bounds
@@ -733,97 +869,176 @@ impl Shared {
                 Err(_) => thread::sleep(Duration::from_millis(50)),
             }
         }
+        self.handshakes.1.notify_all();
     }
 
-    /// The first frame of an accepted connection: a worker registering (at
-    /// the manager) or a peer saying hello (at a worker).
-    fn handshake_in(self: &Arc<Self>, mut stream: TcpStream) -> io::Result<()> {
-        let _ = stream.set_nonblocking(false);
-        stream.set_read_timeout(Some(self.cfg.handshake_timeout))?;
-        stream.set_nodelay(true)?;
-        let (hdr, body) = read_frame(&mut stream, 4096)?;
-        let me = self.me().map_or(NO_NODE, |n| n.0);
-        match (hdr.kind, self.manager) {
-            (Kind::Register, true) => {
-                let mut r = Reader::new(Kind::Register, &body);
-                let (boot, wanted, port) = (
-                    r.u64().map_err(inv)?,
-                    r.u16().map_err(inv)?,
-                    r.u16().map_err(inv)?,
-                );
-                let n = r.u16().map_err(inv)?;
-                let gids = (0..n)
-                    .map(|_| r.gid())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(inv)?;
-                r.end().map_err(inv)?;
-                let peer_ip = stream.peer_addr()?.ip();
-                let id = match self.admit(boot, wanted, SocketAddr::new(peer_ip, port), gids) {
-                    Ok(id) => id,
-                    Err(why) => {
-                        let f = frame::frame(
-                            Kind::Refuse,
-                            me,
-                            NO_NODE,
-                            &Writer::default().u16(1).text(&why).0,
-                        );
-                        let _ = stream.write_all(&f);
-                        return Err(io::Error::other(why));
-                    }
-                };
-                stream.write_all(&frame::frame(
-                    Kind::Welcome,
-                    0,
-                    id,
-                    &Writer::default().u16(id).u64(self.boot).0,
-                ))?;
-                stream.set_read_timeout(None)?;
-                let c = self.new_conn(NodeId(id), stream)?;
-                self.install(c);
-                {
-                    let mut st = self.lock();
-                    st.dirty_gids.insert(id);
-                    st.dirty_topology = true;
-                    st.send_all_to.push(id);
-                }
-                self.changed.notify_all();
-                self.log(Level::Info, format_args!("node {id} registered"));
-                Ok(())
-            }
-            (Kind::Hello, false) => {
-                let mut r = Reader::new(Kind::Hello, &body);
-                let (id, _boot) = (r.u16().map_err(inv)?, r.u64().map_err(inv)?);
-                r.end().map_err(inv)?;
-                if me == NO_NODE || id == me || id == 0 {
-                    return Err(io::Error::other(format!("unexpected hello from node {id}")));
-                }
-                stream.write_all(&frame::frame(
-                    Kind::HelloAck,
-                    me,
-                    id,
-                    &Writer::default().u16(me).u64(self.boot).0,
-                ))?;
-                stream.set_read_timeout(None)?;
-                let c = self.new_conn(NodeId(id), stream)?;
-                self.install(c);
-                Ok(())
-            }
-            (k, _) => {
-                let f = frame::frame(
-                    Kind::Refuse,
-                    me,
-                    NO_NODE,
-                    &Writer::default().u16(2).text("unexpected first frame").0,
-                );
-                let _ = stream.write_all(&f);
-                Err(io::Error::other(format!("unexpected first frame {k:?}")))
+    /// Queues an accepted connection for a handshake thread, starting one
+    /// when none is idle (at most `max_handshakes` run).
+    fn hand_over(self: &Arc<Self>, stream: TcpStream, from: SocketAddr) {
+        let (q, cv) = &self.handshakes;
+        let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+        q.waiting.push_back((stream, from));
+        // An idle thread for each waiting connection, or one more thread
+        // (a silent connection ahead holds up only its own thread).
+        if q.waiting.len() <= q.idle {
+            drop(q);
+            cv.notify_one();
+            return;
+        }
+        q.threads += 1;
+        drop(q);
+        let s = self.clone();
+        let spawned = thread::Builder::new()
+            .name("mesh-handshake".into())
+            .spawn(move || s.handshake_loop());
+        if spawned.is_err() {
+            let mut q = self.handshakes.0.lock().unwrap_or_else(|p| p.into_inner());
+            q.threads -= 1;
+            // Nobody will take it: closed, like one past the cap.
+            if q.threads == 0 && q.waiting.pop_back().is_some() {
+                self.handshaking.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
 
+    /// A handshake thread: runs queued handshakes; ends after a second with
+    /// none (or when the node stops).
+    fn handshake_loop(self: &Arc<Self>) {
+        let (q, cv) = &self.handshakes;
+        loop {
+            let next = {
+                let mut g = q.lock().unwrap_or_else(|p| p.into_inner());
+                let idle_since = Instant::now();
+                loop {
+                    if let Some(x) = g.waiting.pop_front() {
+                        break Some(x);
+                    }
+                    if self.stop.load(Ordering::Relaxed)
+                        || idle_since.elapsed() >= Duration::from_secs(1)
+                    {
+                        g.threads -= 1;
+                        break None;
+                    }
+                    g.idle += 1;
+                    g = cv
+                        .wait_timeout(g, Duration::from_millis(250))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    g.idle -= 1;
+                }
+            };
+            let Some((stream, from)) = next else { return };
+            if let Err(e) = self.handshake_in(stream) {
+                self.refused(Some(from), &e);
+            }
+            self.handshaking.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// An accepted connection's handshake (see `auth`): the key first, then
+    /// a worker registering (at the manager) or a peer saying hello (at a
+    /// worker). Nothing the peer says is looked at, and no id is given out,
+    /// before it has proved the key; the whole exchange has one deadline.
+    fn handshake_in(self: &Arc<Self>, mut stream: TcpStream) -> Result<(), HandshakeError> {
+        let d = Deadline::after(self.cfg.handshake_timeout);
+        let _ = stream.set_nonblocking(false);
+        stream.set_nodelay(true).map_err(HandshakeError::Io)?;
+        let me = self.me().map_or(NO_NODE, |n| n.0);
+        let session = auth::respond(&mut stream, self.key(), me, d)?;
+        let (hdr, body) = auth::read_frame(&mut stream, MAX_HANDSHAKE_BODY, d)?;
+        let payload = match (hdr.kind, self.manager) {
+            (Kind::Register, true) | (Kind::Hello, false) => session.check(&hdr, &body),
+            (k, _) => Err(HandshakeError::Unexpected(k)),
+        };
+        let payload = match payload {
+            Ok(p) => p,
+            Err(e) => {
+                auth::tell(&mut stream, &e, me, d);
+                return Err(e);
+            }
+        };
+        let body_err = |k| HandshakeError::Frame(FrameError::Body(k));
+        if self.manager {
+            let (boot, wanted, port, gids) =
+                parse_register(payload).map_err(|_| body_err(Kind::Register))?;
+            let peer_ip = stream.peer_addr().map_err(HandshakeError::Io)?.ip();
+            let id = match self.admit(boot, wanted, SocketAddr::new(peer_ip, port), gids) {
+                Ok(id) => id,
+                Err(why) => {
+                    let _ = auth::write_all(&mut stream, &auth::refusal(me, code::FULL, &why), d);
+                    return Err(HandshakeError::Refused(why));
+                }
+            };
+            let welcome = frame::frame(
+                Kind::Welcome,
+                0,
+                id,
+                &Writer::default().u16(id).u64(self.boot).0,
+            );
+            if let Err(e) = auth::write_all(&mut stream, &welcome, d) {
+                // It never heard its id: the record goes, as for a node that died.
+                self.forget(id);
+                return Err(e);
+            }
+            let c = match self.new_conn(NodeId(id), stream) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.forget(id);
+                    return Err(HandshakeError::Io(e));
+                }
+            };
+            self.install(c);
+            {
+                let mut st = self.lock();
+                st.dirty_gids.insert(id);
+                st.dirty_topology = true;
+                st.send_all_to.push(id);
+            }
+            self.changed.notify_all();
+            self.log(Level::Info, format_args!("node {id} registered"));
+            return Ok(());
+        }
+        let mut r = Reader::new(Kind::Hello, payload);
+        let (id, _boot) = (
+            r.u16().map_err(HandshakeError::Frame)?,
+            r.u64().map_err(HandshakeError::Frame)?,
+        );
+        r.end().map_err(HandshakeError::Frame)?;
+        if me == NO_NODE || id == me || id == 0 || id == NO_NODE {
+            return Err(HandshakeError::Unexpected(Kind::Hello));
+        }
+        auth::write_all(
+            &mut stream,
+            &frame::frame(
+                Kind::HelloAck,
+                me,
+                id,
+                &Writer::default().u16(me).u64(self.boot).0,
+            ),
+            d,
+        )?;
+        let c = self
+            .new_conn(NodeId(id), stream)
+            .map_err(HandshakeError::Io)?;
+        self.install(c);
+        Ok(())
+    }
+
+    /// A node that never took up its id leaves the table (its id goes to
+    /// quarantine like any other).
+    fn forget(&self, id: u16) {
+        let mut st = self.lock();
+        if st.table.remove(&id).is_some() {
+            st.released.insert(id, Instant::now());
+            st.recompute_owners(Some(0));
+        }
+    }
+
     /// The manager admits a registering worker: the id it asked for if its
-    /// boot id matches (a quiet node that returns), else a new one; a full
-    /// table evicts the node dead longest, or refuses.
+    /// boot id matches (a quiet node that returns), else the next free one
+    /// (ids are given in turn, wrap around, and skip ids in the table and
+    /// ids in quarantine); a full table evicts the node dead longest, or
+    /// refuses.
     fn admit(
         self: &Arc<Self>,
         boot: u64,
@@ -832,6 +1047,7 @@ impl Shared {
         gids: Vec<Gid>,
     ) -> Result<u16, String> {
         let mut st = self.lock();
+        let now = Instant::now();
         let id = match st.table.get(&wanted) {
             Some(r) if wanted != 0 && r.boot == boot => wanted,
             _ => {
@@ -841,10 +1057,11 @@ impl Shared {
                         .iter()
                         .filter(|(_, r)| !r.alive)
                         .min_by_key(|(_, r)| r.died)
-                        .map(|(id, _)| *id);
+                        .map(|(id, r)| (*id, r.died.unwrap_or(now)));
                     match victim {
-                        Some(v) => {
+                        Some((v, died)) => {
                             st.table.remove(&v);
+                            st.released.insert(v, died);
                             st.dirty_topology = true;
                         }
                         None => {
@@ -855,12 +1072,13 @@ impl Shared {
                         }
                     }
                 }
-                if st.next_id == NO_NODE {
-                    return Err("node ids are exhausted".into());
-                }
-                let id = st.next_id;
-                st.next_id += 1;
-                id
+                st.free_id(self.cfg.max_id, self.cfg.id_quarantine, now)
+                    .ok_or_else(|| {
+                        format!(
+                            "no node id is free now (every id not in use left the mesh less than {:?} ago); retry",
+                            self.cfg.id_quarantine
+                        )
+                    })?
             }
         };
         st.table.insert(
@@ -879,92 +1097,110 @@ impl Shared {
         Ok(id)
     }
 
+    /// Notes why registering failed (a line on the log when the reason
+    /// changes, not on every retry).
+    fn registration_failed(&self, host: &str, port: u16, e: &HandshakeError) {
+        let line = format!("cannot register with {host}:{port}: {}", full(e));
+        let mut last = self
+            .registration_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if last.as_deref() != Some(line.as_str()) {
+            let level = if e.about_the_key() {
+                Level::Error
+            } else {
+                Level::Warn
+            };
+            self.log(level, format_args!("{line}"));
+            *last = Some(line);
+        }
+    }
+
     /// A worker connects and registers with the manager.
-    fn register(self: &Arc<Self>, host: &str, port: u16) -> io::Result<NodeId> {
-        let mut last = io::Error::other(format!("{host} resolves to no address"));
-        for addr in (host, port).to_socket_addrs()? {
+    fn register(self: &Arc<Self>, host: &str, port: u16) -> Result<NodeId, HandshakeError> {
+        let mut last =
+            HandshakeError::Io(io::Error::other(format!("{host} resolves to no address")));
+        let addrs = (host, port).to_socket_addrs().map_err(HandshakeError::Io)?;
+        for addr in addrs {
             match TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout) {
-                Ok(mut s) => {
-                    s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
-                    s.set_nodelay(true)?;
-                    let wanted = self.me().map_or(NO_NODE, |n| n.0);
-                    let gids = self.lock().my_gids.clone();
-                    let mut w = Writer::default()
-                        .u64(self.boot)
-                        .u16(wanted)
-                        .u16(self.listen.port())
-                        .u16(gids.len() as u16);
-                    for g in &gids {
-                        w = w.gid(*g);
-                    }
-                    s.write_all(&frame::frame(Kind::Register, wanted, 0, &w.0))?;
-                    let (hdr, body) = read_frame(&mut s, 4096)?;
-                    match hdr.kind {
-                        Kind::Welcome => {
-                            let mut r = Reader::new(Kind::Welcome, &body);
-                            let id = r.u16().map_err(inv)?;
-                            if id == 0 || id == NO_NODE {
-                                return Err(inv(FrameError::Body(Kind::Welcome)));
-                            }
-                            self.me.store(u32::from(id), Ordering::Release);
-                            s.set_read_timeout(None)?;
-                            let c = self.new_conn(NodeId(0), s)?;
-                            {
-                                let mut st = self.lock();
-                                st.recompute_owners(Some(id));
-                            }
-                            self.install(c);
-                            // GIDs set between taking our id and installing
-                            // the connection found no connection to go on:
-                            // send them now (set_gids sends later changes).
-                            let st = self.lock();
-                            if st.my_gids != gids {
-                                if let Some(c) = st.conns.get(&0) {
-                                    c.control(gids_frame(id, id, true, &st.my_gids));
-                                }
-                            }
-                            drop(st);
-                            return Ok(NodeId(id));
-                        }
-                        Kind::Refuse => {
-                            let mut r = Reader::new(Kind::Refuse, &body);
-                            let _ = r.u16();
-                            return Err(io::Error::new(io::ErrorKind::PermissionDenied, r.text()));
-                        }
-                        k => return Err(io::Error::other(format!("the manager answered {k:?}"))),
-                    }
-                }
-                Err(e) => last = e,
+                Ok(s) => return self.register_on(s),
+                Err(e) => last = HandshakeError::Io(e),
             }
         }
         Err(last)
     }
 
-    /// A worker connects to a peer with a higher id.
-    fn connect_peer(self: &Arc<Self>, p: Peer) -> io::Result<()> {
-        let me = self
-            .me()
-            .ok_or_else(|| io::Error::other("not registered"))?;
-        let addr = p.addr.ok_or_else(|| io::Error::other("no address"))?;
-        let mut s = TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout)?;
-        s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
-        s.set_nodelay(true)?;
-        s.write_all(&frame::frame(
-            Kind::Hello,
-            me.0,
-            p.id.0,
-            &Writer::default().u16(me.0).u64(self.boot).0,
-        ))?;
-        let (hdr, body) = read_frame(&mut s, 64)?;
-        let mut r = Reader::new(Kind::HelloAck, &body);
-        if hdr.kind != Kind::HelloAck || r.u16().map_err(inv)? != p.id.0 {
-            return Err(io::Error::other(format!(
-                "node {} answered the hello wrongly",
-                p.id.0
-            )));
+    fn register_on(self: &Arc<Self>, mut s: TcpStream) -> Result<NodeId, HandshakeError> {
+        let d = Deadline::after(self.cfg.handshake_timeout);
+        s.set_nodelay(true).map_err(HandshakeError::Io)?;
+        let wanted = self.me().map_or(NO_NODE, |n| n.0);
+        let session = auth::initiate(&mut s, self.key(), wanted, d)?;
+        let gids = self.lock().my_gids.clone();
+        let gids = &gids[..gids.len().min(MAX_GIDS)];
+        let mut w = Writer::default()
+            .u64(self.boot)
+            .u16(wanted)
+            .u16(self.listen.port())
+            .u16(gids.len() as u16);
+        for g in gids {
+            w = w.gid(*g);
         }
-        s.set_read_timeout(None)?;
-        let c = self.new_conn(p.id, s)?;
+        auth::write_all(&mut s, &session.finish(Kind::Register, wanted, 0, &w.0), d)?;
+        let (hdr, body) = auth::read_frame(&mut s, 64, d)?;
+        if hdr.kind != Kind::Welcome {
+            return Err(HandshakeError::Unexpected(hdr.kind));
+        }
+        let mut r = Reader::new(Kind::Welcome, &body);
+        let id = r.u16().map_err(HandshakeError::Frame)?;
+        if id == 0 || id == NO_NODE {
+            return Err(HandshakeError::Frame(FrameError::Body(Kind::Welcome)));
+        }
+        self.me.store(u32::from(id), Ordering::Release);
+        let c = self.new_conn(NodeId(0), s).map_err(HandshakeError::Io)?;
+        {
+            let mut st = self.lock();
+            st.recompute_owners(Some(id));
+        }
+        self.install(c);
+        // GIDs set between taking our id and installing the connection found
+        // no connection to go on: send them now (set_gids sends later
+        // changes).
+        let st = self.lock();
+        if st.my_gids[..] != *gids {
+            if let Some(c) = st.conns.get(&0) {
+                c.control(gids_frame(id, id, true, &st.my_gids));
+            }
+        }
+        drop(st);
+        *self
+            .registration_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(NodeId(id))
+    }
+
+    /// A worker connects to a peer with a higher id.
+    fn connect_peer(self: &Arc<Self>, p: Peer) -> Result<(), HandshakeError> {
+        let other = |m: &str| HandshakeError::Io(io::Error::other(m.to_string()));
+        let me = self.me().ok_or_else(|| other("not registered"))?;
+        let addr = p.addr.ok_or_else(|| other("no address"))?;
+        let d = Deadline::after(self.cfg.handshake_timeout);
+        let mut s = TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout)
+            .map_err(HandshakeError::Io)?;
+        s.set_nodelay(true).map_err(HandshakeError::Io)?;
+        let session = auth::initiate(&mut s, self.key(), me.0, d)?;
+        let hello = Writer::default().u16(me.0).u64(self.boot).0;
+        auth::write_all(
+            &mut s,
+            &session.finish(Kind::Hello, me.0, p.id.0, &hello),
+            d,
+        )?;
+        let (hdr, body) = auth::read_frame(&mut s, 64, d)?;
+        let mut r = Reader::new(Kind::HelloAck, &body);
+        if hdr.kind != Kind::HelloAck || r.u16().map_err(HandshakeError::Frame)? != p.id.0 {
+            return Err(HandshakeError::Unexpected(hdr.kind));
+        }
+        let c = self.new_conn(p.id, s).map_err(HandshakeError::Io)?;
         self.install(c);
         Ok(())
     }
@@ -985,10 +1221,7 @@ impl Shared {
                         backoff = Duration::from_millis(20);
                     }
                     Err(e) => {
-                        self.log(
-                            Level::Warn,
-                            format_args!("cannot register with {host}:{port}: {e}"),
-                        );
+                        self.registration_failed(&host, port, &e);
                         thread::sleep(backoff);
                         backoff = (backoff * 2).min(hb);
                         continue;
@@ -1031,11 +1264,17 @@ impl Shared {
             };
             for p in todo {
                 if let Err(e) = self.connect_peer(p) {
+                    let level = if e.about_the_key() {
+                        Level::Warn
+                    } else {
+                        Level::Info
+                    };
                     self.log(
-                        Level::Info,
+                        level,
                         format_args!(
-                            "cannot reach node {} directly ({e}); the manager relays",
-                            p.id.0
+                            "cannot reach node {} directly ({}); the manager relays",
+                            p.id.0,
+                            full(&e)
                         ),
                     );
                 }
@@ -1161,6 +1400,28 @@ impl Shared {
 }
 
 impl State {
+    /// The next id to give out, from 1 to `max`, in turn: not in the table,
+    /// and not released within `quarantine` of `now`.
+    fn free_id(&mut self, max: u16, quarantine: Duration, now: Instant) -> Option<u16> {
+        let max = max.clamp(1, NO_NODE - 1);
+        for _ in 0..max {
+            let id = self.next_id.clamp(1, max);
+            self.next_id = if id >= max { 1 } else { id + 1 };
+            if self.table.contains_key(&id) {
+                continue;
+            }
+            match self.released.get(&id) {
+                Some(t) if now.duration_since(*t) < quarantine => continue,
+                Some(_) => {
+                    self.released.remove(&id);
+                }
+                None => {}
+            }
+            return Some(id);
+        }
+        None
+    }
+
     /// Recomputes GID ownership: a GID belongs to the one alive node that
     /// claims it; a contested GID belongs to no one.
     fn recompute_owners(&mut self, me: Option<u16>) {
@@ -1202,23 +1463,6 @@ impl State {
     }
 }
 
-fn inv(e: FrameError) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e)
-}
-
-/// Reads one frame whose body is at most `max` bytes.
-fn read_frame(s: &mut TcpStream, max: usize) -> io::Result<(Header, Vec<u8>)> {
-    let mut h = [0u8; frame::HEADER_LEN];
-    s.read_exact(&mut h)?;
-    let hdr = Header::parse(&h).map_err(inv)?;
-    if hdr.len as usize > max {
-        return Err(inv(FrameError::TooLong(hdr.len)));
-    }
-    let mut body = vec![0u8; hdr.len as usize];
-    s.read_exact(&mut body)?;
-    Ok((hdr, body))
-}
-
 fn gids_frame(src: u16, node: u16, alive: bool, gids: &[Gid]) -> Vec<u8> {
     let mut w = Writer::default()
         .u16(node)
@@ -1236,10 +1480,27 @@ pub fn parse_gids(body: &[u8]) -> Result<(u16, bool, Vec<Gid>), FrameError> {
     let mut r = Reader::new(Kind::Gids, body);
     let node = r.u16()?;
     let alive = r.u8()? != 0;
-    let n = r.u16()?;
-    let gids = (0..n).map(|_| r.gid()).collect::<Result<Vec<_>, _>>()?;
+    let gids = read_gids(&mut r, Kind::Gids)?;
     r.end()?;
     Ok((node, alive, gids))
+}
+
+/// A GID count and as many GIDs, at most [`MAX_GIDS`].
+fn read_gids(r: &mut Reader<'_>, kind: Kind) -> Result<Vec<Gid>, FrameError> {
+    let n = usize::from(r.u16()?);
+    if n > MAX_GIDS {
+        return Err(FrameError::Body(kind));
+    }
+    (0..n).map(|_| r.gid()).collect()
+}
+
+/// A registration's payload: boot id, wanted id, listen port, GIDs.
+fn parse_register(body: &[u8]) -> Result<(u64, u16, u16, Vec<Gid>), FrameError> {
+    let mut r = Reader::new(Kind::Register, body);
+    let (boot, wanted, port) = (r.u64()?, r.u16()?, r.u16()?);
+    let gids = read_gids(&mut r, Kind::Register)?;
+    r.end()?;
+    Ok((boot, wanted, port, gids))
 }
 
 fn table_peers(table: &BTreeMap<u16, Rec>) -> Vec<Peer> {

@@ -11,7 +11,8 @@
 //! network-namespace tests) never find each other and keep to TCP. Once a
 //! mesh connection is up, each side offers ([`Kind::SameHost`]): a fresh
 //! random token and its socket's name. The side that gets the offer, if it
-//! reaches that socket, connects and sends the token back with the address
+//! reaches that socket, connects, runs the mesh's handshake (`auth`: with
+//! a mesh key, both prove it), and sends the token back with the address
 //! of a copy of it in its own memory. The offering side takes the
 //! connecting process from the kernel (`SO_PEERCRED`), holds a pidfd for it,
 //! and reads the token back out of that process at that address. Only when
@@ -19,12 +20,20 @@
 //! and says so with one byte; the prover then sends by reference
 //! ([`ernic_core::wire::flags::BY_REF`]).
 //!
+//! `process_vm_readv(2)` names a process by pid, and a pid is reused once
+//! its process is gone. Every read is therefore bracketed by two looks at
+//! the pidfd: alive before (no read of a process known gone), and alive
+//! after. While the process a pidfd names lives its pid is its own, so a
+//! process alive after the read was the one read; one gone by then may
+//! have been replaced before the read, and what was read is wiped from the
+//! destination and reported as [`PeerReadError::Gone`], never delivered.
+//!
 //! A reference is honoured only from the node's own connection: the mesh
 //! drops relayed data frames that carry one.
 //!
 //! [`Kind::SameHost`]: crate::frame::Kind::SameHost
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::OwnedFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
@@ -35,6 +44,7 @@ use std::time::Duration;
 
 use ernic_core::{NodeId, PeerReadError, PeerRun};
 
+use crate::auth::{self, Deadline, HandshakeError};
 use crate::conn::Conn;
 use crate::frame::{self, FrameError, Kind, Reader, Writer};
 use crate::node::{Level, Shared};
@@ -125,27 +135,63 @@ impl Link {
     /// As [`ernic_core::Remote::read_peer`]: every run's `local` is valid
     /// for writes of its `len` during the call.
     pub unsafe fn read(&self, runs: &[PeerRun]) -> Result<(), PeerReadError> {
-        const MAX: usize = 64;
         let p = self.peer.get().ok_or(PeerReadError::NotProved)?;
-        if !sys::alive(&p.pidfd) {
-            return Err(PeerReadError::Gone);
-        }
-        for chunk in runs.chunks(MAX) {
-            let want: usize = chunk.iter().map(|r| r.len).sum();
-            // SAFETY: the caller promised every `local` writable for its `len`.
-            let got = unsafe { sys::read_process(p.pid, chunk) }.map_err(|e| {
-                if e.raw_os_error() == Some(libc::ESRCH) {
-                    PeerReadError::Gone
-                } else {
-                    PeerReadError::Fault
-                }
-            })?;
-            if got != want {
-                return Err(PeerReadError::Fault);
+        // SAFETY: as this function's.
+        unsafe { read_proc(p, runs, &mut || {}) }
+    }
+}
+
+/// Reads `runs` from `p`, looking at its pidfd before and after (see the
+/// module's doc); `between` runs after the first look (a test's way to
+/// make the process die there).
+///
+/// # Safety
+///
+/// Every run's `local` is valid for writes of its `len` during the call.
+unsafe fn read_proc(
+    p: &Proc,
+    runs: &[PeerRun],
+    between: &mut dyn FnMut(),
+) -> Result<(), PeerReadError> {
+    const MAX: usize = 64;
+    if !sys::alive(&p.pidfd) {
+        return Err(PeerReadError::Gone);
+    }
+    between();
+    let mut result = Ok(());
+    for chunk in runs.chunks(MAX) {
+        let want: usize = chunk.iter().map(|r| r.len).sum();
+        // SAFETY: the caller promised every `local` writable for its `len`.
+        let got = unsafe { sys::read_process(p.pid, chunk) }.map_err(|e| {
+            if e.raw_os_error() == Some(libc::ESRCH) {
+                PeerReadError::Gone
+            } else {
+                PeerReadError::Fault
+            }
+        });
+        match got {
+            Ok(n) if n == want => {}
+            Ok(_) => {
+                result = Err(PeerReadError::Fault);
+                break;
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
             }
         }
-        Ok(())
     }
+    if !sys::alive(&p.pidfd) {
+        // The pid may have named another process during the read: what
+        // came is not the peer's, and nobody may see it.
+        for r in runs {
+            // SAFETY: the caller promised every `local` writable for its
+            // `len`.
+            unsafe { std::ptr::write_bytes(r.local.as_ptr(), 0, r.len) };
+        }
+        return Err(PeerReadError::Gone);
+    }
+    result
 }
 
 impl Shared {
@@ -211,18 +257,24 @@ impl Shared {
 
     /// Connects to the offerer's socket and shows it the token in this
     /// process's memory. Returns whether the offerer now reads it.
-    fn prove(&self, c: &Conn, token: [u8; TOKEN], name: &str) -> io::Result<bool> {
-        let mut s = UnixStream::connect_addr(&SocketAddr::from_abstract_name(name)?)?;
-        s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
-        s.set_write_timeout(Some(self.cfg.handshake_timeout))?;
+    fn prove(&self, c: &Conn, token: [u8; TOKEN], name: &str) -> Result<bool, HandshakeError> {
+        let d = Deadline::after(self.cfg.handshake_timeout);
+        let addr = SocketAddr::from_abstract_name(name).map_err(HandshakeError::Io)?;
+        let mut s = UnixStream::connect_addr(&addr).map_err(HandshakeError::Io)?;
+        let me = frame::node(self.me());
+        let session = auth::initiate(&mut s, self.key(), me, d)?;
         // The copy the offerer reads back; it lives until the answer comes.
         let copy = Box::new(token);
         let mut proof = [0u8; PROOF];
         proof[..TOKEN].copy_from_slice(&token);
         proof[TOKEN..].copy_from_slice(&(copy.as_ptr() as u64).to_le_bytes());
-        s.write_all(&proof)?;
+        auth::write_all(
+            &mut s,
+            &session.finish(Kind::SameHost, me, c.peer.0, &proof),
+            d,
+        )?;
         let mut answer = [0u8; 1];
-        s.read_exact(&mut answer)?;
+        auth::read_exact(&mut s, &mut answer, d)?;
         drop(copy);
         let ok = answer[0] == 1 && !c.is_closed();
         c.same_host.reads_me.store(ok, Ordering::Relaxed);
@@ -246,9 +298,17 @@ impl Shared {
                             .name("mesh-same-host".into())
                             .spawn(move || {
                                 if let Err(e) = s.check_proof(stream) {
+                                    let level = if e.about_the_key() {
+                                        Level::Warn
+                                    } else {
+                                        Level::Info
+                                    };
                                     s.log(
-                                        Level::Info,
-                                        format_args!("a same-host proof failed: {e}"),
+                                        level,
+                                        format_args!(
+                                            "a same-host proof failed: {}",
+                                            crate::node::full(&e)
+                                        ),
                                     );
                                 }
                                 busy.fetch_sub(1, Ordering::AcqRel);
@@ -269,15 +329,29 @@ impl Shared {
 
     /// Checks one proof: the token names a connection of this node's, and
     /// the process that connected holds it at the address it gave.
-    fn check_proof(&self, mut s: UnixStream) -> io::Result<()> {
+    fn check_proof(&self, mut s: UnixStream) -> Result<(), HandshakeError> {
+        let d = Deadline::after(self.cfg.handshake_timeout);
         let _ = s.set_nonblocking(false);
-        s.set_read_timeout(Some(self.cfg.handshake_timeout))?;
-        s.set_write_timeout(Some(self.cfg.handshake_timeout))?;
-        let mut proof = [0u8; PROOF];
-        s.read_exact(&mut proof)?;
-        let verdict = self.judge(&s, &proof);
-        s.write_all(&[u8::from(verdict.is_ok())])?;
-        verdict
+        let me = frame::node(self.me());
+        let session = auth::respond(&mut s, self.key(), me, d)?;
+        let (hdr, body) = auth::read_frame(&mut s, auth::MAC + PROOF, d)?;
+        let checked = match hdr.kind {
+            Kind::SameHost => session.check(&hdr, &body),
+            k => Err(HandshakeError::Unexpected(k)),
+        };
+        let payload = match checked {
+            Ok(p) => p,
+            Err(e) => {
+                auth::tell(&mut s, &e, me, d);
+                return Err(e);
+            }
+        };
+        let proof: &[u8; PROOF] = payload
+            .try_into()
+            .map_err(|_| HandshakeError::Frame(FrameError::Body(Kind::SameHost)))?;
+        let verdict = self.judge(&s, proof);
+        auth::write_all(&mut s, &[u8::from(verdict.is_ok())], d)?;
+        verdict.map_err(HandshakeError::Io)
     }
 
     fn judge(&self, s: &UnixStream, proof: &[u8; PROOF]) -> io::Result<()> {
@@ -299,14 +373,17 @@ impl Shared {
             local: std::ptr::NonNull::from(&mut back).cast(),
             len: TOKEN,
         };
+        let proc = Proc { pid, pidfd };
         // SAFETY: `back` is valid for writes of its 16 bytes during the call.
-        let n = unsafe { sys::read_process(pid, &[run]) }?;
-        if n != TOKEN || back != token {
+        // Read as every later read is, so a pid reused since the connect
+        // (the pidfd then names another process) fails here.
+        let read = unsafe { read_proc(&proc, &[run], &mut || {}) };
+        if read.is_err() || back != token {
             return Err(io::Error::other(format!(
                 "process {pid} does not hold the token where it said"
             )));
         }
-        if c.same_host.peer.set(Proc { pid, pidfd }).is_err() {
+        if c.same_host.peer.set(proc).is_err() {
             return Err(io::Error::other("the connection's peer was already proved"));
         }
         self.log(
@@ -339,4 +416,120 @@ pub(crate) unsafe fn read_from(
     // SAFETY: this function's caller promised every `local` writable for
     // its `len`.
     unsafe { c.same_host.read(runs) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::NonNull;
+
+    /// A copy of this process (it holds what this one holds, where this one
+    /// holds it) that waits to be killed.
+    fn fork_copy() -> libc::pid_t {
+        // SAFETY: the child calls nothing but pause(2), which is
+        // async-signal-safe, until SIGKILL ends it.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            loop {
+                // SAFETY: pause takes nothing and touches no memory.
+                unsafe { libc::pause() };
+            }
+        }
+        pid
+    }
+
+    fn kill_and_reap(pid: libc::pid_t) {
+        // SAFETY: kill and waitpid take a pid of our own child; waitpid may
+        // take a null status pointer.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+
+    #[test]
+    fn a_read_whose_process_dies_before_the_second_look_is_wiped_and_fails() {
+        let secret = Box::new([0x5au8; 64]);
+        // `a` proved itself; `b` stands in for a process that took a's pid
+        // after a died: the link holds a's pidfd and reads by b's pid.
+        let a = fork_copy();
+        let b = fork_copy();
+        let p = Proc {
+            pid: b,
+            pidfd: sys::pidfd_open(a).unwrap(),
+        };
+        let mut dst = [0u8; 64];
+        let run = PeerRun {
+            remote: secret.as_ptr() as u64,
+            local: NonNull::from(&mut dst).cast(),
+            len: 64,
+        };
+        // SAFETY: `dst` is valid for writes of its 64 bytes.
+        assert_eq!(unsafe { read_proc(&p, &[run], &mut || {}) }, Ok(()));
+        assert_eq!(dst, [0x5a; 64], "both alive: the bytes are read");
+        dst = [0xee; 64];
+        // `a` dies after the first look and before the read: what the read
+        // brings from the pid is not delivered.
+        // SAFETY: as above.
+        let r = unsafe { read_proc(&p, &[run], &mut || kill_and_reap(a)) };
+        assert_eq!(r, Err(PeerReadError::Gone));
+        assert_eq!(dst, [0; 64], "what was read is wiped");
+        // Known dead: nothing is read at all.
+        dst = [0xee; 64];
+        // SAFETY: as above.
+        let r = unsafe { read_proc(&p, &[run], &mut || {}) };
+        assert_eq!(r, Err(PeerReadError::Gone));
+        assert_eq!(dst, [0xee; 64]);
+        kill_and_reap(b);
+    }
+
+    #[test]
+    fn a_peer_process_that_exits_fails_the_read_cleanly() {
+        let secret = Box::new([7u8; 32]);
+        let child = fork_copy();
+        let p = Proc {
+            pid: child,
+            pidfd: sys::pidfd_open(child).unwrap(),
+        };
+        let link = Link::new();
+        assert!(link.peer.set(p).is_ok());
+        let mut dst = [0u8; 32];
+        let run = PeerRun {
+            remote: secret.as_ptr() as u64,
+            local: NonNull::from(&mut dst).cast(),
+            len: 32,
+        };
+        // SAFETY: `dst` is valid for writes of its 32 bytes.
+        assert_eq!(unsafe { link.read(&[run]) }, Ok(()));
+        assert_eq!(dst, [7; 32]);
+        // Exited but not reaped (its pid still its own), then reaped.
+        // SAFETY: kill takes a pid of our own child.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while sys::alive(&link.peer.get().unwrap().pidfd) {
+            assert!(std::time::Instant::now() < end, "the child never died");
+            thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { link.read(&[run]) }, Err(PeerReadError::Gone));
+        kill_and_reap(child);
+        // SAFETY: as above.
+        assert_eq!(unsafe { link.read(&[run]) }, Err(PeerReadError::Gone));
+        let mut unmapped = run;
+        unmapped.remote = 8;
+        let other = fork_copy();
+        let q = Link::new();
+        assert!(
+            q.peer
+                .set(Proc {
+                    pid: other,
+                    pidfd: sys::pidfd_open(other).unwrap(),
+                })
+                .is_ok()
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { q.read(&[unmapped]) }, Err(PeerReadError::Fault));
+        kill_and_reap(other);
+    }
 }

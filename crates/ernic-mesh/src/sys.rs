@@ -90,6 +90,15 @@ pub fn recv_now(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Option<usize>> 
     }
 }
 
+/// Sets a listening socket's backlog (`listen(2)` again; the kernel caps
+/// it at `net.core.somaxconn`). Best effort: the old backlog stays on
+/// failure.
+pub fn listen_backlog(fd: &impl AsRawFd, n: i32) {
+    // SAFETY: listen takes a descriptor and a number and touches no memory
+    // of ours; on a socket that listens already it only resizes the queue.
+    unsafe { libc::listen(fd.as_raw_fd(), n) };
+}
+
 /// Waits up to `timeout` for the socket to have something to read (or to
 /// close). Returns whether it is readable.
 pub fn wait_readable(fd: &impl AsRawFd, timeout: Duration) -> bool {

@@ -1,6 +1,7 @@
 //! The manager's table and GID ownership, with real sockets on loopback:
-//! a full table evicts the node dead longest or refuses, ids are never
-//! given out twice, and a GID two nodes claim belongs to no one.
+//! a full table evicts the node dead longest or refuses, a dead node's id
+//! is not given straight to the next node (ids go in turn), and a GID two
+//! nodes claim belongs to no one.
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,7 @@ fn alive(m: &Mesh, id: u16) -> Option<bool> {
 }
 
 #[test]
-fn a_full_table_evicts_the_longest_dead_refuses_when_none_is_and_never_reuses_an_id() {
+fn a_full_table_evicts_the_longest_dead_refuses_when_none_is_and_gives_the_next_id() {
     let m = manager(3); // node 0 and two workers
     let w1 = worker(&m, vec![]);
     assert_eq!(w1.wait_registered(T), Some(NodeId(1)));
