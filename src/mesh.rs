@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 #[derive(Subcommand, Debug)]
 pub enum MeshCmd {
     /// Run a standalone mesh manager (node 0) until interrupted.
+    #[command(after_help = MESH_ENV_HELP)]
     Manager(ManagerArgs),
     /// Run a scriptable node: JSON commands on stdin, one JSON answer per line on stdout.
     #[command(after_help = NODE_HELP)]
@@ -45,7 +46,21 @@ Commands (one JSON object per line; every answer is one line, with \"error\" on 
   {\"op\":\"flood\",\"qp\":Q,\"mr\":M,\"len\":N,\"count\":C,\"raddr\":A,\"rkey\":R,\"depth\":D,\"timeout_ms\":T}
                                                     C WRITEs, D in flight -> ok, errors
   {\"op\":\"stats\"}                                  the node's mesh and device counters, bytes read by reference
-  {\"op\":\"exit\"}";
+  {\"op\":\"exit\"}
+
+The mesh key and the other settings come from the environment (ERNIC_MESH_KEY_FILE, ...):
+see `ernic mesh manager --help`.";
+
+/// What `ernic mesh manager --help` and `ernic mesh node --help` add about
+/// the environment.
+const MESH_ENV_HELP: &str = "\
+Environment:
+  ERNIC_MESH_KEY_FILE=PATH  the mesh key (a file no other user may read; the same on every node):
+                            nodes prove it to each other before any joins. Without one, anyone who
+                            reaches the port can join (one warning line says so).
+  ERNIC_MESH_KEY=TEXT       the key itself, for tests (at least 16 bytes)
+  ERNIC_TCP_MAX_NODES=N     the manager's table (64; 2 to 1024)
+  ERNIC_LOG=error|warn|info|debug";
 
 /// Arguments of `ernic mesh manager`.
 #[derive(Args, Debug)]
@@ -124,6 +139,26 @@ fn manager(a: &ManagerArgs) -> Result<()> {
     }
 }
 
+/// Waits up to 30 s for the node's id; a refusal over the mesh key or the
+/// protocol version ends the wait at once, with the reason.
+fn wait_registered(mesh: &Mesh) -> Result<NodeId> {
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(id) = mesh.wait_registered(Duration::from_millis(100)) {
+            return Ok(id);
+        }
+        if let Some(why) = mesh.registration_refused() {
+            bail!("{why}");
+        }
+        if Instant::now() >= end {
+            let why = mesh
+                .registration_error()
+                .map_or(String::new(), |e| format!(" ({e})"));
+            bail!("could not register with the mesh manager within 30 s{why}");
+        }
+    }
+}
+
 /// The default GID of node `n`.
 pub fn gid_for(n: NodeId) -> Gid {
     Gid(std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0xe, n.0.wrapping_add(1)).octets())
@@ -143,9 +178,7 @@ fn node(a: &NodeArgs) -> Result<()> {
     let mut cfg = MeshConfig::new(a.spec.clone());
     cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
     let mesh = Mesh::start(cfg)?;
-    let id = mesh
-        .wait_registered(Duration::from_secs(30))
-        .ok_or_else(|| anyhow!("could not register with the mesh manager"))?;
+    let id = wait_registered(&mesh)?;
     let ecfg = Config {
         rnr_timeout: Duration::from_millis(a.rnr_timeout_ms),
         request_timeout: Duration::from_millis(a.request_timeout_ms),

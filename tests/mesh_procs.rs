@@ -385,3 +385,112 @@ fn a_flood_from_two_nodes_keeps_memory_bounded_and_loses_nothing() {
         "the receiver grew by {grew} MiB while 1200 MiB arrived"
     );
 }
+
+/// A key file with these permission bits.
+fn key_file(name: &str, key: &str, mode: u32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = std::env::temp_dir().join(format!("ernic-mesh-key-{}-{name}", std::process::id()));
+    std::fs::write(&p, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
+
+/// Runs `ernic mesh node` as a worker of `port` with `env` until it exits
+/// by itself: (success, stderr, how long it took).
+fn worker_run(port: u16, env: &[(&str, &std::path::Path)]) -> (bool, String, Duration) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ernic"));
+    cmd.args(["mesh", "node", &format!("tcp:worker:127.0.0.1:{port}")])
+        .env_remove("ERNIC_MESH_KEY")
+        .env_remove("ERNIC_MESH_KEY_FILE")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let t0 = Instant::now();
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t0.elapsed(),
+    )
+}
+
+#[test]
+fn a_keyed_mesh_admits_only_nodes_with_its_key_and_both_sides_say_why() {
+    let good = key_file("good", "the key of this mesh, long enough", 0o600);
+    let other = key_file("other", "the key of another mesh, as long", 0o600);
+    let open = key_file("open", "the key of this mesh, long enough", 0o644);
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("ernic-mesh-keyed-{}.log", std::process::id()));
+    /// Kills the manager however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _manager = Killed(
+        Command::new(env!("CARGO_BIN_EXE_ernic"))
+            .args(["mesh", "manager", "--listen", &port.to_string()])
+            .args(["--heartbeat-ms", "100"])
+            .env("ERNIC_MESH_KEY_FILE", &good)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let manager_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let end = Instant::now() + T;
+    while !manager_log().contains("listening on port") {
+        assert!(Instant::now() < end, "the manager never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !manager_log().contains("no mesh key"),
+        "a keyed manager does not warn: {}",
+        manager_log()
+    );
+
+    let (ok, err, took) = worker_run(port, &[]);
+    assert!(!ok && err.contains("requires a mesh key"), "keyless: {err}");
+    assert!(
+        took < Duration::from_secs(20),
+        "refused in {took:?}, not after the wait"
+    );
+    let (ok, err, _) = worker_run(port, &[("ERNIC_MESH_KEY_FILE", &other)]);
+    assert!(
+        !ok && err.contains("different mesh key"),
+        "another key: {err}"
+    );
+    let (ok, err, _) = worker_run(port, &[("ERNIC_MESH_KEY_FILE", &open)]);
+    assert!(
+        !ok && err.contains("readable by every user"),
+        "an open key file: {err}"
+    );
+
+    // The right key: the first worker id, so none went to the refused.
+    let mut w = start(
+        &format!("tcp:worker:127.0.0.1:{port}"),
+        &[("ERNIC_MESH_KEY_FILE", good.to_str().unwrap())],
+        &[],
+    );
+    assert_eq!(w.id, 1);
+    assert!(w.call(json!({"op": "info"}))["node"] == 1);
+    let end = Instant::now() + T;
+    while !(manager_log().contains("node 1 alive")
+        && manager_log().contains("refused a connection"))
+    {
+        assert!(Instant::now() < end, "manager log: {}", manager_log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = manager_log();
+    assert!(
+        text.contains("no mesh key") || text.contains("requires"),
+        "{text}"
+    );
+    assert!(text.contains("different mesh key"), "{text}");
+    for p in [good, other, open, log] {
+        let _ = std::fs::remove_file(p);
+    }
+}

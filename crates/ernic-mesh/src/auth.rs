@@ -44,6 +44,8 @@ type HmacSha256 = Hmac<Sha256>;
 pub(crate) const NONCE: usize = 16;
 /// Bytes of a MAC.
 pub(crate) const MAC: usize = 32;
+/// Reasons a refusal is logged under ([`HandshakeError::reason`]).
+pub(crate) const REASONS: usize = 6;
 /// Longest refusal read in a handshake.
 const MAX_REFUSAL: usize = 1024;
 
@@ -136,6 +138,19 @@ impl HandshakeError {
             ),
             _ => return None,
         })
+    }
+
+    /// Which of [`REASONS`] reasons a refusal gives, for the log's rate
+    /// limit (each is said once a second at most).
+    pub(crate) fn reason(&self) -> usize {
+        match self {
+            HandshakeError::PeerKeyless => 1,
+            HandshakeError::NoKey => 2,
+            HandshakeError::WrongKey => 3,
+            HandshakeError::Version { .. } => 4,
+            HandshakeError::Refused(_) => 5,
+            _ => 0,
+        }
     }
 
     /// Whether it is about the key or the version (worth a line on a

@@ -377,7 +377,17 @@ impl Mesh {
     /// Why this worker's last attempt to register failed (until one
     /// succeeds): a refusal over the mesh key, a full table, no manager.
     pub fn registration_error(&self) -> Option<String> {
-        self.shared.registration_error()
+        self.shared.registration_error().map(|e| e.0)
+    }
+
+    /// Like [`registration_error`](Mesh::registration_error), only when the
+    /// manager refused over the mesh key or the protocol version: retrying
+    /// will not help until someone changes a node's key or version.
+    pub fn registration_refused(&self) -> Option<String> {
+        self.shared
+            .registration_error()
+            .filter(|e| e.1)
+            .map(|e| e.0)
     }
 
     /// Connections refused in their handshake so far (a wrong or missing

@@ -127,8 +127,9 @@ pub(crate) struct Shared {
     handshakes: (Mutex<Handshakes>, Condvar),
     /// Handshakes refused, and the rate limit on saying so.
     refusals: Refusals,
-    /// Why the last registration failed (a worker's).
-    registration_error: Mutex<Option<String>>,
+    /// Why the last registration failed (a worker's), and whether it was
+    /// over the key or the version (retrying will not help).
+    registration_error: Mutex<Option<(String, bool)>>,
 }
 
 /// Most GIDs one node may claim: its registration and each GID frame are
@@ -148,13 +149,14 @@ struct Handshakes {
     idle: usize,
 }
 
-/// Refused handshakes: counted, and logged at most once a second (a flood
-/// of strangers does not flood the log).
+/// Refused handshakes: counted, and each reason logged at most once a
+/// second (a flood of strangers does not flood the log).
 #[derive(Default)]
 struct Refusals {
     count: AtomicU64,
-    /// When the last line went out, and how many were refused unsaid since.
-    said: Mutex<(Option<Instant>, u64)>,
+    /// Per reason ([`HandshakeError::reason`]): when its last line went
+    /// out, and how many were refused unsaid since.
+    said: Mutex<[(Option<Instant>, u64); auth::REASONS]>,
 }
 
 /// Joins an error and its sources into one line.
@@ -249,7 +251,7 @@ impl Shared {
         self.cfg.key.as_ref().ok().and_then(|k| k.as_ref())
     }
 
-    pub fn registration_error(&self) -> Option<String> {
+    pub fn registration_error(&self) -> Option<(String, bool)> {
         self.registration_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -272,7 +274,8 @@ impl Shared {
             );
             return;
         }
-        let mut said = self.refusals.said.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = self.refusals.said.lock().unwrap_or_else(|p| p.into_inner());
+        let said = &mut all[e.reason()];
         let now = Instant::now();
         if said
             .0
@@ -283,7 +286,7 @@ impl Shared {
         }
         let more = std::mem::take(&mut said.1);
         said.0 = Some(now);
-        drop(said);
+        drop(all);
         let more = if more > 0 {
             format!(" ({more} more refused in the last second)")
         } else {
@@ -1105,14 +1108,14 @@ impl Shared {
             .registration_error
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if last.as_deref() != Some(line.as_str()) {
+        if last.as_ref().map(|l| l.0.as_str()) != Some(line.as_str()) {
             let level = if e.about_the_key() {
                 Level::Error
             } else {
                 Level::Warn
             };
             self.log(level, format_args!("{line}"));
-            *last = Some(line);
+            *last = Some((line, e.about_the_key()));
         }
     }
 
