@@ -59,6 +59,8 @@ Environment:
                             nodes prove it to each other before any joins. Without one, anyone who
                             reaches the port can join (one warning line says so).
   ERNIC_MESH_KEY=TEXT       the key itself, for tests (at least 16 bytes)
+  ERNIC_TCP_LISTEN=ADDR     the address to listen on (default: every address; 127.0.0.1 keeps the
+                            mesh on this host, and a keyless one silent)
   ERNIC_TCP_MAX_NODES=N     the manager's table (64; 2 to 1024)
   ERNIC_LOG=error|warn|info|debug";
 

@@ -494,3 +494,52 @@ fn a_keyed_mesh_admits_only_nodes_with_its_key_and_both_sides_say_why() {
         let _ = std::fs::remove_file(p);
     }
 }
+
+#[test]
+fn a_keyless_manager_beyond_loopback_warns_once_and_one_on_loopback_is_silent() {
+    /// Runs `ernic mesh manager` until it says it listens (or exits);
+    /// returns its stderr so far, and whether it still runs.
+    fn manager_says(env: &[(&str, &str)]) -> (String, bool) {
+        let port = free_port();
+        let log =
+            std::env::temp_dir().join(format!("ernic-mesh-warn-{}-{port}.log", std::process::id()));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ernic"));
+        cmd.args(["mesh", "manager", "--listen", &port.to_string()])
+            .env_remove("ERNIC_MESH_KEY")
+            .env_remove("ERNIC_MESH_KEY_FILE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let end = Instant::now() + T;
+        let (text, running) = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("listening on port") {
+                break (text, true);
+            }
+            if child.try_wait().unwrap().is_some() {
+                break (std::fs::read_to_string(&log).unwrap_or_default(), false);
+            }
+            assert!(Instant::now() < end, "the manager said nothing: {text}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_file(log);
+        (text, running)
+    }
+    let (text, running) = manager_says(&[]);
+    assert!(running);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("no mesh key")).count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("ERNIC_MESH_KEY_FILE"), "{text}");
+    let (text, running) = manager_says(&[("ERNIC_TCP_LISTEN", "127.0.0.1")]);
+    assert!(running && !text.contains("no mesh key"), "{text}");
+    let (text, running) = manager_says(&[("ERNIC_TCP_LISTEN", "not-an-address")]);
+    assert!(!running && text.contains("ERNIC_TCP_LISTEN"), "{text}");
+}

@@ -22,7 +22,9 @@
 //! before an id is given out; a keyless or wrong-key node is refused, and
 //! both sides say why. Without a key any process that reaches the port can
 //! join and then name any guest's memory by rkey: a keyless node that
-//! listens beyond loopback says so in one warning line at start. The whole
+//! listens beyond loopback says so in one warning line at start
+//! (`ERNIC_TCP_LISTEN=127.0.0.1` keeps a mesh on this host; a worker whose
+//! manager is a loopback address listens on loopback by itself). The whole
 //! handshake has one deadline ([`MeshConfig::handshake_timeout`], 5 s), and
 //! at most [`MeshConfig::max_handshakes`] (64) run at once: one more is
 //! refused and closed at once. A node of another protocol version is
@@ -104,6 +106,11 @@ pub struct MeshConfig {
     /// Port a worker listens on for its peers (0: any free port). The
     /// manager listens on the spec's port.
     pub listen_port: u16,
+    /// The address to listen on (`ERNIC_TCP_LISTEN`, say `127.0.0.1` for a
+    /// mesh that stays on this host), or why the variable is not one. None:
+    /// every address, both families where the host has IPv6, except for a
+    /// worker whose manager is a loopback address, which listens there.
+    pub listen_ip: Result<Option<IpAddr>, String>,
     /// The GIDs this node owns.
     pub gids: Vec<Gid>,
     /// Heartbeat interval; a node silent for three is dead.
@@ -164,6 +171,13 @@ impl MeshConfig {
         MeshConfig {
             spec,
             listen_port: 0,
+            listen_ip: match std::env::var("ERNIC_TCP_LISTEN") {
+                Ok(v) if !v.is_empty() => v
+                    .parse::<IpAddr>()
+                    .map(Some)
+                    .map_err(|_| format!("ERNIC_TCP_LISTEN={v:?} is not an IP address")),
+                _ => Ok(None),
+            },
             gids: Vec::new(),
             heartbeat: Duration::from_secs(1),
             send_timeout: Duration::from_millis(send_ms),
@@ -203,19 +217,23 @@ impl Mesh {
     /// where the host has IPv6) and its threads. A worker registers in the
     /// background; [`wait_registered`](Mesh::wait_registered) waits for it.
     ///
-    /// Fails when the mesh key the environment names cannot be read. A node
-    /// without a key that listens beyond loopback says so in one warning
-    /// line. A worker whose manager is a loopback address listens on
+    /// Fails when the mesh key the environment names cannot be read, or
+    /// `ERNIC_TCP_LISTEN` is not an address. A node without a key that
+    /// listens beyond loopback says so in one warning line. A worker whose manager is a loopback address listens on
     /// loopback only: every peer it can have is on this host.
     pub fn start(cfg: MeshConfig) -> io::Result<Mesh> {
         if let Err(e) = &cfg.key {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, e.clone()));
         }
+        let chosen = cfg
+            .listen_ip
+            .clone()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let (port, local) = match &cfg.spec {
-            Spec::Manager { port } => (*port, None),
+            Spec::Manager { port } => (*port, chosen),
             Spec::Worker { host, .. } => (
                 cfg.listen_port,
-                host.parse::<IpAddr>().ok().filter(|ip| ip.is_loopback()),
+                chosen.or_else(|| host.parse::<IpAddr>().ok().filter(|ip| ip.is_loopback())),
             ),
         };
         let listener = match local {
