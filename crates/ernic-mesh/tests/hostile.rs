@@ -168,11 +168,16 @@ fn closed_after(m: &Mesh, bytes: &[u8]) -> bool {
 /// Registers with the manager by hand (a worker that listens nowhere and
 /// answers no heartbeat); returns the connection and the id it got.
 fn register_by_hand(m: &Mesh, boot: u64) -> (TcpStream, u16) {
+    register_keyed(m, boot, None)
+}
+
+/// [`register_by_hand`], proving `key`.
+fn register_keyed(m: &Mesh, boot: u64, key: Option<&[u8]>) -> (TcpStream, u16) {
     let mut s = TcpStream::connect(("127.0.0.1", m.listen_addr().port())).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let n = auth_by_hand(&mut s, None).unwrap();
+    let n = auth_by_hand(&mut s, key).unwrap();
     let body = Writer::default().u64(boot).u16(NO_NODE).u16(9).u16(0).0;
-    s.write_all(&finish_by_hand(None, n, Kind::Register, &body))
+    s.write_all(&finish_by_hand(key, n, Kind::Register, &body))
         .unwrap();
     let mut hdr = [0u8; frame::HEADER_LEN];
     s.read_exact(&mut hdr).unwrap();
@@ -277,7 +282,12 @@ fn a_registered_worker_that_sends_garbage_is_cut_off_alone() {
 /// Registers by hand and reads frames until the manager's same-host offer:
 /// its token and socket name.
 fn offer_to_raw_worker(m: &Mesh) -> (TcpStream, [u8; 16], String) {
-    let (mut s, _) = register_by_hand(m, 7);
+    offer_keyed(m, None)
+}
+
+/// [`offer_to_raw_worker`], registered with `key`.
+fn offer_keyed(m: &Mesh, key: Option<&[u8]>) -> (TcpStream, [u8; 16], String) {
+    let (mut s, _) = register_keyed(m, 7, key);
     for _ in 0..20 {
         let mut hdr = [0u8; frame::HEADER_LEN];
         s.read_exact(&mut hdr).unwrap();
@@ -295,17 +305,38 @@ fn offer_to_raw_worker(m: &Mesh) -> (TcpStream, [u8; 16], String) {
 
 /// Presents a proof on the manager's same-host socket; returns its verdict.
 fn prove(name: &str, token: &[u8; 16], addr: u64) -> u8 {
+    prove_keyed(name, token, addr, None, None).unwrap()
+}
+
+/// [`prove`], with `key` in the handshake and `mac_key` (if other) in the
+/// proof; a refusal comes back as its text.
+fn prove_keyed(
+    name: &str,
+    token: &[u8; 16],
+    addr: u64,
+    key: Option<&[u8]>,
+    mac_key: Option<&[u8]>,
+) -> Result<u8, String> {
     use std::os::linux::net::SocketAddrExt;
     use std::os::unix::net::{SocketAddr, UnixStream};
     let mut u = UnixStream::connect_addr(&SocketAddr::from_abstract_name(name).unwrap()).unwrap();
     u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let n = auth_by_hand(&mut u, None).unwrap();
+    let n = auth_by_hand(&mut u, key)?;
     let proof = Writer::default().bytes(token).bytes(&addr.to_le_bytes()).0;
-    u.write_all(&finish_by_hand(None, n, Kind::SameHost, &proof))
+    u.write_all(&finish_by_hand(mac_key.or(key), n, Kind::SameHost, &proof))
         .unwrap();
     let mut verdict = [9u8; 1];
     u.read_exact(&mut verdict).unwrap();
-    verdict[0]
+    if verdict[0] == 1 || verdict[0] == 0 {
+        return Ok(verdict[0]);
+    }
+    // Not a verdict: the start of a refusal frame.
+    let mut rest = [0u8; frame::HEADER_LEN - 1];
+    u.read_exact(&mut rest).unwrap();
+    let len = u32::from_be_bytes(rest[7..11].try_into().unwrap()) as usize;
+    let mut body = vec![0u8; len];
+    u.read_exact(&mut body).unwrap();
+    Err(String::from_utf8_lossy(&body[2..]).into_owned())
 }
 
 #[test]
@@ -765,4 +796,34 @@ fn a_node_of_an_older_protocol_is_told_why_it_is_refused() {
         "{why}"
     );
     assert!(m.peers().iter().all(|(p, _)| p.id.0 == 0));
+}
+
+#[test]
+fn a_keyed_nodes_same_host_socket_takes_proofs_only_with_the_key() {
+    let m = Mesh::start(MeshConfig {
+        key: key(KEY),
+        heartbeat: Duration::from_secs(30),
+        handshake_timeout: Duration::from_millis(500),
+        ..MeshConfig::new(Spec::Manager { port: 0 })
+    })
+    .unwrap();
+    let (_s, token, name) = offer_keyed(&m, Some(KEY));
+    let held = Box::new(token);
+    let at = held.as_ptr() as u64;
+    // The right token and address, but no key, or a made-up proof.
+    let e = prove_keyed(&name, &token, at, None, None).unwrap_err();
+    assert!(e.contains("requires a mesh key"), "{e}");
+    let e = prove_keyed(
+        &name,
+        &token,
+        at,
+        Some(KEY),
+        Some(b"not the key, but as long as it"),
+    )
+    .unwrap_err();
+    assert!(e.contains("different mesh key"), "{e}");
+    assert!(!m.same_host(ernic_core::NodeId(1)).read_by_me);
+    // With the key, the proof holds.
+    assert_eq!(prove_keyed(&name, &token, at, Some(KEY), None), Ok(1));
+    assert!(m.same_host(ernic_core::NodeId(1)).read_by_me);
 }
