@@ -1,5 +1,5 @@
 //! The mesh key: a secret every node of one mesh holds, which the handshake
-//! ([`crate::auth`]) proves without sending it.
+//! (the `auth` module) proves without sending it.
 //!
 //! It comes from the environment, so every program that starts a mesh node
 //! gets it with no flag of its own: `ERNIC_MESH_KEY_FILE=PATH` names a file
