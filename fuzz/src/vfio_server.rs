@@ -1,9 +1,11 @@
 //! The vfio-user server (`ernic_vfio::server::Server`) serving one ionic
-//! function over a real socket pair in this process: a client thread
+//! function over a real socket pair in this process: the client side
 //! writes a fuzzer-chosen sequence of messages (headers and bodies built
-//! from fields, DMA maps with a memfd attached, raw bytes) and another
-//! reads every reply, while the server serves until the client leaves or
-//! the stream cannot go on.
+//! from fields, DMA maps with a memfd attached, raw bytes) and closes its
+//! writing half; the server serves until the client has left or the
+//! stream cannot go on. One thread: both sockets' send buffers are made
+//! larger than everything one input can send or be answered (a bounded
+//! number of messages, a small transfer limit), so no write waits.
 //!
 //! Invariant: `serve` returns (the client closing its side ends it), and
 //! nothing panics.
@@ -21,9 +23,12 @@ use ernic_vfio::sock;
 
 use crate::{Bytes, Enc};
 
-const MAX_OPS: usize = 64;
+const MAX_OPS: usize = 32;
 /// The server's transfer limit here (small: replies stay small).
 const MAX_XFER: u32 = 4096;
+/// Each socket's send buffer: far more than 32 messages or replies of at
+/// most 4 KiB (and their per-message overhead).
+const SOCKET_BUFFER: libc::c_int = 4 << 20;
 /// The guest memory a DMA map hands over.
 const RAM: u64 = 1 << 16;
 
@@ -86,7 +91,28 @@ impl Op {
     }
 }
 
-fn client(stream: UnixStream, ops: Vec<Op>) {
+/// Room for everything one side sends (SO_SNDBUFFORCE as root, else as
+/// much as the system allows).
+fn room(s: &UnixStream) {
+    for opt in [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF] {
+        let v = SOCKET_BUFFER;
+        // SAFETY: setsockopt with a pointer to a live c_int and its size.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+}
+
+fn client(stream: &UnixStream, ops: Vec<Op>) {
     let fd = stream.as_raw_fd();
     for (i, op) in ops.into_iter().enumerate() {
         let ok = match op {
@@ -147,7 +173,8 @@ pub fn run(data: &[u8]) {
     });
     let ops: Vec<Op> = crate::ops(data, MAX_OPS);
     let (ours, theirs) = UnixStream::pair().expect("socketpair");
-    let ours_reader = ours.try_clone().expect("dup");
+    room(&ours);
+    room(&theirs);
     let mut server = Server::new(
         IonicFunction::new(Identity::default()),
         Capabilities {
@@ -156,17 +183,13 @@ pub fn run(data: &[u8]) {
             ..Capabilities::default()
         },
     );
-    std::thread::scope(|s| {
-        s.spawn(move || client(ours, ops));
-        s.spawn(move || {
-            let mut r = ours_reader;
-            let mut buf = [0u8; 8192];
-            while matches!(r.read(&mut buf), Ok(n) if n > 0) {}
-        });
-        let _ = server.serve(&theirs);
-        // The client's reader sees the end.
-        let _ = theirs.shutdown(std::net::Shutdown::Both);
-    });
+    client(&ours, ops);
+    let _ = server.serve(&theirs);
+    drop(theirs);
+    // The replies, to the end (the server's side is closed).
+    let mut r = ours;
+    let mut buf = [0u8; 8192];
+    while matches!(r.read(&mut buf), Ok(n) if n > 0) {}
 }
 
 fn msg(id: u16, command: u16, body: Vec<u8>) -> Op {
