@@ -51,11 +51,15 @@ port=$((20000 + $$ % 20000))
 # Server A is the mesh manager, B a worker; each is told its guest's GIDs
 # (the IPv4 address's and the link-local one its MAC gives).
 printf 'mac = 02:00:45:52:4e:02\n' > "$work/guest-b.ini"
+# The two servers share a mesh key, so the lane also proves the keyed
+# handshake (a keyless manager on every address would only warn).
+key=$work/mesh.key
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$key")
 start() {
     local name=$1 tap=$2 gids=$3 mesh=$4 extra=$5
     local sock=$sid/tmp/ernic-$name.sock
     rm -f "$sock"
-    ip netns exec "$ns" env ERNIC_TCP_GUEST_GIDS="$gids" "$server" --socket "$sock" --tap "$tap" \
+    ip netns exec "$ns" env ERNIC_TCP_GUEST_GIDS="$gids" ERNIC_MESH_KEY_FILE="$key" "$server" --socket "$sock" --tap "$tap" \
         --backend tcp --mesh "$mesh" --mesh-wait 30 $extra > "$work/server-$name.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 300); do [ -S "$sock" ] && break; sleep 0.1; done
