@@ -88,7 +88,10 @@ struct Args {
     backend: String,
     /// With --backend tcp: tcp:manager:listen:PORT or tcp:worker:HOST:PORT
     /// (IPv6 hosts in brackets). The guest's GIDs come from
-    /// ERNIC_TCP_GUEST_GIDS (comma-separated IPv6 or IPv4 addresses).
+    /// ERNIC_TCP_GUEST_GIDS (comma-separated IPv6 or IPv4 addresses). Give
+    /// every node the same key in ERNIC_MESH_KEY_FILE (mode 600) and the mesh
+    /// admits only nodes that prove it; without one, a node listening beyond
+    /// loopback warns (ERNIC_TCP_LISTEN picks the address).
     #[arg(long)]
     mesh: Option<MeshSpec>,
     /// How long to wait for the mesh manager at start, in seconds.
