@@ -9,12 +9,11 @@
 //! driver's own PD, the GSI QP, a PD it took a DMA MR for) keep using it;
 //! a peer never may.
 
-use std::time::{Duration, Instant};
-
 use ernic_core::{Completion, Lkey, QpType, RemoteAddr, Rkey, SendOp, SendWr, Sge, WcStatus};
 use ernic_ionic_driver::{Buf, Cq, Driver, Mr, Pd, Qp, QpSpec};
 
 mod common;
+use common::{holds_none_of, holds_only, status_in};
 
 /// What the kernel's buffer holds: a secret, repeated.
 const SECRET: &[u8; 16] = b"kernel's secret!";
@@ -60,32 +59,19 @@ fn guest(name: &str) -> Guest {
 
 /// Two RC QPs of `pd` connected to each other.
 fn pair(d: &mut Driver, pd: Pd, cq: &Cq) -> (Qp, Qp) {
-    let p = d.create_qp_in(pd, cq, 5).unwrap();
-    let q = d.create_qp_in(pd, cq, 5).unwrap();
-    d.connect(&p, q.qpn()).unwrap();
-    d.connect(&q, p.qpn()).unwrap();
-    (p, q)
+    common::rc_pair(d, cq, pd, pd)
 }
 
 impl Guest {
     /// Polls until every request in `ids` has completed (bounded);
     /// answers the completions seen.
     fn completions(&mut self, ids: &[u64]) -> Vec<Completion> {
-        let mut got: Vec<Completion> = Vec::new();
-        let mut buf = [Completion::EMPTY; 8];
-        let end = Instant::now() + Duration::from_secs(5);
-        while !ids.iter().all(|id| got.iter().any(|c| c.wr_id == *id)) {
-            let k = self.d.poll_cq(&mut self.cq, &mut buf);
-            got.extend_from_slice(&buf[..k]);
-            assert!(Instant::now() < end, "waiting for {ids:?}, have {got:?}");
-        }
-        got
+        common::completions(&mut self.d, &mut self.cq, ids)
     }
 
     /// The status request `id` completed with.
     fn status(&mut self, id: u64) -> WcStatus {
-        let wcs = self.completions(&[id]);
-        wcs.iter().find(|c| c.wr_id == id).unwrap().status
+        status_in(&self.completions(&[id]), id)
     }
 
     /// Key 0 over `len` bytes at `off` in the kernel's buffer.
@@ -99,23 +85,17 @@ impl Guest {
 
     /// The kernel's buffer still holds only the secret.
     fn kernel_intact(&self) -> bool {
-        let mut all = vec![0u8; LEN as usize];
-        self.d.read(&self.kb, 0, &mut all);
-        all == SECRET.repeat((LEN / 16) as usize)
+        holds_only(&self.d, &self.kb, SECRET)
     }
 
     /// The process's buffer holds no byte of the kernel's secret.
     fn user_clean(&self) -> bool {
-        let mut all = vec![0u8; LEN as usize];
-        self.d.read(&self.ub, 0, &mut all);
-        !all.windows(4).any(|w| SECRET.windows(4).any(|s| s == w))
+        holds_none_of(&self.d, &self.ub, SECRET)
     }
 
     /// The 8 bytes at `off` in the process's buffer.
     fn user_word(&self, off: u64) -> u64 {
-        let mut v = [0u8; 8];
-        self.d.read(&self.ub, off, &mut v);
-        u64::from_le_bytes(v)
+        common::word(&self.d, &self.ub, off)
     }
 
     /// Posts `wr` on the process's QP `a`.
@@ -157,41 +137,55 @@ fn read_into_key_0_of_a_process_qp_is_a_local_protection_error() {
     assert!(g.kernel_intact(), "the READ landed in the kernel's memory");
 }
 
+/// The process's word at 0x3800 holds `old`; its atomic `op` on it, the
+/// old value answered into key 0 at `off`, is a local protection error,
+/// the kernel's memory unchanged and the word still `old` (`what` did not
+/// happen).
+fn atomic_into_key_0(g: &mut Guest, old: u64, op: SendOp, off: u64, what: &str) {
+    g.d.write(&g.ub, 0x3800, &old.to_le_bytes());
+    let sgl = [g.key0(off, 8)];
+    g.post_a(&SendWr::new(1, op).sgl(&sgl));
+    assert_eq!(g.status(1), WcStatus::LocProtErr);
+    assert!(
+        g.kernel_intact(),
+        "the old value went into the kernel's memory"
+    );
+    assert_eq!(g.user_word(0x3800), old, "the {what} happened anyway");
+}
+
 #[test]
 fn compare_and_swap_into_key_0_of_a_process_qp_is_a_local_protection_error() {
     let mut g = guest("cas");
-    g.d.write(&g.ub, 0x3800, &7u64.to_le_bytes());
     let cas = SendOp::AtomicCas {
         remote: g.mu.remote(0x3800),
         compare: 7,
         swap: 0x5858_5858_5858_5858,
     };
-    let sgl = [g.key0(0, 8)];
-    g.post_a(&SendWr::new(1, cas).sgl(&sgl));
-    assert_eq!(g.status(1), WcStatus::LocProtErr);
-    assert!(
-        g.kernel_intact(),
-        "the old value went into the kernel's memory"
-    );
-    assert_eq!(g.user_word(0x3800), 7, "the swap happened anyway");
+    atomic_into_key_0(&mut g, 7, cas, 0, "swap");
 }
 
 #[test]
 fn fetch_and_add_into_key_0_of_a_process_qp_is_a_local_protection_error() {
     let mut g = guest("fa");
-    g.d.write(&g.ub, 0x3800, &37u64.to_le_bytes());
     let fa = SendOp::AtomicFa {
         remote: g.mu.remote(0x3800),
         add: 5,
     };
-    let sgl = [g.key0(0x8, 8)];
-    g.post_a(&SendWr::new(1, fa).sgl(&sgl));
-    assert_eq!(g.status(1), WcStatus::LocProtErr);
-    assert!(
-        g.kernel_intact(),
-        "the old value went into the kernel's memory"
-    );
-    assert_eq!(g.user_word(0x3800), 37, "the add happened anyway");
+    atomic_into_key_0(&mut g, 37, fa, 0x8, "add");
+}
+
+/// With receive 50 posted into key 0, `post` sends 25 bytes of the
+/// process's buffer as request 1: the receive is a local protection
+/// error, the SEND a remote operation error, the kernel's memory unchanged.
+fn send_into_key_0(g: &mut Guest, post: impl FnOnce(&mut Guest, &SendWr<'_>)) {
+    g.d.write(&g.ub, 0, b"process writes the kernel");
+    let sgl = [g.mu.sge(0, 25)];
+    post(g, &SendWr::new(1, SendOp::Send).sgl(&sgl));
+    let wcs = g.completions(&[1, 50]);
+    let st = |id: u64| status_in(&wcs, id);
+    assert_eq!(st(50), WcStatus::LocProtErr, "the receiver's: {wcs:?}");
+    assert_eq!(st(1), WcStatus::RemOpErr, "the sender's: {wcs:?}");
+    assert!(g.kernel_intact(), "the SEND landed in the kernel's memory");
 }
 
 #[test]
@@ -199,14 +193,7 @@ fn a_receive_into_key_0_of_a_process_qp_fails_at_the_receiver() {
     let mut g = guest("recv");
     let into = g.key0(0x1000, 256);
     g.d.post_recv(&mut g.b, 50, into).unwrap();
-    g.d.write(&g.ub, 0, b"process writes the kernel");
-    let sgl = [g.mu.sge(0, 25)];
-    g.post_a(&SendWr::new(1, SendOp::Send).sgl(&sgl));
-    let wcs = g.completions(&[1, 50]);
-    let st = |id: u64| wcs.iter().find(|c| c.wr_id == id).unwrap().status;
-    assert_eq!(st(50), WcStatus::LocProtErr, "the receiver's: {wcs:?}");
-    assert_eq!(st(1), WcStatus::RemOpErr, "the sender's: {wcs:?}");
-    assert!(g.kernel_intact(), "the SEND landed in the kernel's memory");
+    send_into_key_0(&mut g, |g, wr| g.post_a(wr));
 }
 
 /// An SRQ's receives are the receiving QP's: one of a process's PD with
@@ -229,15 +216,7 @@ fn a_receive_from_an_srq_into_key_0_fails_at_the_receiver() {
     g.d.connect(&c, p.qpn()).unwrap();
     let into = g.key0(0x1000, 256);
     g.d.post_srq_recv(&mut srq, 50, into).unwrap();
-    g.d.write(&g.ub, 0, b"process writes the kernel");
-    let sgl = [g.mu.sge(0, 25)];
-    g.d.post_send(&mut p, &SendWr::new(1, SendOp::Send).sgl(&sgl))
-        .unwrap();
-    let wcs = g.completions(&[1, 50]);
-    let st = |id: u64| wcs.iter().find(|c| c.wr_id == id).unwrap().status;
-    assert_eq!(st(50), WcStatus::LocProtErr, "the receiver's: {wcs:?}");
-    assert_eq!(st(1), WcStatus::RemOpErr, "the sender's: {wcs:?}");
-    assert!(g.kernel_intact(), "the SEND landed in the kernel's memory");
+    send_into_key_0(&mut g, |g, wr| g.d.post_send(&mut p, wr).unwrap());
 }
 
 /// A datagram from key 0 of a process's UD QP is refused before it goes

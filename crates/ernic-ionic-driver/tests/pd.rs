@@ -6,12 +6,11 @@
 //! gives (local protection error for an SGE, remote access error for an
 //! rkey, ...), and Y's memory is neither read nor changed.
 
-use std::time::{Duration, Instant};
-
 use ernic_core::{Completion, RemoteAddr, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use ernic_ionic_driver::{Buf, Cq, Driver, Error, Mr, Pd, Qp};
 
 mod common;
+use common::{holds_none_of, holds_only, rc_pair, status_in};
 
 /// What Y's buffer holds: a secret, repeated.
 const SECRET: &[u8; 16] = b"Y's secret bytes";
@@ -43,15 +42,8 @@ fn guest(name: &str) -> Guest {
     let cq = d.create_cq(7).unwrap();
     let (x, y) = (d.alloc_pd().unwrap(), d.alloc_pd().unwrap());
     assert_ne!(x.id(), y.id());
-    let pair = |d: &mut Driver, pd: Pd| {
-        let p = d.create_qp_in(pd, &cq, 5).unwrap();
-        let q = d.create_qp_in(pd, &cq, 5).unwrap();
-        d.connect(&p, q.qpn()).unwrap();
-        d.connect(&q, p.qpn()).unwrap();
-        (p, q)
-    };
-    let (a, b) = pair(&mut d, x);
-    let (c, e) = pair(&mut d, y);
+    let (a, b) = rc_pair(&mut d, &cq, x, x);
+    let (c, e) = rc_pair(&mut d, &cq, y, y);
     let xb = d.alloc(LEN).unwrap();
     let mx = d.reg_mr_in(x, xb).unwrap();
     let yb = d.alloc(LEN).unwrap();
@@ -77,35 +69,22 @@ impl Guest {
     /// Polls until every request in `ids` has completed (bounded);
     /// answers the completions seen.
     fn completions(&mut self, ids: &[u64]) -> Vec<Completion> {
-        let mut got: Vec<Completion> = Vec::new();
-        let mut buf = [Completion::EMPTY; 8];
-        let end = Instant::now() + Duration::from_secs(5);
-        while !ids.iter().all(|id| got.iter().any(|c| c.wr_id == *id)) {
-            let k = self.d.poll_cq(&mut self.cq, &mut buf);
-            got.extend_from_slice(&buf[..k]);
-            assert!(Instant::now() < end, "waiting for {ids:?}, have {got:?}");
-        }
-        got
+        common::completions(&mut self.d, &mut self.cq, ids)
     }
 
     /// The status request `id` completed with.
     fn status(&mut self, id: u64) -> WcStatus {
-        let wcs = self.completions(&[id]);
-        wcs.iter().find(|c| c.wr_id == id).unwrap().status
+        status_in(&self.completions(&[id]), id)
     }
 
     /// Y's buffer still holds only the secret.
     fn y_intact(&self) -> bool {
-        let mut all = vec![0u8; LEN as usize];
-        self.d.read(&self.yb, 0, &mut all);
-        all == SECRET.repeat((LEN / 16) as usize)
+        holds_only(&self.d, &self.yb, SECRET)
     }
 
     /// X's buffer holds no byte of Y's secret.
     fn x_clean(&self) -> bool {
-        let mut all = vec![0u8; LEN as usize];
-        self.d.read(&self.xb, 0, &mut all);
-        !all.windows(4).any(|w| SECRET.windows(4).any(|s| s == w))
+        holds_none_of(&self.d, &self.xb, SECRET)
     }
 
     /// An SGE of `len` bytes at `off` in Y's buffer, under Y's key.
@@ -145,7 +124,7 @@ fn a_receive_into_an_sge_of_another_pd_fails_at_the_receiver() {
     let sgl = [g.mx.sge(0, 24)];
     g.post_a(&SendWr::new(1, SendOp::Send).sgl(&sgl));
     let wcs = g.completions(&[1, 50]);
-    let st = |id: u64| wcs.iter().find(|c| c.wr_id == id).unwrap().status;
+    let st = |id: u64| status_in(&wcs, id);
     assert_eq!(st(50), WcStatus::LocProtErr, "the receiver's: {wcs:?}");
     assert_eq!(st(1), WcStatus::RemOpErr, "the sender's: {wcs:?}");
     assert!(g.y_intact(), "X's SEND landed in Y's buffer");
@@ -192,9 +171,27 @@ fn read_from_an_rkey_of_another_pd_is_a_remote_access_error() {
 
 /// Y's first 8 bytes, as an atomic sees them.
 fn y_word(g: &Guest) -> u64 {
-    let mut v = [0u8; 8];
-    g.d.read(&g.yb, 0, &mut v);
-    u64::from_le_bytes(v)
+    common::word(&g.d, &g.yb, 0)
+}
+
+/// X's atomic `op` on Y's memory, answering into X's buffer at 0x3000,
+/// is a remote access error: Y's memory unchanged (`what` did not change
+/// it), no old value back in X's.
+fn atomic_on_y(g: &mut Guest, op: SendOp, what: &str) {
+    let sgl = [g.mx.sge(0x3000, 8)];
+    g.post_a(&SendWr::new(1, op).sgl(&sgl));
+    assert_eq!(g.status(1), WcStatus::RemAccessErr);
+    assert!(g.y_intact(), "X's {what} changed Y's memory");
+    assert!(g.x_clean(), "the old value came back to X");
+}
+
+/// X's atomic `op` on X's own memory, answering into Y's buffer, is a
+/// local protection error: no old value written into Y's memory.
+fn atomic_into_y(g: &mut Guest, op: SendOp) {
+    let sgl = [g.y_sge(0, 8)];
+    g.post_a(&SendWr::new(1, op).sgl(&sgl));
+    assert_eq!(g.status(1), WcStatus::LocProtErr);
+    assert!(g.y_intact(), "the old value was written into Y's memory");
 }
 
 #[test]
@@ -205,11 +202,7 @@ fn compare_and_swap_on_an_rkey_of_another_pd_is_a_remote_access_error() {
         compare: y_word(&g),
         swap: 0x5858_5858_5858_5858,
     };
-    let sgl = [g.mx.sge(0x3000, 8)];
-    g.post_a(&SendWr::new(1, cas).sgl(&sgl));
-    assert_eq!(g.status(1), WcStatus::RemAccessErr);
-    assert!(g.y_intact(), "X's compare-and-swap changed Y's memory");
-    assert!(g.x_clean(), "the old value came back to X");
+    atomic_on_y(&mut g, cas, "compare-and-swap");
 }
 
 #[test]
@@ -221,10 +214,7 @@ fn compare_and_swap_into_an_sge_of_another_pd_is_a_local_protection_error() {
         compare: 7,
         swap: 0x5858_5858_5858_5858,
     };
-    let sgl = [g.y_sge(0, 8)];
-    g.post_a(&SendWr::new(1, cas).sgl(&sgl));
-    assert_eq!(g.status(1), WcStatus::LocProtErr);
-    assert!(g.y_intact(), "the old value was written into Y's memory");
+    atomic_into_y(&mut g, cas);
 }
 
 #[test]
@@ -234,11 +224,7 @@ fn fetch_and_add_on_an_rkey_of_another_pd_is_a_remote_access_error() {
         remote: g.my.remote(0),
         add: 1,
     };
-    let sgl = [g.mx.sge(0x3000, 8)];
-    g.post_a(&SendWr::new(1, fa).sgl(&sgl));
-    assert_eq!(g.status(1), WcStatus::RemAccessErr);
-    assert!(g.y_intact(), "X's fetch-and-add changed Y's memory");
-    assert!(g.x_clean(), "the old value came back to X");
+    atomic_on_y(&mut g, fa, "fetch-and-add");
 }
 
 #[test]
@@ -248,10 +234,7 @@ fn fetch_and_add_into_an_sge_of_another_pd_is_a_local_protection_error() {
         remote: g.mx.remote(0x3800),
         add: 1,
     };
-    let sgl = [g.y_sge(0, 8)];
-    g.post_a(&SendWr::new(1, fa).sgl(&sgl));
-    assert_eq!(g.status(1), WcStatus::LocProtErr);
-    assert!(g.y_intact(), "the old value was written into Y's memory");
+    atomic_into_y(&mut g, fa);
 }
 
 #[test]
@@ -429,10 +412,7 @@ fn a_qp_cannot_draw_from_an_srq_of_another_pd() {
 fn a_qp_connected_to_another_pds_qp_reaches_what_that_pd_exposes() {
     let mut g = guest("pd-across");
     let (x, y) = (g.x, g.y);
-    let mut p = g.d.create_qp_in(x, &g.cq, 5).unwrap();
-    let mut q = g.d.create_qp_in(y, &g.cq, 5).unwrap();
-    g.d.connect(&p, q.qpn()).unwrap();
-    g.d.connect(&q, p.qpn()).unwrap();
+    let (mut p, mut q) = rc_pair(&mut g.d, &g.cq, x, y);
     g.d.write(&g.xb, 0, b"X to Y, invited");
     let into_y = g.my.sge(0x2000, 64);
     g.d.post_recv(&mut q, 50, into_y).unwrap();
@@ -466,10 +446,7 @@ fn a_qp_connected_to_another_pds_qp_reaches_what_that_pd_exposes() {
 fn key_0_stays_the_kernels_dma_key() {
     let mut g = guest("pd-key0");
     let kpd = g.d.pd();
-    let mut p = g.d.create_qp_in(kpd, &g.cq, 5).unwrap();
-    let mut q = g.d.create_qp_in(kpd, &g.cq, 5).unwrap();
-    g.d.connect(&p, q.qpn()).unwrap();
-    g.d.connect(&q, p.qpn()).unwrap();
+    let (mut p, mut q) = rc_pair(&mut g.d, &g.cq, kpd, kpd);
     let key0 = |off: u64| Sge {
         addr: g.xb.addr() + off,
         len: 8,

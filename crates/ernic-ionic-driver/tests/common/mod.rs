@@ -6,10 +6,12 @@
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use ernic_core::Gid;
+use ernic_core::{Completion, Gid, WcStatus};
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
+use ernic_ionic_driver::{Buf, Cq, Driver, Pd, Qp};
 use ernic_mesh::Mesh;
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::Server;
@@ -53,4 +55,53 @@ pub fn serve_on_mesh(name: &str, mesh: Arc<Mesh>, gid: Gid) -> PathBuf {
     };
     spawn(listener, IonicFunction::new(id).with_mesh(mesh, vec![gid]));
     path
+}
+
+/// An RC QP of `p_pd` and one of `q_pd`, connected to each other.
+pub fn rc_pair(d: &mut Driver, cq: &Cq, p_pd: Pd, q_pd: Pd) -> (Qp, Qp) {
+    let p = d.create_qp_in(p_pd, cq, 5).unwrap();
+    let q = d.create_qp_in(q_pd, cq, 5).unwrap();
+    d.connect(&p, q.qpn()).unwrap();
+    d.connect(&q, p.qpn()).unwrap();
+    (p, q)
+}
+
+/// Polls `cq` until every request in `ids` has completed (bounded);
+/// answers the completions seen.
+pub fn completions(d: &mut Driver, cq: &mut Cq, ids: &[u64]) -> Vec<Completion> {
+    let mut got: Vec<Completion> = Vec::new();
+    let mut buf = [Completion::EMPTY; 8];
+    let end = Instant::now() + Duration::from_secs(5);
+    while !ids.iter().all(|id| got.iter().any(|c| c.wr_id == *id)) {
+        let k = d.poll_cq(cq, &mut buf);
+        got.extend_from_slice(&buf[..k]);
+        assert!(Instant::now() < end, "waiting for {ids:?}, have {got:?}");
+    }
+    got
+}
+
+/// The status request `id` completed with, among `wcs`.
+pub fn status_in(wcs: &[Completion], id: u64) -> WcStatus {
+    wcs.iter().find(|c| c.wr_id == id).unwrap().status
+}
+
+/// `buf` holds only `pattern`, repeated over all its bytes.
+pub fn holds_only(d: &Driver, buf: &Buf, pattern: &[u8; 16]) -> bool {
+    let mut all = vec![0u8; buf.len as usize];
+    d.read(buf, 0, &mut all);
+    all == pattern.repeat(all.len() / 16)
+}
+
+/// `buf` holds no 4 bytes in a row of `pattern`.
+pub fn holds_none_of(d: &Driver, buf: &Buf, pattern: &[u8; 16]) -> bool {
+    let mut all = vec![0u8; buf.len as usize];
+    d.read(buf, 0, &mut all);
+    !all.windows(4).any(|w| pattern.windows(4).any(|s| s == w))
+}
+
+/// The 8 bytes at `off` in `buf`, as an atomic sees them.
+pub fn word(d: &Driver, buf: &Buf, off: u64) -> u64 {
+    let mut v = [0u8; 8];
+    d.read(buf, off, &mut v);
+    u64::from_le_bytes(v)
 }
