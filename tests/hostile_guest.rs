@@ -6,7 +6,6 @@
 //! command the server is alive and still answers one. Also the NIC profile
 //! path, which is read only when it is a small regular file.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +14,8 @@ use ernic_core::{Completion, Lkey, PageSource, RegMr, SendOp, SendWr, WcStatus};
 use ernic_ionic::fw::{admin_op, admin_status as st};
 use ernic_ionic_driver::{Driver, Error};
 use proptest::prelude::*;
+
+mod common;
 
 /// The address-space limit every server here runs under.
 const AS_LIMIT: &str = "--as=1073741824";
@@ -105,12 +106,12 @@ fn create_mr(
 ) -> Vec<u8> {
     use ernic_ionic::fw::create_mr as f;
     let mut b = vec![0u8; f::LEN];
-    b[f::VA..f::VA + 8].copy_from_slice(&va.to_le_bytes());
-    b[f::LENGTH..f::LENGTH + 8].copy_from_slice(&len.to_le_bytes());
-    b[f::ID_VER..f::ID_VER + 4].copy_from_slice(&id.to_le_bytes());
-    b[f::MAP_COUNT..f::MAP_COUNT + 4].copy_from_slice(&map_count.to_le_bytes());
-    b[f::DMA_ADDR..f::DMA_ADDR + 8].copy_from_slice(&dma.to_le_bytes());
-    b[f::DBID_FLAGS..f::DBID_FLAGS + 2].copy_from_slice(&flags.to_le_bytes());
+    put(&mut b, f::VA, &va.to_le_bytes());
+    put(&mut b, f::LENGTH, &len.to_le_bytes());
+    put(&mut b, f::ID_VER, &id.to_le_bytes());
+    put(&mut b, f::MAP_COUNT, &map_count.to_le_bytes());
+    put(&mut b, f::DMA_ADDR, &dma.to_le_bytes());
+    put(&mut b, f::DBID_FLAGS, &flags.to_le_bytes());
     b[f::PAGE_SIZE_LOG2] = page_log2;
     b
 }
@@ -292,29 +293,14 @@ fn a_profile_that_is_not_a_small_regular_file_is_refused_at_start() {
         ("/dev/zero", "/dev/zero: not a regular file"),
         (big.to_str().unwrap(), "larger than 64 KiB"),
     ] {
-        let mut child = limited()
+        let child = limited()
             .args(["--socket", sock.to_str().unwrap(), "--nic-profile", profile])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let end = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            if Instant::now() > end {
-                let _ = child.kill();
-                panic!("--nic-profile {profile}: still running after 10 s");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let (status, err) = common::exit_within(child, Duration::from_secs(10));
+        let status =
+            status.unwrap_or_else(|| panic!("--nic-profile {profile}: still running after 10 s"));
         assert_eq!(status.code(), Some(1), "{profile}: {status}: {err}");
         assert!(err.contains(says), "{profile}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
@@ -526,6 +512,18 @@ fn put(b: &mut [u8], at: usize, v: &[u8]) {
     b[at..at + v.len()].copy_from_slice(v);
 }
 
+/// A ring's fields in a CREATE command's bytes `b`: its depth, stride and
+/// page size (log2 bytes), its map count and the DMA address of its page
+/// table, at the offsets `at` names in that order.
+fn put_ring(b: &mut [u8], at: [usize; 5], depth: u8, stride: u8, page: u8, count: u32, dma: u64) {
+    let [depth_at, stride_at, page_at, count_at, dma_at] = at;
+    b[depth_at] = depth;
+    b[stride_at] = stride;
+    b[page_at] = page;
+    put(b, count_at, &count.to_le_bytes());
+    put(b, dma_at, &dma.to_le_bytes());
+}
+
 /// The command's bytes, with addresses resolved against `scratch`.
 fn encode(c: &Cmd, scratch: u64) -> (u8, Vec<u8>) {
     use ernic_ionic::fw;
@@ -558,11 +556,14 @@ fn encode(c: &Cmd, scratch: u64) -> (u8, Vec<u8>) {
             use fw::create_cq as f;
             let mut b = vec![0u8; f::LEN];
             put(&mut b, f::ID_VER, &id.to_le_bytes());
-            b[f::DEPTH_LOG2] = *depth;
-            b[f::STRIDE_LOG2] = *stride;
-            b[f::PAGE_SIZE_LOG2] = *page;
-            put(&mut b, f::MAP_COUNT, &count.to_le_bytes());
-            put(&mut b, f::DMA_ADDR, &a(at).to_le_bytes());
+            let ring = [
+                f::DEPTH_LOG2,
+                f::STRIDE_LOG2,
+                f::PAGE_SIZE_LOG2,
+                f::MAP_COUNT,
+                f::DMA_ADDR,
+            ];
+            put_ring(&mut b, ring, *depth, *stride, *page, *count, a(at));
             (admin_op::CREATE_CQ, b)
         }
         Cmd::CreateQp {
@@ -580,16 +581,22 @@ fn encode(c: &Cmd, scratch: u64) -> (u8, Vec<u8>) {
             // The driver's CQ 1 (created first) for both queues.
             put(&mut b, f::SQ_CQ_ID, &1u32.to_le_bytes());
             put(&mut b, f::RQ_CQ_ID, &1u32.to_le_bytes());
-            b[f::SQ_DEPTH_LOG2] = depth[0];
-            b[f::RQ_DEPTH_LOG2] = depth[1];
-            b[f::SQ_STRIDE_LOG2] = stride[0];
-            b[f::RQ_STRIDE_LOG2] = stride[1];
-            b[f::SQ_PAGE_SIZE_LOG2] = *page;
-            b[f::RQ_PAGE_SIZE_LOG2] = *page;
-            put(&mut b, f::SQ_MAP_COUNT, &count[0].to_le_bytes());
-            put(&mut b, f::RQ_MAP_COUNT, &count[1].to_le_bytes());
-            put(&mut b, f::SQ_DMA_ADDR, &a(at).to_le_bytes());
-            put(&mut b, f::RQ_DMA_ADDR, &a(at).to_le_bytes());
+            let sq = [
+                f::SQ_DEPTH_LOG2,
+                f::SQ_STRIDE_LOG2,
+                f::SQ_PAGE_SIZE_LOG2,
+                f::SQ_MAP_COUNT,
+                f::SQ_DMA_ADDR,
+            ];
+            let rq = [
+                f::RQ_DEPTH_LOG2,
+                f::RQ_STRIDE_LOG2,
+                f::RQ_PAGE_SIZE_LOG2,
+                f::RQ_MAP_COUNT,
+                f::RQ_DMA_ADDR,
+            ];
+            put_ring(&mut b, sq, depth[0], stride[0], *page, count[0], a(at));
+            put_ring(&mut b, rq, depth[1], stride[1], *page, count[1], a(at));
             (admin_op::CREATE_QP, b)
         }
         Cmd::CreateSrq {
@@ -601,11 +608,14 @@ fn encode(c: &Cmd, scratch: u64) -> (u8, Vec<u8>) {
         } => {
             use fw::srq as f;
             let mut b = vec![0u8; f::CREATE_LEN];
-            b[f::DEPTH_LOG2] = *depth;
-            b[f::STRIDE_LOG2] = *stride;
-            b[f::PAGE_SIZE_LOG2] = *page;
-            put(&mut b, f::MAP_COUNT, &count.to_le_bytes());
-            put(&mut b, f::DMA_ADDR, &a(at).to_le_bytes());
+            let ring = [
+                f::DEPTH_LOG2,
+                f::STRIDE_LOG2,
+                f::PAGE_SIZE_LOG2,
+                f::MAP_COUNT,
+                f::DMA_ADDR,
+            ];
+            put_ring(&mut b, ring, *depth, *stride, *page, *count, a(at));
             (fw::srq_op::CREATE_SRQ, b)
         }
         Cmd::CreateAh { id, len, at } => {

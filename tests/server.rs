@@ -13,6 +13,8 @@ use ernic_vfio::client::Client;
 use ernic_vfio::pci::region;
 use ernic_vfio::proto::Capabilities;
 
+mod common;
+
 struct Kill(std::process::Child);
 
 impl Drop for Kill {
@@ -290,32 +292,12 @@ fn log_of(dir: &std::path::Path) -> String {
 /// Runs `ernic-server ARGS` for at most 5 s: whether it exited by itself
 /// (and how), and its stderr.
 fn run_briefly(args: &[&str]) -> (Option<std::process::ExitStatus>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
+    let child = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
         .args(args)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(5);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break Some(st);
-        }
-        if Instant::now() >= end {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    use std::io::Read;
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (status, err)
+    common::exit_within(child, Duration::from_secs(5))
 }
 
 fn attach(sock: &std::path::Path) -> Client {

@@ -1,12 +1,13 @@
-//! Helpers for tests that run the `ernic` binary: a one-shot run, and a
-//! handle on an `ernic mesh node` process (JSON commands in, one JSON line
-//! per answer out).
+//! Helpers for tests that run the `ernic` binaries: a one-shot run, a
+//! bounded wait for a process that should exit by itself, and a handle on
+//! an `ernic mesh node` process (JSON commands in, one JSON line per
+//! answer out).
 #![allow(dead_code, missing_docs)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -21,6 +22,32 @@ pub fn ernic(args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Waits at most `limit` for `child` (its stderr piped) to exit by itself,
+/// killing it if it does not: how it exited (`None`: it did not), and what
+/// it wrote to stderr.
+pub fn exit_within(mut child: Child, limit: Duration) -> (Option<ExitStatus>, String) {
+    let end = Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status, err)
 }
 
 /// How long a node may take to answer.
