@@ -123,6 +123,22 @@ pub(crate) fn resolve_sgl<'a>(
     Ok((n, total))
 }
 
+/// [`resolve_sgl`] into `out`, less the list's first `skip` bytes: the
+/// segments left.
+pub(crate) fn resolve_sgl_after<'a, 's>(
+    dev: &'a Device,
+    dma_key: bool,
+    pd: PdId,
+    sgl: &[Sge],
+    need: Access,
+    skip: u64,
+    out: &'s mut SegArray<'a>,
+) -> Result<&'s [Seg<'a>], WcStatus> {
+    let (n, _) = resolve_sgl(dev, dma_key, pd, sgl, need, out)?;
+    let first = skip_prefix(&mut out[..n], skip);
+    Ok(&out[first..n])
+}
+
 /// Sum of an SGE list's lengths, without checking keys.
 pub(crate) fn sgl_len(sgl: &[Sge]) -> u64 {
     sgl.iter().map(|s| u64::from(s.len)).sum()
@@ -288,9 +304,8 @@ impl<M: DmaMemory> Engine<M> {
                 skip,
             } => {
                 let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-                let (n, _) = resolve_sgl(d, dma_key, pd, sgl, Access::NONE, segs)?;
-                let first = skip_prefix(&mut segs[..n], skip);
-                Ok(Src::Segs(&segs[first..n]))
+                let segs = resolve_sgl_after(d, dma_key, pd, sgl, Access::NONE, skip, segs)?;
+                Ok(Src::Segs(segs))
             }
         }
     }
@@ -874,9 +889,9 @@ impl<M: DmaMemory> Engine<M> {
                     skip,
                 } => {
                     let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
-                    let (n, _) = resolve_sgl(d, dma_key, pd, sgl, Access::LOCAL_WRITE, &mut dseg)?;
-                    let first = skip_prefix(&mut dseg[..n], skip);
-                    Dst::Segs(&dseg[first..n])
+                    let need = Access::LOCAL_WRITE;
+                    let segs = resolve_sgl_after(d, dma_key, pd, sgl, need, skip, &mut dseg)?;
+                    Dst::Segs(segs)
                 }
             };
             if len == 0 {
