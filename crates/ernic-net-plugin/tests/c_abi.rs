@@ -547,26 +547,9 @@ fn the_v4_table_moves_a_message_within_one_process() {
         let mut n = 0;
         ok((v5.devices)(&mut n), "v5 devices");
         assert_eq!(n, 1);
-        let mut handle = [0u8; 128];
-        let mut l: V = std::ptr::null_mut();
-        ok(
-            (net.listen)(0, handle.as_mut_ptr().cast(), &mut l),
-            "listen",
-        );
-        let (mut s, mut r): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // One deadline for connecting and for the message.
         let end = Instant::now() + LIMIT;
-        while s.is_null() || r.is_null() {
-            if s.is_null() {
-                ok(
-                    (net.connect)(0, handle.as_mut_ptr().cast(), &mut s),
-                    "connect",
-                );
-            }
-            if r.is_null() {
-                ok((net.accept)(l, &mut r), "accept");
-            }
-            assert!(Instant::now() < end);
-        }
+        let (l, s, r) = pair_via(net.listen, net.connect, net.accept);
         let mut src = pattern(0, 7, 70_000);
         let mut dst = vec![0u8; 70_000];
         let (mut ms, mut md): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
@@ -634,25 +617,37 @@ fn load_v6(plugin: &PathBuf) -> (libloading::Library, &'static NetV6) {
 ///
 /// `net` must be an initialised table.
 unsafe fn pair(net: &NetV6) -> (V, V, V) {
+    // SAFETY: the table is initialised, as the caller promises.
+    unsafe { pair_via(net.listen, net.connect, net.accept) }
+}
+
+/// A table's `listen` or `connect` (v4's and v6's alike).
+type Dial = unsafe extern "C" fn(c_int, V, Vp) -> c_int;
+
+/// A listen comm, and a send and a receive comm in one process connected
+/// through it, by a table's `listen`, `connect` and `accept`.
+///
+/// # Safety
+///
+/// The three must be of one initialised table.
+unsafe fn pair_via(
+    listen: Dial,
+    connect: Dial,
+    accept: unsafe extern "C" fn(V, Vp) -> c_int,
+) -> (V, V, V) {
     let mut handle = [0u8; 128];
     let mut l: V = std::ptr::null_mut();
     // SAFETY: pointers to live locals, as the ABI asks.
     unsafe {
-        ok(
-            (net.listen)(0, handle.as_mut_ptr().cast(), &mut l),
-            "listen",
-        );
+        ok(listen(0, handle.as_mut_ptr().cast(), &mut l), "listen");
         let (mut s, mut r): (V, V) = (std::ptr::null_mut(), std::ptr::null_mut());
         let end = Instant::now() + LIMIT;
         while s.is_null() || r.is_null() {
             if s.is_null() {
-                ok(
-                    (net.connect)(0, handle.as_mut_ptr().cast(), &mut s),
-                    "connect",
-                );
+                ok(connect(0, handle.as_mut_ptr().cast(), &mut s), "connect");
             }
             if r.is_null() {
-                ok((net.accept)(l, &mut r), "accept");
+                ok(accept(l, &mut r), "accept");
             }
             assert!(Instant::now() < end, "no connection");
         }
