@@ -244,6 +244,18 @@ fn server_on_any_port(
     (server, lines, port)
 }
 
+/// `ernic perf write_bw 127.0.0.1 -p PORT -s SIZE -n ITERS EXTRA --json`,
+/// the client of a server from [`server_on_any_port`]: (success, stdout,
+/// stderr).
+fn write_bw_client(port: u16, size: &str, iters: &str, extra: &[&str]) -> (bool, String, String) {
+    let port = port.to_string();
+    let mut args = vec!["perf", "write_bw", "127.0.0.1", "-p", &port];
+    args.extend(["-s", size, "-n", iters]);
+    args.extend(extra);
+    args.push("--json");
+    ernic(&args)
+}
+
 /// The next stderr line of a server that contains `what`.
 fn line_with(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -280,18 +292,7 @@ fn perf_server_refuses_stray_connections_and_serves_its_client() {
     s.write_all(b"{\"hello\": 1}\n").unwrap();
     let l = line_with(&lines, "refused a connection");
     assert!(l.contains("not an ernic perf handshake"), "{l}");
-    let (ok, out, err) = ernic(&[
-        "perf",
-        "write_bw",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-s",
-        "4K",
-        "-n",
-        "100",
-        "--json",
-    ]);
+    let (ok, out, err) = write_bw_client(port, "4K", "100", &[]);
     assert!(ok, "the real client runs: {err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert_eq!(v["transport"], "mesh", "{v}");
@@ -335,20 +336,7 @@ fn a_perf_run_longer_than_the_timeout_completes() {
     let timeout = 0.2;
     let (mut server, _lines, port) =
         server_on_any_port("write_bw", &["--timeout", &timeout.to_string()]);
-    let (ok, out, err) = ernic(&[
-        "perf",
-        "write_bw",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-s",
-        "1M",
-        "-n",
-        "1500",
-        "--timeout",
-        &timeout.to_string(),
-        "--json",
-    ]);
+    let (ok, out, err) = write_bw_client(port, "1M", "1500", &["--timeout", &timeout.to_string()]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     let secs = 1500.0 * 1048576.0 * 8.0 / (v["bw_gbps"].as_f64().unwrap() * 1e9);
