@@ -124,6 +124,26 @@ unsafe extern "C" fn logger(
     LOG.lock().unwrap().push((level, line));
 }
 
+/// [`logger`] as the variadic `Logger` that `init` takes.
+fn log() -> Logger {
+    // SAFETY: `logger` is declared with the fixed arguments the plugin's
+    // only call form passes (see `logger`); the two types differ only in
+    // the variadic tail, which that call reaches the same way.
+    unsafe {
+        std::mem::transmute(
+            logger
+                as unsafe extern "C" fn(
+                    c_int,
+                    c_ulong,
+                    *const c_char,
+                    c_int,
+                    *const c_char,
+                    *const c_char,
+                ),
+        )
+    }
+}
+
 fn pattern(from: usize, index: usize, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| ((i as u64 * 2_654_435_761 + (from * 31 + index * 7) as u64) >> 3) as u8)
@@ -159,19 +179,7 @@ fn child(me: usize) {
     // SAFETY: for every call below, the arguments are what the ABI asks:
     // pointers into live locals and buffers of the right sizes.
     unsafe {
-        // The logger is declared with its fixed arguments; see `logger`.
-        let log: Logger = std::mem::transmute(
-            logger
-                as unsafe extern "C" fn(
-                    c_int,
-                    c_ulong,
-                    *const c_char,
-                    c_int,
-                    *const c_char,
-                    *const c_char,
-                ),
-        );
-        ok((net.init)(Some(log)), "init");
+        ok((net.init)(Some(log())), "init");
         assert!(
             LOG.lock()
                 .unwrap()
@@ -801,19 +809,7 @@ fn timeout_child() {
     let (_lib, net) = load_v6(&path);
     // SAFETY: every call passes what the ABI asks: pointers to live locals.
     unsafe {
-        // The logger is declared with its fixed arguments; see `logger`.
-        let log: Logger = std::mem::transmute(
-            logger
-                as unsafe extern "C" fn(
-                    c_int,
-                    c_ulong,
-                    *const c_char,
-                    c_int,
-                    *const c_char,
-                    *const c_char,
-                ),
-        );
-        ok((net.init)(Some(log)), "init");
+        ok((net.init)(Some(log())), "init");
         let mut real = [0u8; 128];
         let mut l: V = std::ptr::null_mut();
         ok((net.listen)(0, real.as_mut_ptr().cast(), &mut l), "listen");
