@@ -126,12 +126,32 @@ fn bind(path: &Path) -> Result<UnixListener> {
             ),
         }
     }
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("restricting {}", path.display()))?;
+    // The socket is made under a name of its own beside PATH, restricted,
+    // and only then renamed into place: whoever waits for PATH to appear
+    // (QEMU, a script, a test) finds a socket that already listens, and
+    // nobody can connect before it is owner-only. A directory so deep that
+    // the side name would not fit a socket address binds PATH itself.
+    let side = path.with_file_name(format!(".ernic-server-{}.sock", std::process::id()));
+    let at = if side.as_os_str().len() < SOCKET_PATH_MAX {
+        let _ = std::fs::remove_file(&side);
+        side.as_path()
+    } else {
+        path
+    };
+    let listener = UnixListener::bind(at).with_context(|| format!("binding {}", at.display()))?;
+    std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("restricting {}", at.display()))?;
+    if at != path {
+        std::fs::rename(at, path).with_context(|| {
+            let _ = std::fs::remove_file(at);
+            format!("moving the new socket to {}", path.display())
+        })?;
+    }
     Ok(listener)
 }
+
+/// Longest path a Unix socket address holds (`sun_path`, less its NUL).
+const SOCKET_PATH_MAX: usize = 107;
 
 /// Whether a server listens on a socket file.
 enum Probe {
