@@ -10,7 +10,7 @@ use std::path::Path;
 
 use arbitrary::Arbitrary;
 use ernic_fuzz::{
-    Enc, core_engine, ionic_device, ionic_rdma, net_control, plugin_handle, vfio_server,
+    Enc, core_engine, ionic_device, ionic_rdma, mesh_handshake, net_control, plugin_handle, vfio_server,
 };
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
@@ -276,6 +276,33 @@ fn mesh_frame() {
     write("mesh_frame", "stream", &stream);
 }
 
+/// Each handshake seed ends where its name says: the correct ones admitted
+/// (or, for the same-host proof, past the key to the token check), the
+/// others refused for their reason.
+fn mesh_handshake_outcomes() {
+    use ernic_mesh::HandshakeError as E;
+    let seeds = mesh_handshake::seeds();
+    for (name, ops) in &seeds {
+        let mut e = Enc::default();
+        for op in ops {
+            op.emit(&mut e);
+        }
+        let r = mesh_handshake::respond(&e.0);
+        let ok = match *name {
+            "register-keyed" | "register-keyless" | "hello-keyed" | "hello-keyless" => r.is_ok(),
+            "register-wrong-key" => matches!(r, Err(E::WrongKey)),
+            "register-keyless-at-keyed" => matches!(r, Err(E::PeerKeyless)),
+            "register-too-many-gids" => matches!(r, Err(E::Frame(_))),
+            "same-host-keyed" => {
+                matches!(&r, Err(E::Io(e)) if e.to_string().contains("token names no connection"))
+            }
+            "old-version" => matches!(r, Err(E::Version { theirs: 2 })),
+            _ => panic!("mesh_handshake/{name}: no expected outcome"),
+        };
+        assert!(ok, "mesh_handshake/{name} ended as {r:?}");
+    }
+}
+
 fn main() {
     vfio_proto();
     ionic_profile();
@@ -305,6 +332,13 @@ fn main() {
         net_control::Op::emit,
         net_control::run,
     );
+    structured(
+        "mesh_handshake",
+        mesh_handshake::seeds(),
+        mesh_handshake::Op::emit,
+        mesh_handshake::run,
+    );
+    mesh_handshake_outcomes();
     structured(
         "plugin_handle",
         plugin_handle::seeds(),

@@ -16,6 +16,7 @@
 pub mod core_engine;
 pub mod ionic_device;
 pub mod ionic_rdma;
+pub mod mesh_handshake;
 pub mod net_control;
 pub mod plugin_handle;
 pub mod vfio_server;

@@ -91,8 +91,10 @@ pub use auth::HandshakeError;
 pub use inbound::Message;
 pub use key::{KeyError, MeshKey};
 pub use node::Peer;
+/// The responder sides of the handshakes, for the fuzz targets.
+pub use node::{Responder, respond_to_handshake, respond_to_same_host};
 /// The control-body decoders, for the fuzz targets.
-pub use node::{parse_gids, parse_topology};
+pub use node::{parse_gids, parse_register, parse_topology};
 pub use spec::{Spec, SpecError};
 
 use crate::conn::QueueError;

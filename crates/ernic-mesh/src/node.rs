@@ -1497,8 +1497,9 @@ fn read_gids(r: &mut Reader<'_>, kind: Kind) -> Result<Vec<Gid>, FrameError> {
     (0..n).map(|_| r.gid()).collect()
 }
 
-/// A registration's payload: boot id, wanted id, listen port, GIDs.
-fn parse_register(body: &[u8]) -> Result<(u64, u16, u16, Vec<Gid>), FrameError> {
+/// A registration's payload: boot id, wanted id, listen port, GIDs;
+/// public for the fuzz targets (`fuzz/`), re-exported at the crate root.
+pub fn parse_register(body: &[u8]) -> Result<(u64, u16, u16, Vec<Gid>), FrameError> {
     let mut r = Reader::new(Kind::Register, body);
     let (boot, wanted, port) = (r.u64()?, r.u16()?, r.u16()?);
     let gids = read_gids(&mut r, Kind::Register)?;
@@ -1645,4 +1646,70 @@ mod pool_tests {
         }
         assert!(p.large_bytes <= Pool::MAX_LARGE_BYTES);
     }
+}
+
+/// The side a fresh node plays in [`respond_to_handshake`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Responder {
+    /// The manager, which a worker registers with.
+    Manager,
+    /// Worker `me`, which a peer says hello to.
+    Worker(u16),
+}
+
+fn fresh_node(key: Option<MeshKey>, spec: Spec, deadline: Duration) -> Arc<Shared> {
+    let mut cfg = MeshConfig::new(spec);
+    cfg.key = Ok(key);
+    cfg.same_host = false;
+    cfg.handshake_timeout = deadline;
+    Arc::new(Shared::new(cfg, SocketAddr::from(([127, 0, 0, 1], 0))))
+}
+
+/// Runs the real responder side of one TCP handshake (`auth`, then the
+/// registration or the hello, the id given out and the connection
+/// installed) on `stream`, as a new node with `key` and `deadline` would,
+/// then shuts that node down. Public for the fuzz targets (`fuzz/`),
+/// re-exported at the crate root.
+pub fn respond_to_handshake(
+    stream: TcpStream,
+    key: Option<MeshKey>,
+    role: Responder,
+    deadline: Duration,
+) -> Result<(), HandshakeError> {
+    let node = match role {
+        Responder::Manager => fresh_node(key, Spec::Manager { port: 0 }, deadline),
+        Responder::Worker(me) => {
+            let spec = Spec::Worker {
+                host: "127.0.0.1".into(),
+                port: 0,
+            };
+            let node = fresh_node(key, spec, deadline);
+            node.me.store(u32::from(me), Ordering::Release);
+            node
+        }
+    };
+    let r = node.handshake_in(stream);
+    node.shutdown();
+    r
+}
+
+/// Runs the real responder side of one same-host proof (`auth`, then the
+/// SAME_HOST payload, judged against node `me`'s connections: a fresh node
+/// has none) on `stream`, as a new node with `key` and `deadline` would.
+/// Public for the fuzz targets (`fuzz/`), re-exported at the crate root.
+pub fn respond_to_same_host(
+    stream: std::os::unix::net::UnixStream,
+    key: Option<MeshKey>,
+    me: u16,
+    deadline: Duration,
+) -> Result<(), HandshakeError> {
+    let spec = Spec::Worker {
+        host: "127.0.0.1".into(),
+        port: 0,
+    };
+    let node = fresh_node(key, spec, deadline);
+    node.me.store(u32::from(me), Ordering::Release);
+    let r = node.check_proof(stream);
+    node.shutdown();
+    r
 }

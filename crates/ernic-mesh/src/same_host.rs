@@ -329,7 +329,7 @@ impl Shared {
 
     /// Checks one proof: the token names a connection of this node's, and
     /// the process that connected holds it at the address it gave.
-    fn check_proof(&self, mut s: UnixStream) -> Result<(), HandshakeError> {
+    pub(crate) fn check_proof(&self, mut s: UnixStream) -> Result<(), HandshakeError> {
         let d = Deadline::after(self.cfg.handshake_timeout);
         let _ = s.set_nonblocking(false);
         let me = frame::node(self.me());
