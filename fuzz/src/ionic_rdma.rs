@@ -46,8 +46,9 @@ const TEMPLATE: u64 = 0x3000;
 /// The MR: 16 KiB from here, key [`MR`].
 pub const BUF: u64 = 0x4000;
 const BUF_LEN: u64 = 0x4000;
-/// The MR's key.
-pub const MR: u32 = 0x20;
+/// The MR's key: slot 0x20, variant 0 (a key's low byte is its variant
+/// and slot 0 is reserved, so an id below 0x100 names no MR).
+pub const MR: u32 = 0x2000;
 /// The QPs.
 pub const QPS: [u32; 2] = [5, 6];
 
@@ -309,6 +310,10 @@ impl Rdma {
         }
         // The objects are there (the seeds' WQEs name them).
         assert!(QPS.iter().all(|&q| r.d.qp_rings(q) == Some((true, true))));
+        assert!(
+            r.d.engine().mr(ernic_core::DeviceId(0), MR).is_ok(),
+            "the MR is there"
+        );
         r
     }
 
@@ -520,7 +525,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
     // A fast-registration MR (UKEY_EN) of 4 pages and a REG_MR binding it
     // through a page table in guest memory.
     let mut fmr = vec![0u8; create_mr::LEN];
-    put(&mut fmr, create_mr::ID_VER, &0x40u32.to_le_bytes());
+    put(&mut fmr, create_mr::ID_VER, &0x4000u32.to_le_bytes());
     put(&mut fmr, create_mr::MAP_COUNT, &4u32.to_le_bytes());
     put(
         &mut fmr,
@@ -536,7 +541,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
     put(&mut reg, wqe::WQE_ID, &9u64.to_le_bytes());
     reg[wqe::OP] = op::REG_MR;
     put(&mut reg, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
-    put(&mut reg, wqe::IMM_DATA_KEY_BE, &0x40u32.to_be_bytes());
+    put(&mut reg, wqe::IMM_DATA_KEY_BE, &0x4000u32.to_be_bytes());
     put(&mut reg, wqe::REG_VA_BE, &0x7000_0000u64.to_be_bytes());
     put(&mut reg, wqe::REG_LENGTH_BE, &0x4000u64.to_be_bytes());
     put(&mut reg, wqe::REG_DMA_ADDR_BE, &(b + 0x3c00).to_be_bytes());
@@ -563,6 +568,47 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                 qtype: 3,
                 qid: 1,
                 index: 0,
+            },
+        ],
+    ));
+    // The finding: a fast-registration MR allowed 2^32-1 pages,
+    // then a REG_MR naming 2^26 4 KiB pages through a table that runs off
+    // guest memory. Before the bound (6a1a62e) each page read as address 0
+    // and none merged: a run of 24 bytes per page, 1.5 GiB for the count,
+    // past `-malloc_limit_mb=1024`. Now the CREATE_MR or the REG_MR is
+    // refused at once.
+    let pages: u64 = 1 << 26;
+    let mut huge = vec![0u8; create_mr::LEN];
+    put(&mut huge, create_mr::ID_VER, &0x6000u32.to_le_bytes());
+    put(&mut huge, create_mr::MAP_COUNT, &u32::MAX.to_le_bytes());
+    put(
+        &mut huge,
+        create_mr::DBID_FLAGS,
+        &(0xfu16 | 1 << 13).to_le_bytes(),
+    );
+    huge[create_mr::PAGE_SIZE_LOG2] = 12;
+    let mut reg = [0u8; 64];
+    put(&mut reg, wqe::WQE_ID, &9u64.to_le_bytes());
+    reg[wqe::OP] = op::REG_MR;
+    put(&mut reg, wqe::FLAGS_BE, &wqe::FLAG_SIG.to_be_bytes());
+    put(&mut reg, wqe::IMM_DATA_KEY_BE, &0x6000u32.to_be_bytes());
+    put(&mut reg, wqe::REG_VA_BE, &0x7000_0000u64.to_be_bytes());
+    put(&mut reg, wqe::REG_LENGTH_BE, &(pages << 12).to_be_bytes());
+    put(&mut reg, wqe::REG_DMA_ADDR_BE, &(G + OBJECTS + SQ5).to_be_bytes());
+    put(&mut reg, wqe::REG_MAP_COUNT_BE, &(pages as u32).to_be_bytes());
+    put(&mut reg, wqe::REG_FLAGS_BE, &0xfu16.to_be_bytes());
+    reg[wqe::REG_PAGE_SIZE_LOG2] = 12;
+    out.push((
+        "regress-fast-reg-millions-of-pages",
+        vec![
+            Op::Admin {
+                op: admin_op::CREATE_MR,
+                cmd: Bytes(huge),
+            },
+            Op::Sq {
+                qp6: false,
+                wqe: reg,
+                index: None,
             },
         ],
     ));
