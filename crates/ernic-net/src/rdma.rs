@@ -412,7 +412,8 @@ impl Handle {
     /// A handle from [`to_hex`](Handle::to_hex)'s text; `None` if `s` is
     /// not hex pairs.
     pub fn from_hex(s: &str) -> Option<Handle> {
-        if s.len() % 2 != 0 {
+        // Digits only: `from_str_radix` alone would take "+f" as a pair.
+        if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
         (0..s.len() / 2)
@@ -2309,6 +2310,18 @@ impl Drop for Endpoint {
 mod tests {
     use super::*;
     use crate::ernic::ErnicProvider;
+
+    #[test]
+    fn a_handle_in_hex_is_hex_digits_and_nothing_else() {
+        let h = Handle::from_hex("00Ff7a").expect("hex digits");
+        assert_eq!(h.0, [0x00, 0xff, 0x7a]);
+        assert_eq!(h.to_hex(), "00ff7a");
+        // Found by the net_decode fuzz target: u8::from_str_radix takes a
+        // sign, so "+f" was read as 0x0f, a text that is not the handle's.
+        for bad in ["+f", "-1", "0x", " 1", "1", "zz", "é0"] {
+            assert_eq!(Handle::from_hex(bad), None, "{bad:?}");
+        }
+    }
 
     fn conn_bytes(kind: u8, names: &[&[u8]], nd: u8, nc: u8) -> Vec<u8> {
         let mut m = vec![kind, 0, 0, 0];
