@@ -333,13 +333,22 @@ fn a_silent_server_is_reported_as_no_reply_within_the_timeout() {
 /// client's requests failed with "transport retry counter exceeded".
 #[test]
 fn a_perf_run_longer_than_the_timeout_completes() {
-    let timeout = 0.2;
+    // 20 GiB: longer than twice the timeout even at memory speed (20 GB/s),
+    // whatever the load; an idle machine here moves 7 GB/s in this build,
+    // and 1,500 MiB once took only 0.22 s. Small messages keep the set-up
+    // (which the timeout bounds too) short.
+    let (timeout, size, iters) = (0.2, 1u64 << 20, 20_000u64);
     let (mut server, _lines, port) =
         server_on_any_port("write_bw", &["--timeout", &timeout.to_string()]);
-    let (ok, out, err) = write_bw_client(port, "1M", "1500", &["--timeout", &timeout.to_string()]);
+    let (ok, out, err) = write_bw_client(
+        port,
+        &size.to_string(),
+        &iters.to_string(),
+        &["--timeout", &timeout.to_string()],
+    );
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
-    let secs = 1500.0 * 1048576.0 * 8.0 / (v["bw_gbps"].as_f64().unwrap() * 1e9);
+    let secs = (size * iters) as f64 * 8.0 / (v["bw_gbps"].as_f64().unwrap() * 1e9);
     assert!(
         secs > 2.0 * timeout,
         "the run ({secs:.2} s) must outlast the timeout for this test to mean anything"
