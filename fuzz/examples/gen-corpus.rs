@@ -10,7 +10,8 @@ use std::path::Path;
 
 use arbitrary::Arbitrary;
 use ernic_fuzz::{
-    Enc, core_engine, ionic_device, ionic_rdma, mesh_handshake, net_control, plugin_handle, vfio_server,
+    Enc, core_engine, ionic_device, ionic_rdma, mesh_handshake, net_control, plugin_handle,
+    vfio_server,
 };
 
 fn write(target: &str, name: &str, bytes: &[u8]) {

@@ -594,8 +594,16 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
     put(&mut reg, wqe::IMM_DATA_KEY_BE, &0x6000u32.to_be_bytes());
     put(&mut reg, wqe::REG_VA_BE, &0x7000_0000u64.to_be_bytes());
     put(&mut reg, wqe::REG_LENGTH_BE, &(pages << 12).to_be_bytes());
-    put(&mut reg, wqe::REG_DMA_ADDR_BE, &(G + OBJECTS + SQ5).to_be_bytes());
-    put(&mut reg, wqe::REG_MAP_COUNT_BE, &(pages as u32).to_be_bytes());
+    put(
+        &mut reg,
+        wqe::REG_DMA_ADDR_BE,
+        &(G + OBJECTS + SQ5).to_be_bytes(),
+    );
+    put(
+        &mut reg,
+        wqe::REG_MAP_COUNT_BE,
+        &(pages as u32).to_be_bytes(),
+    );
     put(&mut reg, wqe::REG_FLAGS_BE, &0xfu16.to_be_bytes());
     reg[wqe::REG_PAGE_SIZE_LOG2] = 12;
     out.push((

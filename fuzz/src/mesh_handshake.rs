@@ -399,7 +399,9 @@ pub fn respond(data: &[u8]) -> Result<(), ernic_mesh::HandshakeError> {
     match role {
         Role::SameHost => {
             let (a, b) = UnixStream::pair().expect("a socket pair");
-            node().send(Job::SameHost(b, key, reply)).expect("the responder thread runs");
+            node()
+                .send(Job::SameHost(b, key, reply))
+                .expect("the responder thread runs");
             drive(a, &ops);
         }
         Role::Manager | Role::Worker => {
@@ -408,7 +410,9 @@ pub fn respond(data: &[u8]) -> Result<(), ernic_mesh::HandshakeError> {
                 _ => Responder::Worker(ME),
             };
             let (a, b) = tcp_pair();
-            node().send(Job::Tcp(b, key, who, reply)).expect("the responder thread runs");
+            node()
+                .send(Job::Tcp(b, key, who, reply))
+                .expect("the responder thread runs");
             drive(a, &ops);
         }
     }
