@@ -23,6 +23,34 @@ pub mod vfio_server;
 
 use arbitrary::{Arbitrary, Unstructured};
 
+/// The in-process provider the transport targets run on, with small
+/// queues: each input opens a fresh endpoint (a crash reproduces from its
+/// input alone), and rails of the default sizes would make an input cost
+/// tens of milliseconds. Each receive queue still holds every receive
+/// the endpoint posts (256 per rail); the send queues and the peers' data
+/// receives are small, so full queues are met often.
+pub fn small_provider() -> ernic_net::ernic::ErnicProvider {
+    ernic_net::ernic::ErnicProvider::with_depths(
+        ernic_verbs::Fabric::new(),
+        ernic_net::ernic::Depths {
+            cq: 1024,
+            srq: 256,
+            qp: 16,
+            data_recvs: 16,
+        },
+    )
+}
+
+/// The transport settings of those targets: the defaults, with an eager
+/// threshold (1 KiB) below the targets' message sizes (up to 64 KiB), so
+/// both eager and rendezvous sends are reached, in smaller rx slots.
+pub fn small_config() -> ernic_net::config::Config {
+    ernic_net::config::Config {
+        eager_max_size: 1024,
+        ..ernic_net::config::Config::default()
+    }
+}
+
 /// At most `N` bytes from the input: a little-endian `u16` length (taken
 /// modulo `N + 1`), then that many bytes (fewer if the input ends).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -12,13 +12,11 @@
 #![allow(unsafe_code)]
 
 use arbitrary::Arbitrary;
-use ernic_net::config::Config;
 use ernic_net::ernic::ErnicProvider;
 use ernic_net::provider::{CqEntry, FiAddr, MrReg, Provider, Rail};
 use ernic_net::rdma::{
     Connector, Endpoint, HANDLE_LEN, Handle, ListenComm, MrHandle, RecvComm, Request, SendComm,
 };
-use ernic_verbs::Fabric;
 
 use crate::{Bytes, Enc};
 
@@ -142,8 +140,8 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let provider = ErnicProvider::new(Fabric::new());
-        let mut ep = Endpoint::open(&provider, 1, Config::default()).expect("endpoint");
+        let provider = crate::small_provider();
+        let mut ep = Endpoint::open(&provider, 1, crate::small_config()).expect("endpoint");
         let (listen, handle) = ep.listen().expect("listen");
         let mut arena = vec![0u8; ARENA].into_boxed_slice();
         // SAFETY: the arena is boxed (its block never moves) and dropped

@@ -273,7 +273,12 @@ impl World {
 /// Runs one input.
 pub fn run(data: &[u8]) {
     let ops: Vec<Op> = crate::ops(data, MAX_OPS);
-    let p = Plugin::open(&|_| None).expect("the plugin opens on the in-process provider");
+    let p = Plugin::on(
+        Box::new(crate::small_provider()),
+        "ernic (small queues)",
+        crate::small_config(),
+    )
+    .expect("the plugin opens on the in-process provider");
     let mut w = World {
         p,
         handles: Vec::new(),

@@ -249,6 +249,12 @@ impl Plugin {
     pub fn open(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<Plugin> {
         let cfg = Config::from_lookup(lookup).map_err(|e| Failure::invalid(e.to_string()))?;
         let (provider, what) = open_provider(lookup)?;
+        Plugin::on(provider, &what, cfg)
+    }
+
+    /// Opens the device on `provider` (described as `what` in the log
+    /// line) with the transport settings `cfg`.
+    pub fn on(provider: Box<dyn Provider>, what: &str, cfg: Config) -> Outcome<Plugin> {
         let mut ep = Endpoint::open(provider.as_ref(), 1, cfg.clone())?;
         let mut spare = Box::new([0u8; 64]);
         // SAFETY: `spare` is boxed (it never moves) and owned by the

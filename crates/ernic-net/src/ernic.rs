@@ -42,10 +42,6 @@ const MSG_LEN: usize = 36;
 const GRH: usize = 40;
 const UD_SLOT: usize = 128;
 const UD_RECVS: usize = 32;
-const DATA_RECVS: u32 = 512;
-const QP_DEPTH: u32 = 1024;
-const SRQ_DEPTH: u32 = 4096;
-const CQ_DEPTH: u32 = 65536;
 const RETRY: Duration = Duration::from_millis(20);
 
 const INTERNAL: u64 = 1 << 63;
@@ -58,21 +54,63 @@ const REQ: u8 = 1;
 const REP: u8 = 2;
 const ACK: u8 = 3;
 
+/// The queue sizes of each rail, as a libfabric provider's `tx_attr` and
+/// `rx_attr` sizes: a post beyond them answers `EAGAIN`, which the
+/// transport queues and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Depths {
+    /// The rail's completion queue (every QP of the rail shares it).
+    pub cq: u32,
+    /// The shared receive queue holding the caller's rx buffers.
+    pub srq: u32,
+    /// Sends outstanding on each of a peer's two QPs.
+    pub qp: u32,
+    /// Zero-length receives kept posted on each peer's data QP: RDMA
+    /// writes with immediate in flight from that peer.
+    pub data_recvs: u32,
+}
+
+impl Default for Depths {
+    fn default() -> Depths {
+        Depths {
+            cq: 65536,
+            srq: 4096,
+            qp: 1024,
+            data_recvs: 512,
+        }
+    }
+}
+
 /// Rails over ernic's verbs.
 #[derive(Debug)]
 pub struct ErnicProvider {
     fabric: Fabric,
     next: AtomicU16,
     wait: Duration,
+    depths: Depths,
 }
 
 impl ErnicProvider {
     /// A provider over `fabric` (loopback, or on a mesh).
     pub fn new(fabric: Fabric) -> ErnicProvider {
+        ErnicProvider::with_depths(fabric, Depths::default())
+    }
+
+    /// A provider whose rails have the queue sizes `depths` (each at least
+    /// 1; the fabric refuses sizes beyond its own limits when a rail
+    /// opens). Small queues make a rail cheap to open.
+    pub fn with_depths(fabric: Fabric, depths: Depths) -> ErnicProvider {
+        let at_least_one = |n: u32| n.max(1);
         ErnicProvider {
             fabric,
             next: AtomicU16::new(1),
             wait: Duration::from_secs(10),
+            depths: Depths {
+                cq: at_least_one(depths.cq),
+                srq: at_least_one(depths.srq),
+                qp: at_least_one(depths.qp),
+                data_recvs: at_least_one(depths.data_recvs),
+            },
         }
     }
 
@@ -101,7 +139,9 @@ impl Provider for ErnicProvider {
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let gid = Gid(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0x6e65, node, n).octets());
-        Ok(Box::new(ErnicRail::open(&self.fabric, gid).map_err(verr)?))
+        Ok(Box::new(
+            ErnicRail::open(&self.fabric, gid, self.depths).map_err(verr)?,
+        ))
     }
 }
 
@@ -152,14 +192,15 @@ struct ErnicRail {
     next_mr: u64,
     ready: VecDeque<Result<CqEntry, CqErrEntry>>,
     wcs: Vec<Wc>,
+    depths: Depths,
 }
 
 impl ErnicRail {
-    fn open(fabric: &Fabric, gid: Gid) -> Result<ErnicRail, VerbsError> {
+    fn open(fabric: &Fabric, gid: Gid, depths: Depths) -> Result<ErnicRail, VerbsError> {
         let dev = fabric.open_device(gid)?;
         let pd = dev.alloc_pd()?;
-        let cq = dev.create_cq(CQ_DEPTH)?;
-        let srq = pd.create_srq(SRQ_DEPTH, 1)?;
+        let cq = dev.create_cq(depths.cq)?;
+        let srq = pd.create_srq(depths.srq, 1)?;
         let ud = pd.create_qp(
             QpType::Ud,
             &cq,
@@ -198,6 +239,7 @@ impl ErnicRail {
             next_mr: 1,
             ready: VecDeque::with_capacity(4096),
             wcs: vec![Wc::EMPTY; 64],
+            depths,
         })
     }
 
@@ -236,8 +278,8 @@ impl ErnicRail {
 
     fn qps(&self) -> Result<(Qp, Qp), VerbsError> {
         let caps = QpCaps {
-            max_send_wr: QP_DEPTH,
-            max_recv_wr: DATA_RECVS,
+            max_send_wr: self.depths.qp,
+            max_recv_wr: self.depths.data_recvs,
             max_send_sge: 1,
             max_recv_sge: 1,
             max_inline_data: 0,
@@ -288,6 +330,7 @@ impl ErnicRail {
     }
 
     fn connect(&mut self, addr: FiAddr, data_qpn: Qpn, msg_qpn: Qpn) -> Result<(), VerbsError> {
+        let data_recvs = self.depths.data_recvs;
         let p = self.live(addr);
         match p.remote {
             Some(r) if r == (data_qpn, msg_qpn) => return Ok(()),
@@ -300,7 +343,7 @@ impl ErnicRail {
         }
         p.data.connect(p.gid, data_qpn, Access::ALL)?;
         p.msg.connect(p.gid, msg_qpn, Access::ALL)?;
-        for _ in 0..DATA_RECVS {
+        for _ in 0..data_recvs {
             p.data.post_recv(INTERNAL | KIND_DATA_RECV | addr, &[])?;
         }
         p.remote = Some((data_qpn, msg_qpn));

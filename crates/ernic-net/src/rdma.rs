@@ -850,7 +850,7 @@ impl Endpoint {
             sendrecv,
             chunk: slot,
             ids: IdPool::new(MAX_COMMS),
-            comms: (0..MAX_COMMS).map(|_| None).collect(),
+            comms: Vec::new(),
             reqs: Freelist::new(1024, 1024, 0, Req::default).map_err(perr)?,
             pending: Deque::with_capacity(1024),
             mrs: Vec::new(),
@@ -893,6 +893,12 @@ impl Endpoint {
             .allocate()
             .map_err(|e| NetError::Invalid(format!("cannot open a comm: {e}")))?
             as u32;
+        // The table grows to the highest id in use, never past MAX_COMMS
+        // (the id pool's size), and never shrinks: an id that was once
+        // handed out always indexes it.
+        if self.comms.len() <= id as usize {
+            self.comms.resize_with(id as usize + 1, || None);
+        }
         self.comms[id as usize] = Some(Comm {
             kind,
             state,
@@ -1091,7 +1097,12 @@ impl Endpoint {
     }
 
     fn free_comm(&mut self, id: u32) {
-        if self.comms[id as usize].take().is_some() {
+        if self
+            .comms
+            .get_mut(id as usize)
+            .and_then(Option::take)
+            .is_some()
+        {
             let _ = self.ids.free(id as usize);
         }
     }

@@ -12,7 +12,7 @@ use common::*;
 
 use ernic_net::chaos::{Chaos, ChaosConfig};
 use ernic_net::config::Config;
-use ernic_net::ernic::ErnicProvider;
+use ernic_net::ernic::{Depths, ErnicProvider};
 use ernic_net::rdma::{Endpoint, Request};
 use ernic_verbs::Fabric;
 
@@ -49,6 +49,24 @@ fn sixty_four_mebibytes() {
 fn five_thousand_messages_with_128_in_flight_wrap_the_sequence() {
     let sizes: Vec<usize> = (0..5000).map(|i| [8, 4000, 9000, 70_000][i % 4]).collect();
     run(2, Config::default(), &sizes, &sizes, 128);
+}
+
+#[test]
+fn rails_with_tiny_queues_lose_nothing() {
+    // Two sends in flight per QP and four data receives per peer, against
+    // 128 messages in flight: posts beyond the queues answer EAGAIN and
+    // are retried, none is lost.
+    let tiny = ErnicProvider::with_depths(
+        Fabric::new(),
+        Depths {
+            cq: 4096,
+            srq: 256,
+            qp: 2,
+            data_recvs: 4,
+        },
+    );
+    let sizes: Vec<usize> = (0..1000).map(|i| [8, 4000, 9000, 70_000][i % 4]).collect();
+    run_on(&tiny, 2, Config::default(), &sizes, &sizes, 128);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! work.
 
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -23,7 +24,10 @@ use crate::provider::CqOps;
 /// consumers share no lock: the producer publishes entries by advancing
 /// `tail` (release), consumers free slots by advancing `head` (release).
 pub(crate) struct CqRing {
-    slots: Box<[UnsafeCell<Completion>]>,
+    /// Left uninitialised until the producer writes a slot: a deep CQ
+    /// costs no page until it fills, and a slot is read only after it was
+    /// written (see the safety argument of `Sync`).
+    slots: Box<[UnsafeCell<MaybeUninit<Completion>>]>,
     /// Next entry to consume (a running count; the slot is `head % depth`).
     head: AtomicUsize,
     /// Next entry to produce.
@@ -41,14 +45,16 @@ pub(crate) struct CqRing {
 // written by the single producer only while it is outside `head..tail`, and
 // read by a consumer (holding `consumer`) only inside it after the release
 // store of `tail` that published it, so no slot is ever read and written at
-// once. All other fields are Sync.
+// once, and none is read before it was first written (every slot inside
+// `head..tail` was written by the push that moved `tail` past it). All
+// other fields are Sync.
 unsafe impl Sync for CqRing {}
 
 impl CqRing {
     pub fn new(depth: u32) -> CqRing {
         CqRing {
             slots: (0..depth.max(1))
-                .map(|_| UnsafeCell::new(Completion::EMPTY))
+                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
                 .collect(),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
@@ -61,7 +67,7 @@ impl CqRing {
         }
     }
 
-    fn slot(&self, n: usize) -> *mut Completion {
+    fn slot(&self, n: usize) -> *mut MaybeUninit<Completion> {
         self.slots[n % self.slots.len()].get()
     }
 
@@ -80,7 +86,7 @@ impl CqRing {
         // SAFETY: slot `t` is outside `h..t`, so no consumer reads it (the
         // acquire load of `head` orders this write after their reads), and
         // the caller guarantees no other producer writes it.
-        unsafe { self.slot(t).write(c) };
+        unsafe { (*self.slot(t)).write(c) };
         self.tail.store(t + 1, Ordering::Release);
         if self.waiters.load(Ordering::Acquire) > 0 {
             let _g = self.sleep.lock().unwrap_or_else(|p| p.into_inner());
@@ -106,8 +112,9 @@ impl CqRing {
         for (i, slot) in out[..n].iter_mut().enumerate() {
             // SAFETY: entry `h + i` is inside `h..t`, published by the release
             // store of `tail` we acquired; the producer does not write it
-            // until `head` moves past it, which only we (holding `consumer`) do.
-            *slot = unsafe { self.slot(h + i).read() };
+            // until `head` moves past it, which only we (holding `consumer`) do;
+            // the push that published it wrote it, so it is initialised.
+            *slot = unsafe { (*self.slot(h + i)).assume_init_read() };
         }
         self.head.store(h + n, Ordering::Release);
         Ok(n)
