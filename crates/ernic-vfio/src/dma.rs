@@ -39,22 +39,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::guard;
 use crate::proto::{DMA_READ, DMA_WRITE};
 
-/// errno values the replies carry.
+/// errno values the replies carry (Linux's, from `libc`).
 pub mod errno {
     /// Operation not permitted (memory not sealed against shrinking).
-    pub const EPERM: i32 = 1;
+    pub const EPERM: i32 = libc::EPERM;
     /// Invalid argument.
-    pub const EINVAL: i32 = 22;
+    pub const EINVAL: i32 = libc::EINVAL;
     /// A map over an existing one (the spec names this one).
-    pub const EEXIST: i32 = 17;
+    pub const EEXIST: i32 = libc::EEXIST;
     /// No room for another window.
-    pub const ENOSPC: i32 = 28;
+    pub const ENOSPC: i32 = libc::ENOSPC;
     /// Bad address.
-    pub const EFAULT: i32 = 14;
+    pub const EFAULT: i32 = libc::EFAULT;
     /// No such device or address.
-    pub const ENXIO: i32 = 6;
+    pub const ENXIO: i32 = libc::ENXIO;
     /// Not supported.
-    pub const ENOTSUP: i32 = 95;
+    pub const ENOTSUP: i32 = libc::ENOTSUP;
 }
 
 /// What to do with memory whose file the client could shrink.
