@@ -304,7 +304,40 @@ fn mesh_handshake_outcomes() {
     }
 }
 
+/// `ernic perf`'s lines, from its own encoders: a client's hello, a
+/// server's endpoint with its mesh port, a refusal.
+fn perf_wire() {
+    use ernic::perf_wire::{Endpoint, Hello, refusal};
+    use ernic_verbs::{Qpn, RemoteAddr, Rkey};
+    let hello = Hello {
+        test: "write_bw".into(),
+        sizes: vec![2, 65536, 1 << 20],
+        iters: 1000,
+        tx_depth: 128,
+        baseline: true,
+        bidirectional: false,
+    };
+    let mut endpoint = Endpoint {
+        gid: "fd00::6e65:0:1".parse().unwrap(),
+        qpn: Qpn(17),
+        remote: RemoteAddr {
+            addr: 0x7f12_3400_0000,
+            rkey: Rkey(0x1234),
+        },
+    }
+    .to_json();
+    endpoint["mesh_port"] = 40123.into();
+    for (name, v) in [
+        ("hello", hello.to_json()),
+        ("endpoint", endpoint),
+        ("refusal", refusal("this server runs read_bw, not write_bw")),
+    ] {
+        write("perf_wire", name, format!("{v}\n").as_bytes());
+    }
+}
+
 fn main() {
+    perf_wire();
     vfio_proto();
     ionic_profile();
     core_wire();

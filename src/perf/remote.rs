@@ -25,8 +25,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use ernic::perf_wire::{self, Endpoint, HandshakeError, Hello as HelloLine, MAX_LINE};
 use ernic_verbs::{
-    Access, Config, Fabric, Gid, Mesh, MeshConfig, MeshSpec, NodeId, Qpn, RemoteAddr, Rkey,
+    Access, Config, Fabric, Gid, Mesh, MeshConfig, MeshSpec, NodeId, Qpn, RemoteAddr,
 };
 use serde_json::{Value, json};
 
@@ -40,9 +41,6 @@ pub const DEFAULT_PORT: u16 = 18515;
 /// How long the server gives a new connection to send its handshake line
 /// (at most `--timeout`): a real client sends it at once.
 pub const HELLO_WAIT: Duration = Duration::from_secs(5);
-
-/// The longest handshake or result line either side reads.
-const MAX_LINE: u64 = 64 * 1024;
 
 /// How often a side waiting at a barrier looks whether its peer is alive.
 const LIVENESS_POLL: Duration = Duration::from_millis(100);
@@ -120,26 +118,13 @@ impl Channel {
         let mut r = self.r.lock().map_err(|_| anyhow!("channel lock"))?;
         let mut line = Vec::new();
         (&mut *r)
-            .take(MAX_LINE)
+            .take(MAX_LINE as u64)
             .read_until(b'\n', &mut line)
             .map_err(|e| self.read_error(e, self.timeout))?;
         if line.is_empty() {
             bail!("{} closed the connection", self.peer);
         }
-        let v: Value = std::str::from_utf8(&line)
-            .ok()
-            .and_then(|l| serde_json::from_str(l).ok())
-            .filter(Value::is_object)
-            .ok_or_else(|| {
-                anyhow!(
-                    "{} sent something that is not an ernic perf handshake",
-                    self.peer
-                )
-            })?;
-        if let Some(e) = v.get("error").and_then(Value::as_str) {
-            bail!("{} refused: {e}", self.peer);
-        }
-        Ok(v)
+        perf_wire::decode_line(&line).map_err(|e| anyhow!("{} {e}", self.peer))
     }
 
     /// Writes `n` bytes of `chunk`-sized pieces, then waits for a one-byte answer.
@@ -285,19 +270,18 @@ fn mesh_config(spec: MeshSpec) -> MeshConfig {
 }
 
 fn endpoint(side: &Side, gid: Gid) -> Result<Value> {
-    let t = side.target()?;
-    Ok(json!({"gid": gid.to_string(), "qpn": side.qp.qpn().0, "addr": t.addr, "rkey": t.rkey.0}))
+    let remote = side.target()?;
+    Ok(Endpoint {
+        gid,
+        qpn: side.qp.qpn(),
+        remote,
+    }
+    .to_json())
 }
 
 fn peer_endpoint(v: &Value) -> Result<(Gid, Qpn, RemoteAddr)> {
-    let gid: Gid = v["gid"]
-        .as_str()
-        .ok_or_else(|| anyhow!("no gid"))?
-        .parse()?;
-    let qpn = Qpn(v["qpn"].as_u64().ok_or_else(|| anyhow!("no qpn"))? as u32);
-    let addr = v["addr"].as_u64().ok_or_else(|| anyhow!("no addr"))?;
-    let rkey = Rkey(v["rkey"].as_u64().ok_or_else(|| anyhow!("no rkey"))? as u32);
-    Ok((gid, qpn, RemoteAddr { addr, rkey }))
+    let e = Endpoint::from_json(v)?;
+    Ok((e.gid, e.qpn, e.remote))
 }
 
 /// What a client asked for, once its handshake line has been checked.
@@ -309,43 +293,31 @@ struct Hello {
 /// Reads and checks a client's handshake; an error is the reason it is
 /// refused (and, when the connection still listens, what it is told).
 fn hello(ch: &Channel, test: Test) -> Result<Hello> {
-    let h = ch.recv()?;
-    if h.get("test").is_none() {
-        bail!(
-            "{} sent something that is not an ernic perf handshake",
-            ch.peer
-        );
-    }
-    let their = h["test"].as_str().unwrap_or("?");
     let refuse = |why: String| -> Result<Hello> {
-        let _ = ch.send(&json!({ "error": why }));
+        let _ = ch.send(&perf_wire::refusal(&why));
         bail!("{}: {why}", ch.peer)
     };
-    if their != test.to_string() {
-        return refuse(format!("this server runs {test}, not {their}"));
+    let h = match HelloLine::from_json(&ch.recv()?) {
+        Ok(h) => h,
+        Err(e @ HandshakeError::NotHandshake) => bail!("{} {e}", ch.peer),
+        Err(e) => return refuse(e.to_string()),
+    };
+    if h.test != test.to_string() {
+        return refuse(format!("this server runs {test}, not {}", h.test));
     }
-    let Ok(sizes) = serde_json::from_value::<Vec<u64>>(h["sizes"].clone()) else {
-        return refuse("the handshake's sizes are not a list of byte counts".into());
-    };
-    let Some(iters) = h["iters"].as_u64() else {
-        return refuse("the handshake has no iteration count".into());
-    };
-    let Some(tx_depth) = h["tx_depth"].as_u64().and_then(|d| u32::try_from(d).ok()) else {
-        return refuse("the handshake has no tx depth".into());
-    };
     let plan = Plan {
         test,
-        sizes,
-        iters,
-        tx_depth,
-        bidir: h["bidirectional"].as_bool().unwrap_or(false),
+        sizes: h.sizes,
+        iters: h.iters,
+        tx_depth: h.tx_depth,
+        bidir: h.bidirectional,
     };
     if let Err(e) = plan.check() {
         return refuse(e.to_string());
     }
     Ok(Hello {
         plan,
-        baseline: h["baseline"].as_bool().unwrap_or(false),
+        baseline: h.baseline,
     })
 }
 
@@ -445,18 +417,17 @@ pub fn client(
         })?;
     let server_ip = stream.peer_addr()?.ip();
     let ch = Channel::new(stream, format!("{host}:{port}"), timeout)?;
-    ch.send(&json!({
-        "test": plan.test.to_string(),
-        "sizes": plan.sizes,
-        "iters": plan.iters,
-        "tx_depth": plan.tx_depth,
-        "baseline": with_baseline,
-        "bidirectional": plan.bidir,
-    }))?;
+    let hello = HelloLine {
+        test: plan.test.to_string(),
+        sizes: plan.sizes.clone(),
+        iters: plan.iters,
+        tx_depth: plan.tx_depth,
+        baseline: with_baseline,
+        bidirectional: plan.bidir,
+    };
+    ch.send(&hello.to_json())?;
     let srv = ch.recv()?;
-    let mesh_port = srv["mesh_port"]
-        .as_u64()
-        .ok_or_else(|| anyhow!("no mesh port"))? as u16;
+    let mesh_port = perf_wire::mesh_port(&srv)?;
     let (sgid, sqpn, sremote) = peer_endpoint(&srv)?;
     let spec = MeshSpec::Worker {
         host: server_ip.to_string(),
