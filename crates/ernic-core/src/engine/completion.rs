@@ -3,7 +3,7 @@
 //! and the asynchronous events it takes.
 
 use super::{AsyncEvent, Engine};
-use crate::counters::Counter;
+use crate::counters::{Counter, error_counter};
 use crate::memory::DmaMemory;
 use crate::types::{DeviceId, Qpn};
 use crate::wr::{Completion, CqEvent, WcStatus};
@@ -46,10 +46,7 @@ impl<M: DmaMemory> Engine<M> {
                 WcStatus::WrFlushErr => Some(Counter::ReqCqeFlushError),
                 _ => Some(Counter::ReqCqeError),
             };
-            for c in [c, crate::datapath::error_counter(status)]
-                .into_iter()
-                .flatten()
-            {
+            for c in [c, error_counter(status)].into_iter().flatten() {
                 qp.counters.inc(c);
                 d.counters.inc(c);
             }
