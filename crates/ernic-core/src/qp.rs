@@ -384,7 +384,7 @@ pub(crate) struct OpenRecv {
 #[derive(Debug)]
 pub(crate) struct Held {
     pub from: NodeId,
-    pub msg: crate::remote::Msg,
+    pub msg: crate::remote::state::Msg,
     pub since: Instant,
 }
 

@@ -48,7 +48,7 @@ use crate::counters::Counters;
 use crate::memory::DmaMemory;
 use crate::mr::MrTable;
 use crate::qp::Qp;
-use crate::remote::RemoteState;
+use crate::remote::state::RemoteState;
 use crate::types::{DeviceId, Gid, Qpn};
 use crate::wr::CqEvent;
 
