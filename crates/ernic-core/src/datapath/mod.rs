@@ -42,4 +42,4 @@ mod write;
 
 pub(crate) use count::tx_counter;
 pub(crate) use request::{End, Incoming, Outcome, RecvSource, Req, Sink, Source};
-pub(crate) use resolve::{SegArray, resolve_sgl, skip_prefix};
+pub(crate) use resolve::{SegArray, resolve_sgl, resolve_sgl_after};

@@ -101,7 +101,7 @@ pub(super) fn resolve_rkey<'a>(
 
 /// Drops the first `n` bytes of a segment list, in place; returns the index
 /// of the first segment left.
-pub(crate) fn skip_prefix(segs: &mut [Seg<'_>], mut n: u64) -> usize {
+pub(super) fn skip_prefix(segs: &mut [Seg<'_>], mut n: u64) -> usize {
     let mut i = 0;
     while n > 0 && i < segs.len() {
         if segs[i].len <= n {

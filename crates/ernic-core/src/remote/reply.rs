@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::datapath::SegArray;
+use crate::datapath::{SegArray, resolve_sgl_after};
 use crate::engine::Engine;
 use crate::memory::DmaMemory;
 use crate::types::{DeviceId, Qpn};
@@ -89,10 +89,9 @@ impl<M: DmaMemory> Engine<M> {
         let result = (|| {
             let d = self.dev(dev).map_err(|_| WcStatus::GeneralErr)?;
             let mut seg: SegArray<'_> = Default::default();
-            let (n, _) =
-                crate::datapath::resolve_sgl(d, dma_key, pd, &sgl, Access::LOCAL_WRITE, &mut seg)?;
-            let first = crate::datapath::skip_prefix(&mut seg[..n], skip);
-            f(self, crate::copy::Dst::Segs(&seg[first..n]))
+            let need = Access::LOCAL_WRITE;
+            let segs = resolve_sgl_after(d, dma_key, pd, &sgl, need, skip, &mut seg)?;
+            f(self, crate::copy::Dst::Segs(segs))
         })();
         self.qp_mut(dev, qpn).expect("checked").sq.slots[idx].sgl = sgl;
         result.err().unwrap_or(WcStatus::Success)
