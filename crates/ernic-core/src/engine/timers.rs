@@ -1,7 +1,8 @@
 //! The engine's timers: send queues stalled on receiver-not-ready (which
 //! fail past [`EngineConfig::rnr_timeout`](super::EngineConfig::rnr_timeout))
 //! or on room toward another node, and the inter-node timers of
-//! [`crate::remote`].
+//! [`crate::remote`]. Time is an argument: nothing here reads the clock, so
+//! tests step time by hand.
 
 use std::time::Instant;
 
@@ -17,10 +18,11 @@ impl<M: DmaMemory> Engine<M> {
         self.poll_remote(now);
     }
 
-    /// The next instant [`poll`](Engine::poll) has timed work to do, if any.
-    /// Queues stalled for room toward another node want a poll as soon as
-    /// room appears, which [`has_timers`](Engine::has_timers) reports.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    /// The next instant [`poll`](Engine::poll) has timed work to do, if any,
+    /// as of `now`. Queues stalled for room toward another node want a poll
+    /// as soon as room appears, which [`has_timers`](Engine::has_timers)
+    /// reports: they are due at `now`.
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
         // A queue waiting for room toward a node (not for a receive) is
         // due at once: room appears without any message arriving, when the
         // connection drains into TCP.
@@ -29,7 +31,7 @@ impl<M: DmaMemory> Engine<M> {
             .iter()
             .any(|(d, q)| self.qp(*d, *q).is_ok_and(|qp| qp.rnr_since.is_none()));
         if blocked {
-            return Some(Instant::now());
+            return Some(now);
         }
         let rnr = self
             .stalled
