@@ -109,3 +109,57 @@ impl<M: DmaMemory> Engine<M> {
         [held, req].into_iter().flatten().min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::WcStatus;
+    use crate::testing::{Bench, PEER_QPN, REQUEST, RNR};
+    use crate::wire::Op;
+
+    const NS: Duration = Duration::from_nanos(1);
+
+    #[test]
+    fn an_unanswered_request_times_out_at_its_deadline_and_leaves_no_timer() {
+        let mut b = Bench::new();
+        let (peer, t0) = (b.peer_gid, b.t0);
+        let q = b.qp((peer, PEER_QPN));
+        b.send(q, 1, t0);
+        assert_eq!(b.sent().len(), 1, "sent, and never answered");
+        assert_eq!(b.e.pending_remote(), 1);
+        assert_eq!(b.e.next_deadline(t0), Some(t0 + REQUEST));
+        b.poll(t0 + REQUEST - NS);
+        assert!(b.take(1).is_empty(), "not before the timeout");
+        assert_eq!(b.e.pending_remote(), 1);
+        b.poll(t0 + REQUEST);
+        let c = b.take(1);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].status, WcStatus::RetryExcErr);
+        assert_eq!(b.e.remote_stats().timeouts, 1);
+        assert_eq!(b.e.pending_remote(), 0);
+        assert_eq!(b.e.remote_timers_held(), 0);
+    }
+
+    #[test]
+    fn a_held_send_is_answered_rnr_retry_exceeded_at_its_timeout_not_before() {
+        let mut b = Bench::new();
+        let (peer, t0) = (b.peer_gid, b.t0);
+        let q = b.qp((peer, PEER_QPN));
+        b.send_from_peer(q, t0);
+        assert!(b.e.has_held(), "no receive posted: held");
+        assert!(b.sent().is_empty(), "not answered yet");
+        assert_eq!(b.e.next_deadline(t0 + RNR / 3), Some(t0 + RNR));
+        b.poll(t0 + RNR - NS);
+        assert!(b.e.has_held(), "still held before the timeout");
+        assert!(b.sent().is_empty());
+        b.poll(t0 + RNR);
+        assert!(!b.e.has_held());
+        let sent = b.sent();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].op, Op::Ack);
+        assert_eq!(sent[0].status, WcStatus::RnrRetryExcErr);
+        assert_eq!(sent[0].dst_qpn, q);
+        assert_eq!(b.e.next_deadline(t0 + RNR), None);
+    }
+}

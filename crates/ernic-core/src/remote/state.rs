@@ -107,3 +107,51 @@ pub struct RemoteStats {
     /// Bytes read from peers' memory for by-reference payloads.
     pub read_by_ref: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn pending() -> Pending {
+        Pending {
+            dev: DeviceId(0),
+            qpn: Qpn(2),
+            incarnation: 1,
+            ctr: 0,
+            node: NodeId(1),
+            sent: 1,
+            answered: 0,
+            all_sent: true,
+            status: WcStatus::Success,
+            total: 1,
+            reads_out: 0,
+        }
+    }
+
+    fn ids(s: &RemoteState) -> Vec<u64> {
+        s.deadlines.iter().map(|(_, id)| *id).collect()
+    }
+
+    #[test]
+    fn the_timeout_queue_sweeps_out_finished_requests_and_keeps_live_ones() {
+        let mut s = RemoteState::default();
+        let t0 = Instant::now();
+        let at = |i: u64| t0 + Duration::from_micros(i);
+        // Request 7 is pending; 64 others were pushed and are done.
+        s.pending.insert(7, pending());
+        s.push_deadline(at(0), 7);
+        for id in 100..164 {
+            s.push_deadline(at(id), id);
+        }
+        // 65 entries, and the bound is 2 * 1 pending + 64 = 66.
+        assert_eq!(s.deadlines.len(), 65);
+        s.push_deadline(at(164), 164);
+        assert_eq!(s.deadlines.len(), 66, "at the bound, not past it");
+        s.push_deadline(at(165), 165);
+        // The sweep left the live one (in its place) and the new one.
+        assert_eq!(ids(&s), vec![7, 165]);
+        assert_eq!(s.deadlines.front(), Some(&(at(0), 7)));
+    }
+}
