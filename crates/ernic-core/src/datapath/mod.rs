@@ -11,9 +11,9 @@
 //!    copying, with the tables borrowed read-only;
 //! 3. consuming the receive, posting the receive completion, counting.
 //!
-//! The responder's operations ([`Engine::respond_receive`],
-//! [`Engine::respond_write`], [`Engine::respond_read`],
-//! [`Engine::respond_atomic`]) take their payload as a [`Source`] and put
+//! The responder's operations (`Engine::respond_receive` in [`recv`],
+//! `respond_write` in [`write`](mod@write), `respond_read` in [`read`],
+//! `respond_atomic` in [`atomic`]) take their payload as a [`Source`] and put
 //! results into a [`Sink`]: the requester's own SGEs when both ends are in
 //! this engine (copied directly, no bounce), or a message's bytes when the
 //! requester is another node (see [`crate::remote`]).
@@ -26,7 +26,7 @@
 //! One file per thing: [`request`] (the request, source and sink types),
 //! [`resolve`] (SGEs and keys), [`execute`] (running a send queue), one file
 //! per opcode family's data path ([`recv`] for SEND, SEND_IMM, SEND_INV and
-//! WRITE_IMM at the receiver, [`write`], [`read`], [`atomic`],
+//! WRITE_IMM at the receiver, [`write`](mod@write), [`read`], [`atomic`],
 //! [`datagram`], [`fast_reg`] for REG_MR and LOCAL_INV), and [`count`].
 
 mod atomic;

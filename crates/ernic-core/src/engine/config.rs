@@ -38,6 +38,8 @@ pub struct EngineConfig {
     /// Most bytes the work-request slots of one device's QPs and SRQs may
     /// hold together ([`QpCaps::engine_bytes`](crate::QpCaps::engine_bytes)): a QP or SRQ that would
     /// pass it is refused with [`EngineError::OverBudget`].
+    ///
+    /// [`EngineError::OverBudget`]: super::EngineError::OverBudget
     pub max_queue_bytes: u64,
     /// Largest datagram payload (the path MTU of UD).
     pub ud_mtu: u32,
@@ -50,6 +52,8 @@ pub struct EngineConfig {
     /// whose address is a DMA address used without an MR. Without it only
     /// the QPs a front end makes privileged
     /// ([`Engine::set_qp_privileged`]) may. Never allowed from a peer.
+    ///
+    /// [`Engine::set_qp_privileged`]: super::Engine::set_qp_privileged
     pub allow_reserved_lkey: bool,
     /// How long a request to another node waits for its answer before it
     /// completes with transport retry exceeded (seed: 30 s).

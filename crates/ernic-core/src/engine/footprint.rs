@@ -10,6 +10,8 @@ use crate::wr::CqEvent;
 /// budget already covers (queue slots, [`EngineConfig::max_queue_bytes`]),
 /// in bytes: a front end adds these up to state the most memory a guest can
 /// make it hold.
+///
+/// [`EngineConfig::max_queue_bytes`]: super::EngineConfig::max_queue_bytes
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footprint {
     /// A QP's table slot (a table grows to the highest id used).

@@ -125,6 +125,8 @@ impl<M: DmaMemory> Engine<M> {
     /// [`EngineConfig::allow_reserved_lkey`] every QP may. (The ionic
     /// device's `IONIC_QPF_PRIVILEGED`, which Linux's driver sets on the QPs
     /// of kernel PDs only.)
+    ///
+    /// [`EngineConfig::allow_reserved_lkey`]: super::EngineConfig::allow_reserved_lkey
     pub fn set_qp_privileged(
         &mut self,
         dev: DeviceId,

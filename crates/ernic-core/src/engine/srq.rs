@@ -51,6 +51,8 @@ impl<M: DmaMemory> Engine<M> {
     /// Sets the SRQ's low watermark: when its receive count drops below
     /// `limit`, one [`AsyncEvent::SrqLimitReached`] fires and the limit disarms
     /// (0 disarms it now).
+    ///
+    /// [`AsyncEvent::SrqLimitReached`]: super::AsyncEvent::SrqLimitReached
     pub fn modify_srq(&mut self, dev: DeviceId, srq: SrqId, limit: u32) -> Result<(), EngineError> {
         let s = self.srq_mut(dev, srq)?;
         if limit > s.rq.depth() {
