@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::memory::{DmaMemory, MemError};
 use crate::mr::Seg;
-use crate::remote::{PeerReadError, PeerRun, Remote};
+use crate::remote::carrier::{PeerReadError, PeerRun, Remote};
 use crate::types::NodeId;
 use crate::wire::{self, MAX_REF_RUNS};
 use crate::wr::SendOp;

@@ -5,6 +5,8 @@
 //! `rnr_nak_retry_err`, …; rxe's `rdma_sends`); the rest are named in the same
 //! style. A counter is a plain `u64` bumped on the device thread.
 
+use crate::wr::WcStatus;
+
 /// One counter.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(usize)]
@@ -154,6 +156,19 @@ impl Counters {
     /// Sets every counter to zero.
     pub fn reset(&mut self) {
         self.0 = [0; Counter::COUNT];
+    }
+}
+
+/// The counter an error status bumps, besides the per-side CQE error count.
+pub(crate) fn error_counter(s: WcStatus) -> Option<Counter> {
+    match s {
+        WcStatus::RnrRetryExcErr => Some(Counter::RnrNakRetryErr),
+        WcStatus::RetryExcErr => Some(Counter::LocalAckTimeoutErr),
+        WcStatus::RemAccessErr => Some(Counter::ReqRemoteAccessErrors),
+        WcStatus::RemInvReqErr => Some(Counter::ReqRemoteInvalidRequest),
+        WcStatus::LocProtErr => Some(Counter::LocalProtectionErrors),
+        WcStatus::LocLenErr => Some(Counter::RespLocalLengthError),
+        _ => None,
     }
 }
 

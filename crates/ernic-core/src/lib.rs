@@ -36,6 +36,8 @@ pub mod memory;
 pub mod mr;
 pub mod qp;
 mod remote;
+#[cfg(test)]
+mod testing;
 pub mod types;
 pub mod wire;
 pub mod wr;

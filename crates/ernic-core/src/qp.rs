@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use crate::counters::Counters;
-use crate::datapath::RecvSource;
+use crate::datapath::request::RecvSource;
 use crate::types::{CqId, Gid, NodeId, PdId, Qpn, Route, SrqId};
 use crate::wr::{Access, SendFlags, SendOp, Sge, UdDest, WcStatus};
 
@@ -384,7 +384,7 @@ pub(crate) struct OpenRecv {
 #[derive(Debug)]
 pub(crate) struct Held {
     pub from: NodeId,
-    pub msg: crate::remote::Msg,
+    pub msg: crate::remote::state::Msg,
     pub since: Instant,
 }
 

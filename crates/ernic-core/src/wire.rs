@@ -1,11 +1,15 @@
 //! The data path's wire format between servers: one fixed header, then the
 //! payload (at most [`MAX_PAYLOAD`] bytes).
 //!
-//! The mesh carries these messages without looking inside; their meaning
-//! belongs to the data path (seed 001, "The ionic Wire Protocol"). A request
-//! names remote memory only by rkey; the responder resolves it against its
-//! own MR table. A WQE larger than [`MAX_PAYLOAD`] travels as several
-//! messages carrying the same request id, each with its offset in the whole.
+//! The mesh carries these messages without looking inside, but for one
+//! bit it reads on purpose: [`flags::BY_REF`] (through [`is_by_ref`]), to
+//! refuse a by-reference message relayed from any node but the requester
+//! itself, since a reference is read from the process that proved it holds
+//! the connection. Every other field's meaning belongs to the data path
+//! (seed 001, "The ionic Wire Protocol"). A request names remote memory
+//! only by rkey; the responder resolves it against its own MR table. A WQE
+//! larger than [`MAX_PAYLOAD`] travels as several messages carrying the
+//! same request id, each with its offset in the whole.
 //!
 //! Two tiers, as smoltcp's wire modules: [`Packet`] is a lossless view whose
 //! accessors never panic once [`Packet::new_checked`] succeeded; [`Repr`] is

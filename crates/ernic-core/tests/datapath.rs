@@ -355,7 +355,7 @@ fn rnr_retry_exceeded_after_the_timeout_and_the_rest_is_flushed() {
     t.send_from_a(qa, 1, 0, 5, ka);
     t.send_from_a(qa, 2, 0, 5, ka);
     assert_eq!(
-        t.e.next_deadline(),
+        t.e.next_deadline(t.now),
         Some(t.now + Duration::from_millis(100))
     );
     t.advance(Duration::from_millis(99));

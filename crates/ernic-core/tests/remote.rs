@@ -658,7 +658,7 @@ fn a_full_connection_stops_the_send_queue_which_resumes_in_order() {
     // so the stalled queue is due at once, not at the request timeout.
     let due =
         w.a.e
-            .next_deadline()
+            .next_deadline(w.now)
             .expect("a stalled queue has a deadline");
     assert!(due <= Instant::now(), "due in {:?}", due - Instant::now());
     for _ in 0..5 {

@@ -108,7 +108,7 @@ impl Shared {
         // would pull its cache line away from them on each call.
         let d = st
             .engine
-            .next_deadline()
+            .next_deadline(Instant::now())
             .map_or(NO_TIMER, |t| self.since_epoch(t));
         if self.deadline.load(Ordering::Relaxed) != d {
             self.deadline.store(d, Ordering::Relaxed);
@@ -204,7 +204,9 @@ impl Shared {
 
     fn publish_deadline(&self, st: &State) {
         let d = if st.engine.has_timers() {
-            st.engine.next_deadline().map_or(0, |t| self.since_epoch(t))
+            st.engine
+                .next_deadline(Instant::now())
+                .map_or(0, |t| self.since_epoch(t))
         } else {
             NO_TIMER
         };

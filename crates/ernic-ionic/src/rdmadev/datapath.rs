@@ -333,7 +333,7 @@ impl RdmaDev {
 
     /// When the core next wants [`tick`](RdmaDev::tick).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.engine.next_deadline()
+        self.engine.next_deadline(Instant::now())
     }
 
     /// Writes every completion the core has produced as a CQE.
