@@ -90,7 +90,7 @@ use ernic_core::{Gid, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendErro
 pub use auth::HandshakeError;
 pub use inbound::Message;
 pub use key::{KeyError, MeshKey};
-pub use node::Peer;
+pub use node::{AdmitError, Peer};
 /// The responder sides of the handshakes, for the fuzz targets.
 pub use node::{Responder, respond_to_handshake, respond_to_same_host};
 /// The control-body decoders, for the fuzz targets.

@@ -81,15 +81,11 @@ impl Shared {
         st.conns.remove(&c.peer.0);
         self.publish_conns(&st);
         if self.manager {
-            if let Some(r) = st.table.get_mut(&c.peer.0) {
-                if r.alive {
-                    r.alive = false;
-                    r.died = Some(Instant::now());
-                    st.dirty_gids.insert(c.peer.0);
-                    st.dirty_topology = true;
-                    let me = self.me().map(|n| n.0);
-                    st.recompute_owners(me);
-                }
+            if st.table.mark_dead(c.peer.0, Instant::now()) {
+                st.dirty_gids.insert(c.peer.0);
+                st.dirty_topology = true;
+                let me = self.me().map(|n| n.0);
+                st.recompute_owners(me);
             }
             drop(st);
             self.log(Level::Info, format_args!("node {} is gone", c.peer.0));

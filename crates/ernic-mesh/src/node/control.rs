@@ -3,14 +3,14 @@
 //! count against its cap before it sizes anything, and are fuzzed
 //! (`fuzz/fuzz_targets/mesh_frame.rs`).
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use ernic_core::{Gid, NodeId};
 
 use crate::frame::{self, FrameError, Kind, NO_NODE, Reader, Writer};
 
-use super::{MAX_GIDS, Peer, Rec};
+use super::table::NodeTable;
+use super::{MAX_GIDS, Peer};
 
 pub(super) fn gids_frame(src: u16, node: u16, alive: bool, gids: &[Gid]) -> Vec<u8> {
     let mut w = Writer::default()
@@ -53,20 +53,10 @@ pub fn parse_register(body: &[u8]) -> Result<(u64, u16, u16, Vec<Gid>), FrameErr
     Ok((boot, wanted, port, gids))
 }
 
-pub(super) fn table_peers(table: &BTreeMap<u16, Rec>) -> Vec<Peer> {
-    table
-        .iter()
-        .map(|(id, r)| Peer {
-            id: NodeId(*id),
-            alive: r.alive,
-            addr: r.addr,
-        })
-        .collect()
-}
-
-pub(super) fn topology_body(table: &BTreeMap<u16, Rec>) -> Vec<u8> {
+/// A TOPOLOGY body: the table's records, each id, alive, address, port.
+pub(super) fn topology_body(table: &NodeTable) -> Vec<u8> {
     let mut w = Writer::default().u16(table.len() as u16);
-    for (id, r) in table {
+    for (id, r) in table.iter() {
         let (ip, port) = match r.addr {
             Some(a) => (
                 match a.ip() {
@@ -78,7 +68,7 @@ pub(super) fn topology_body(table: &BTreeMap<u16, Rec>) -> Vec<u8> {
             None => (Ipv6Addr::UNSPECIFIED, 0),
         };
         w = w
-            .u16(*id)
+            .u16(id)
             .u8(u8::from(r.alive))
             .gid(Gid(ip.octets()))
             .u16(port);

@@ -30,9 +30,7 @@ impl Shared {
         let mut st = self.lock();
         st.my_gids = gids.clone();
         if self.manager {
-            if let Some(r) = st.table.get_mut(&0) {
-                r.gids = gids;
-            }
+            st.table.set_gids(0, gids);
             st.dirty_gids.insert(0);
             st.recompute_owners(Some(0));
             drop(st);
@@ -57,10 +55,10 @@ impl State {
             e.0 = n;
         };
         if !self.table.is_empty() {
-            for (id, r) in &self.table {
+            for (id, r) in self.table.iter() {
                 if r.alive {
                     for g in &r.gids {
-                        claim(*g, *id);
+                        claim(*g, id);
                     }
                 }
             }

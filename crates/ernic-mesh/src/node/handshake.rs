@@ -101,15 +101,14 @@ impl Shared {
                         // Past the cap: closed at once, with a word (a
                         // non-blocking send, or nothing) for a real node.
                         self.handshaking.fetch_sub(1, Ordering::AcqRel);
-                        let why = format!(
-                            "{} connections are in their handshake here already; retry",
-                            self.cfg.max_handshakes
-                        );
+                        let e = HandshakeError::Busy {
+                            max_handshakes: self.cfg.max_handshakes,
+                        };
                         let _ = crate::sys::send_now(
                             &stream,
-                            &auth::refusal(NO_NODE, code::BUSY, &why),
+                            &auth::refusal(NO_NODE, code::BUSY, &e.to_string()),
                         );
-                        self.refused(Some(from), &HandshakeError::Refused(why));
+                        self.refused(Some(from), &e);
                         continue;
                     }
                     self.hand_over(stream, from);
@@ -220,9 +219,10 @@ impl Shared {
             let peer_ip = stream.peer_addr().map_err(HandshakeError::Io)?.ip();
             let id = match self.admit(boot, wanted, SocketAddr::new(peer_ip, port), gids) {
                 Ok(id) => id,
-                Err(why) => {
-                    let _ = auth::write_all(&mut stream, &auth::refusal(me, code::FULL, &why), d);
-                    return Err(HandshakeError::Refused(why));
+                Err(e) => {
+                    let why = auth::refusal(me, e.code(), &e.to_string());
+                    let _ = auth::write_all(&mut stream, &why, d);
+                    return Err(e.into());
                 }
             };
             let welcome = frame::frame(

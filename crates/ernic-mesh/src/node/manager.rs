@@ -8,84 +8,41 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ernic_core::Gid;
 
 use crate::conn::Conn;
 use crate::frame::{self, Kind, NO_NODE};
 
-use super::control::{gids_frame, table_peers, topology_body};
-use super::{Level, Rec, Shared, State};
+use super::control::{gids_frame, topology_body};
+use super::{AdmitError, Level, Shared};
 
 impl Shared {
     /// A node that never took up its id leaves the table (its id goes to
     /// quarantine like any other).
     pub(super) fn forget(&self, id: u16) {
         let mut st = self.lock();
-        if st.table.remove(&id).is_some() {
-            st.released.insert(id, Instant::now());
+        if st.table.forget(id, Instant::now()) {
             st.recompute_owners(Some(0));
         }
     }
 
-    /// The manager admits a registering worker: the id it asked for if its
-    /// boot id matches (a quiet node that returns), else the next free one
-    /// (ids are given in turn, wrap around, and skip ids in the table and
-    /// ids in quarantine); a full table evicts the node dead longest, or
-    /// refuses.
+    /// The manager admits a registering worker (see the table's rules).
     pub(super) fn admit(
         self: &Arc<Self>,
         boot: u64,
         wanted: u16,
         addr: SocketAddr,
         gids: Vec<Gid>,
-    ) -> Result<u16, String> {
+    ) -> Result<u16, AdmitError> {
         let mut st = self.lock();
-        let now = Instant::now();
-        let id = match st.table.get(&wanted) {
-            Some(r) if wanted != 0 && r.boot == boot => wanted,
-            _ => {
-                if st.table.len() >= self.cfg.max_nodes {
-                    let victim = st
-                        .table
-                        .iter()
-                        .filter(|(_, r)| !r.alive)
-                        .min_by_key(|(_, r)| r.died)
-                        .map(|(id, r)| (*id, r.died.unwrap_or(now)));
-                    match victim {
-                        Some((v, died)) => {
-                            st.table.remove(&v);
-                            st.released.insert(v, died);
-                            st.dirty_topology = true;
-                        }
-                        None => {
-                            return Err(format!(
-                                "the mesh is full ({} nodes, none dead)",
-                                self.cfg.max_nodes
-                            ));
-                        }
-                    }
-                }
-                st.free_id(self.cfg.max_id, self.cfg.id_quarantine, now)
-                    .ok_or_else(|| {
-                        format!(
-                            "no node id is free now (every id not in use left the mesh less than {:?} ago); retry",
-                            self.cfg.id_quarantine
-                        )
-                    })?
-            }
-        };
-        st.table.insert(
-            id,
-            Rec {
-                boot,
-                alive: true,
-                died: None,
-                addr: Some(addr),
-                gids,
-            },
-        );
+        let admission = st.table.admit(boot, wanted, addr, gids, Instant::now());
+        if admission.evicted.is_some() {
+            // Even when no id was free after all.
+            st.dirty_topology = true;
+        }
+        let id = admission.id?;
         // Its connection is installed before the broadcast thread is told to
         // send it the whole table (see `handshake_in`).
         st.recompute_owners(Some(0));
@@ -135,9 +92,9 @@ impl Shared {
             let gid_frames: BTreeMap<u16, Vec<u8>> = st
                 .table
                 .iter()
-                .map(|(id, r)| (*id, gids_frame(0, *id, r.alive, &r.gids)))
+                .map(|(id, r)| (id, gids_frame(0, id, r.alive, &r.gids)))
                 .collect();
-            st.topology = table_peers(&st.table);
+            st.topology = st.table.peers();
             drop(st);
             for c in &conns {
                 if fresh.contains(&c.peer.0) {
@@ -157,29 +114,5 @@ impl Shared {
                 }
             }
         }
-    }
-}
-
-impl State {
-    /// The next id to give out, from 1 to `max`, in turn: not in the table,
-    /// and not released within `quarantine` of `now`.
-    fn free_id(&mut self, max: u16, quarantine: Duration, now: Instant) -> Option<u16> {
-        let max = max.clamp(1, NO_NODE - 1);
-        for _ in 0..max {
-            let id = self.next_id.clamp(1, max);
-            self.next_id = if id >= max { 1 } else { id + 1 };
-            if self.table.contains_key(&id) {
-                continue;
-            }
-            match self.released.get(&id) {
-                Some(t) if now.duration_since(*t) < quarantine => continue,
-                Some(_) => {
-                    self.released.remove(&id);
-                }
-                None => {}
-            }
-            return Some(id);
-        }
-        None
     }
 }

@@ -14,7 +14,8 @@
 //! One file per part: `conns` (a connection's life and its receive
 //! thread), `poller` (a polling thread doing the I/O itself), `routing`
 //! (where each frame goes, and the relay), `handshake` (admission at the
-//! door), `manager` (the table, health checks, broadcasts), `worker`
+//! door), `table` (the manager's node table: admission, ids, quarantine),
+//! `manager` (the table's glue, health checks, broadcasts), `worker`
 //! (registration and direct links), `gids` (GID ownership), `control` (the
 //! control frames' bodies), `pool` (buffers reused), `log`.
 
@@ -27,9 +28,10 @@ mod manager;
 mod poller;
 mod pool;
 mod routing;
+mod table;
 mod worker;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -49,16 +51,9 @@ pub(crate) use log::{Level, full, log_level};
 
 use handshake::{Handshakes, Refusals};
 use pool::Pool;
+use table::{Limits, NodeTable};
 
-/// A node as the manager's table records it.
-#[derive(Debug, Clone)]
-struct Rec {
-    boot: u64,
-    alive: bool,
-    died: Option<Instant>,
-    addr: Option<SocketAddr>,
-    gids: Vec<Gid>,
-}
+pub use table::AdmitError;
 
 /// A node as the topology shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +66,6 @@ pub struct Peer {
     pub addr: Option<SocketAddr>,
 }
 
-#[derive(Default)]
 pub(crate) struct State {
     /// Direct connections by peer id (a worker's connection to the manager is node 0's).
     pub conns: HashMap<u16, Arc<Conn>>,
@@ -82,13 +76,8 @@ pub(crate) struct State {
     owners: HashMap<Gid, u16>,
     /// The topology (a worker's view; on the manager, derived from `table`).
     pub topology: Vec<Peer>,
-    // The manager's table.
-    table: BTreeMap<u16, Rec>,
-    /// The next id to try: ids are given in turn, wrapping around.
-    next_id: u16,
-    /// Ids whose node left the table, and when it died: none is given out
-    /// again within the quarantine. At most one entry per id.
-    released: HashMap<u16, Instant>,
+    /// The manager's table (empty on a worker).
+    table: NodeTable,
     dirty_gids: BTreeSet<u16>,
     dirty_topology: bool,
     send_all_to: Vec<u16>,
@@ -149,21 +138,23 @@ impl Shared {
         let boot = boot_id();
         let inbound = Inbound::new(cfg.inbound_bytes, cfg.inbound_msgs, cfg.stall_drop);
         let mut st = State {
-            next_id: 1,
+            conns: HashMap::new(),
             my_gids: cfg.gids.clone(),
-            ..State::default()
+            node_gids: HashMap::new(),
+            owners: HashMap::new(),
+            topology: Vec::new(),
+            table: NodeTable::new(Limits {
+                max_nodes: cfg.max_nodes,
+                max_id: cfg.max_id,
+                quarantine: cfg.id_quarantine,
+            }),
+            dirty_gids: BTreeSet::new(),
+            dirty_topology: false,
+            send_all_to: Vec::new(),
+            relay_drops: 0,
         };
         if manager {
-            st.table.insert(
-                0,
-                Rec {
-                    boot,
-                    alive: true,
-                    died: None,
-                    addr: Some(listen),
-                    gids: cfg.gids.clone(),
-                },
-            );
+            st.table.insert_manager(boot, listen, cfg.gids.clone());
             st.dirty_gids.insert(0);
             st.recompute_owners(Some(0));
         }

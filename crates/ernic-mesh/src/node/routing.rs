@@ -102,9 +102,7 @@ impl Shared {
                     return Err(FrameError::Body(Kind::Gids));
                 }
                 let mut st = self.lock();
-                if let Some(r) = st.table.get_mut(&node) {
-                    r.gids = gids;
-                }
+                st.table.set_gids(node, gids);
                 st.dirty_gids.insert(node);
                 st.recompute_owners(Some(0));
                 drop(st);
