@@ -6,9 +6,10 @@
 //!
 //! Every front end that puts an engine on a mesh (`ernic-verbs`' fabric,
 //! `ernic-ionic`'s RDMA device) runs this one pass; where they differ,
-//! [`PassOptions`] says so. A pass never blocks, sleeps or allocates, and
-//! reads no clock: the caller passes `now`. It must not run on two threads
-//! at once for one engine (the caller holds whatever lock guards it).
+//! [`PassOptions`] says so. A pass adds no allocation of its own, never
+//! blocks or sleeps, and reads no clock: the caller passes `now`. Passes
+//! over one mesh run one at a time: the caller's lock on its engine
+//! serialises them.
 
 use std::time::{Duration, Instant};
 

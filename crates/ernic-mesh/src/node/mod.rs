@@ -66,6 +66,8 @@ pub struct Peer {
     pub addr: Option<SocketAddr>,
 }
 
+/// What the node's lock guards: its connections, its view of the mesh, and
+/// on the manager the table and what the broadcast thread has yet to send.
 pub(crate) struct State {
     /// Direct connections by peer id (a worker's connection to the manager is node 0's).
     pub conns: HashMap<u16, Arc<Conn>>,
@@ -85,6 +87,9 @@ pub(crate) struct State {
     pub relay_drops: u64,
 }
 
+/// What a node's threads share: its configuration, the state behind its
+/// lock, the inbound queue and buffer pool, and the bookkeeping of its
+/// pollers and handshakes.
 pub(crate) struct Shared {
     pub cfg: MeshConfig,
     pub manager: bool,
