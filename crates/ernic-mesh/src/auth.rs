@@ -113,6 +113,21 @@ pub enum HandshakeError {
     /// The peer refused, and said why (its words, off the wire).
     #[error("refused by the peer: {0}")]
     Refused(String),
+    /// The manager's host name resolves to no address.
+    #[error("{host} resolves to no address")]
+    Unresolved {
+        /// The name, as the spec gives it.
+        host: String,
+    },
+    /// This worker has no id yet, so it cannot say hello to a peer.
+    #[error("this node is not registered yet")]
+    NotRegistered,
+    /// The topology gives the peer no address to connect to.
+    #[error("node {peer} has no address to connect to")]
+    NoAddress {
+        /// The peer's id.
+        peer: u16,
+    },
     /// This node refused: more connections are in their handshake than it
     /// takes at once.
     #[error("{max_handshakes} connections are in their handshake here already; retry")]

@@ -2,7 +2,6 @@
 //! when the manager goes quiet), heartbeats toward it, and direct links to
 //! its peers (the lower id connects to the higher).
 
-use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -46,8 +45,9 @@ impl Shared {
 
     /// A worker connects and registers with the manager.
     fn register(self: &Arc<Self>, host: &str, port: u16) -> Result<NodeId, HandshakeError> {
-        let mut last =
-            HandshakeError::Io(io::Error::other(format!("{host} resolves to no address")));
+        let mut last = HandshakeError::Unresolved {
+            host: host.to_string(),
+        };
         let addrs = (host, port).to_socket_addrs().map_err(HandshakeError::Io)?;
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout) {
@@ -109,9 +109,8 @@ impl Shared {
 
     /// A worker connects to a peer with a higher id.
     fn connect_peer(self: &Arc<Self>, p: Peer) -> Result<(), HandshakeError> {
-        let other = |m: &str| HandshakeError::Io(io::Error::other(m.to_string()));
-        let me = self.me().ok_or_else(|| other("not registered"))?;
-        let addr = p.addr.ok_or_else(|| other("no address"))?;
+        let me = self.me().ok_or(HandshakeError::NotRegistered)?;
+        let addr = p.addr.ok_or(HandshakeError::NoAddress { peer: p.id.0 })?;
         let d = Deadline::after(self.cfg.handshake_timeout);
         let mut s = TcpStream::connect_timeout(&addr, self.cfg.handshake_timeout)
             .map_err(HandshakeError::Io)?;
