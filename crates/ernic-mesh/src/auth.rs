@@ -36,6 +36,7 @@ use sha2::Sha256;
 
 use crate::frame::{self, FrameError, HEADER_LEN, Header, Kind, MAGIC, NO_NODE, Reader, Writer};
 use crate::key::MeshKey;
+use crate::node::AdmitError;
 use crate::sys;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -109,9 +110,34 @@ pub enum HandshakeError {
     /// The peer's proof of the key failed.
     #[error("the peer holds a different mesh key: give every node the same ERNIC_MESH_KEY_FILE")]
     WrongKey,
-    /// The peer refused, and said why.
+    /// The peer refused, and said why (its words, off the wire).
     #[error("refused by the peer: {0}")]
     Refused(String),
+    /// The manager's host name resolves to no address.
+    #[error("{host} resolves to no address")]
+    Unresolved {
+        /// The name, as the spec gives it.
+        host: String,
+    },
+    /// This worker has no id yet, so it cannot say hello to a peer.
+    #[error("this node is not registered yet")]
+    NotRegistered,
+    /// The topology gives the peer no address to connect to.
+    #[error("node {peer} has no address to connect to")]
+    NoAddress {
+        /// The peer's id.
+        peer: u16,
+    },
+    /// This node refused: more connections are in their handshake than it
+    /// takes at once.
+    #[error("{max_handshakes} connections are in their handshake here already; retry")]
+    Busy {
+        /// The cap ([`MeshConfig::max_handshakes`](crate::MeshConfig::max_handshakes)).
+        max_handshakes: usize,
+    },
+    /// The manager's table refused the registration.
+    #[error(transparent)]
+    NotAdmitted(#[from] AdmitError),
 }
 
 impl HandshakeError {
@@ -148,7 +174,9 @@ impl HandshakeError {
             HandshakeError::NoKey => 2,
             HandshakeError::WrongKey => 3,
             HandshakeError::Version { .. } => 4,
-            HandshakeError::Refused(_) => 5,
+            HandshakeError::Refused(_)
+            | HandshakeError::Busy { .. }
+            | HandshakeError::NotAdmitted(_) => 5,
             _ => 0,
         }
     }
@@ -163,6 +191,8 @@ impl HandshakeError {
                 | HandshakeError::WrongKey
                 | HandshakeError::Version { .. }
                 | HandshakeError::Refused(_)
+                | HandshakeError::Busy { .. }
+                | HandshakeError::NotAdmitted(_)
         )
     }
 }

@@ -39,7 +39,9 @@
 //! What it promises the device thread: it never waits for a peer (sending
 //! queues, [`Carrier`] refuses with `Busy` when a connection's queue is full);
 //! memory for peers' messages is bounded by the inbound queue; nothing queued
-//! is lost while the device loop runs.
+//! is lost while the device loop runs. The device loop's pass itself (apply
+//! what arrived, run timers, hand completions on) is [`Mesh::pass`], the
+//! one every front end runs (see [`pump`]).
 //!
 //! ## Limits, and the most memory a peer can make a node hold
 //!
@@ -74,6 +76,7 @@ pub mod frame;
 mod inbound;
 pub mod key;
 mod node;
+pub mod pump;
 #[allow(unsafe_code)]
 mod same_host;
 pub mod spec;
@@ -90,11 +93,12 @@ use ernic_core::{Gid, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendErro
 pub use auth::HandshakeError;
 pub use inbound::Message;
 pub use key::{KeyError, MeshKey};
-pub use node::Peer;
+pub use node::{AdmitError, Peer};
 /// The responder sides of the handshakes, for the fuzz targets.
 pub use node::{Responder, respond_to_handshake, respond_to_same_host};
 /// The control-body decoders, for the fuzz targets.
 pub use node::{parse_gids, parse_register, parse_topology};
+pub use pump::{HELD_GIVE_UP, PassOptions, PassTarget};
 pub use spec::{Spec, SpecError};
 
 use crate::conn::QueueError;

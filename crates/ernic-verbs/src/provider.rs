@@ -3,7 +3,7 @@
 //! As libibverbs hands each call to a provider library (rdma-core's
 //! `providers/ionic`, `providers/mlx5`...), [`Device`](crate::Device) hands
 //! each call to a [`Provider`]. ernic has two: the engine of a
-//! [`Fabric`](crate::Fabric) in this process (`native.rs`), and
+//! [`Fabric`](crate::Fabric) in this process (`native/`), and
 //! `ernic-ionic-driver`'s, which writes WQEs into the rings of an emulated
 //! ionic NIC behind an `ernic-server` socket. A program written against
 //! this crate runs on either without a change.
@@ -46,6 +46,7 @@ impl MrMemory {
     ///
     /// `ptr..ptr + len` must stay valid for reads and writes for as long as
     /// the returned value lives; it is never freed through it.
+    #[allow(unsafe_code)]
     pub unsafe fn borrowed(ptr: NonNull<u8>, len: usize, iova: u64) -> MrMemory {
         MrMemory {
             // SAFETY: the caller's contract is `Buffer::borrowed`'s.

@@ -8,7 +8,7 @@ use ernic_core::{
 };
 
 use crate::cq::Cq;
-use crate::fabric::Device;
+use crate::device::Device;
 use crate::mr::{FastMr, Mr};
 use crate::provider::MrMemory;
 use crate::{Access, Error};
@@ -65,6 +65,7 @@ impl Pd {
     /// The memory must stay valid for reads and writes until the returned
     /// [`Mr`] and every clone of it are dropped, and the caller must not
     /// rely on its contents while operations that target it may run.
+    #[allow(unsafe_code)]
     pub unsafe fn reg_user_mr(
         &self,
         ptr: std::ptr::NonNull<u8>,

@@ -1,4 +1,4 @@
-//! The loopback fabric and its devices.
+//! The loopback fabric: one engine behind a lock, and its device thread.
 //!
 //! A [`Fabric`] is one ernic engine behind a lock. Every verbs call takes the
 //! lock, calls the engine, and hands the completions the engine produced to
@@ -8,21 +8,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use ernic_mesh::Mesh;
+use ernic_mesh::{Mesh, PassOptions, PassTarget};
 
 use ernic_core::{AsyncEvent, DeviceId, Engine, EngineConfig, Gid, ProcessMemory};
 
 use crate::Error;
-use crate::cq::{Cq, CqRing};
-use crate::native::Native;
-use crate::provider::Provider;
-use crate::qp::Pd;
+use crate::device::Device;
+
+use super::cq_ring::CqRings;
+use super::device::Native;
 
 /// The state behind the fabric's lock.
 pub(crate) struct State {
     pub engine: Engine<ProcessMemory>,
-    /// CQ rings by device and CQ id.
-    pub cqs: Vec<Vec<Option<Arc<CqRing>>>>,
+    /// CQ rings by device and CQ id, and their one producer.
+    pub cqs: CqRings,
     pub events: Vec<AsyncEvent>,
 }
 
@@ -30,24 +30,28 @@ impl State {
     /// Moves the engine's completions to their CQs. Unsignaled successful
     /// send completions stop here, as a verbs driver hides them.
     pub fn distribute(&mut self) {
-        let cqs = &self.cqs;
+        let cqs = &mut self.cqs;
         self.engine.drain_completions(|e| {
-            if !e.completion.signaled {
-                return;
-            }
-            if let Some(Some(ring)) = cqs
-                .get(e.device.0 as usize)
-                .and_then(|v| v.get(e.cq.0 as usize))
-            {
-                // SAFETY: `distribute` takes `&mut State`, which exists only
-                // under the fabric lock: this is the one producer.
-                unsafe { ring.push(e.completion) };
+            if e.completion.signaled {
+                cqs.push(e.device, e.cq, e.completion);
             }
         });
         if !self.engine.has_completions() {
             let ev = self.engine.take_events();
             self.events.extend(ev);
         }
+    }
+}
+
+impl PassTarget for State {
+    type Memory = ProcessMemory;
+
+    fn engine(&mut self) -> &mut Engine<ProcessMemory> {
+        &mut self.engine
+    }
+
+    fn complete(&mut self) {
+        self.distribute();
     }
 }
 
@@ -80,10 +84,6 @@ const IO_GAP_NS: u64 = 1_000;
 const APP_WINDOW: Duration = Duration::from_millis(1);
 
 const NO_TIMER: u64 = u64::MAX;
-
-/// How long receive threads may be kept out of a full inbound queue by SENDs
-/// held for receives before those SENDs are given up (seed 001: half a second).
-const HELD_GIVE_UP: Duration = Duration::from_millis(500);
 
 impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, State> {
@@ -163,43 +163,19 @@ impl Shared {
         self.app_in_pass.store(false, Ordering::Relaxed);
     }
 
-    /// One device loop pass: apply every queued message, run timers, hand
-    /// completions to CQs, give buffers back.
+    /// One device loop pass (the mesh's, [`Mesh::pass`]): apply the queued
+    /// messages, run timers, hand completions to CQs, give buffers back.
+    /// The device thread's pass (`flush`) writes the replies it queued at
+    /// its end; an application's leaves them to its next send (which takes
+    /// them along in one sendmsg) or its next poll. Both callers polled the
+    /// connections just before.
     fn pass(st: &mut State, mesh: &Mesh, now: Instant, flush: bool) {
-        // Both callers polled the connections just before.
-        mesh.poller_busy(true);
-        mesh.begin_pass();
-        let read_before = st.engine.remote_stats().read_by_ref;
-        while let Some(m) = mesh.pop() {
-            st.engine.apply_remote(m.from, m.buf, m.start, now);
-            st.engine.take_released(|b| mesh.release(b));
-            if st.engine.remote_stats().read_by_ref != read_before {
-                // A payload read from a peer on this host takes a
-                // millisecond: after one, the pass ends, so what it let
-                // complete reaches the application (a transport's control
-                // message that starts its own sends, say) before the next is
-                // read. Without this, two ranks' sendrecv now and then read
-                // all of one direction before starting the other: 27 ms
-                // iterations among 14 ms ones.
-                break;
-            }
-        }
-        if mesh.starved_for().is_some_and(|d| d >= HELD_GIVE_UP) && st.engine.has_held() {
-            // Receive threads are kept out of a full queue by SENDs waiting
-            // for receives: give up on those now (seed 001).
-            st.engine.expire_held(now);
-        }
-        st.engine.poll(now);
-        st.engine.take_released(|b| mesh.release(b));
-        st.distribute();
-        if flush {
-            // Replies queued during the pass go out now, after the
-            // completions. An application's own pass leaves them to its next
-            // send (which takes them along in one sendmsg) or its next poll.
-            mesh.flush();
-        }
-        mesh.end_pass();
-        mesh.poller_busy(false);
+        let how = PassOptions {
+            yield_after_by_ref: true,
+            flush,
+            poller: true,
+        };
+        mesh.pass(st, now, how);
     }
 
     fn publish_deadline(&self, st: &State) {
@@ -334,7 +310,7 @@ impl Fabric {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     engine,
-                    cqs: Vec::new(),
+                    cqs: CqRings::default(),
                     events: Vec::new(),
                 }),
                 mesh,
@@ -363,9 +339,9 @@ impl Fabric {
             }));
         }
         let id = st.engine.add_device(vec![gid]);
-        st.cqs.push(Vec::new());
+        st.cqs.add_device();
         if let Some(mesh) = &self.shared.mesh {
-            let all: Vec<Gid> = (0..st.cqs.len())
+            let all: Vec<Gid> = (0..st.cqs.devices())
                 .filter_map(|d| st.engine.gids(DeviceId(d as u16)).ok())
                 .flatten()
                 .copied()
@@ -388,50 +364,5 @@ impl Fabric {
     /// Asynchronous events (SRQ limit reached, QP fatal) since the last call.
     pub fn take_events(&self) -> Vec<AsyncEvent> {
         std::mem::take(&mut self.shared.lock().events)
-    }
-}
-
-/// A device: a fabric's, or another provider's (see [`Provider`]).
-#[derive(Clone)]
-pub struct Device {
-    provider: Arc<dyn Provider>,
-}
-
-impl std::fmt::Debug for Device {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Device({})", self.provider.describe())
-    }
-}
-
-impl Device {
-    /// A device whose calls `provider` carries out.
-    pub fn new(provider: Arc<dyn Provider>) -> Device {
-        Device { provider }
-    }
-
-    /// The device's GID.
-    pub fn gid(&self) -> Gid {
-        self.provider.gid()
-    }
-
-    /// Allocates a protection domain.
-    pub fn alloc_pd(&self) -> Result<Pd, Error> {
-        let id = self.provider.alloc_pd()?;
-        Ok(Pd::new(self.clone(), id))
-    }
-
-    /// Creates a completion queue that holds `depth` completions.
-    pub fn create_cq(&self, depth: u32) -> Result<Cq, Error> {
-        let ops = self.provider.create_cq(depth)?;
-        Ok(Cq::new(self.clone(), ops))
-    }
-
-    /// The device's counters, by `hw_counters` name.
-    pub fn counters(&self) -> ernic_core::Counters {
-        self.provider.counters()
-    }
-
-    pub(crate) fn provider(&self) -> &dyn Provider {
-        &*self.provider
     }
 }

@@ -5,14 +5,16 @@
 use std::sync::Arc;
 
 use ernic_core::{
-    Access, AhId, Counters, CqId, DeviceId, Gid, MrSpec, PdId, QpAttr, QpInfo, QpInit, Qpn, RecvWr,
+    Access, AhId, Counters, DeviceId, Gid, MrSpec, PdId, QpAttr, QpInfo, QpInit, Qpn, RecvWr,
     SendWr, SrqId,
 };
 
 use crate::Error;
-use crate::cq::{CqRing, NativeCq};
-use crate::fabric::Shared;
 use crate::provider::{CqOps, MrMemory, Provider};
+
+use super::cq::NativeCq;
+use super::cq_ring::CqRing;
+use super::fabric::Shared;
 
 /// One device of a fabric.
 pub(crate) struct Native {
@@ -38,15 +40,10 @@ impl Provider for Native {
 
     fn create_cq(&self, depth: u32) -> Result<Box<dyn CqOps>, Error> {
         let dev = self.id;
-        let ring = Arc::new(CqRing::new(depth));
-        let id = self.shared.with(|st, _| -> Result<CqId, Error> {
+        let ring = CqRing::new(depth);
+        let (id, ring) = self.shared.with(|st, _| -> Result<_, Error> {
             let id = st.engine.create_cq(dev, None, depth)?;
-            let v = &mut st.cqs[dev.0 as usize];
-            if v.len() <= id.0 as usize {
-                v.resize(id.0 as usize + 1, None);
-            }
-            v[id.0 as usize] = Some(ring.clone());
-            Ok(id)
+            Ok((id, st.cqs.insert(dev, id, ring)))
         })?;
         Ok(Box::new(NativeCq {
             shared: self.shared.clone(),
@@ -60,6 +57,7 @@ impl Provider for Native {
         MrMemory::allocate(len)
     }
 
+    #[allow(unsafe_code)]
     fn reg_mr(&self, pd: PdId, mem: &MrMemory, access: Access) -> Result<u32, Error> {
         let (ptr, len, addr) = (mem.ptr(), mem.len(), mem.iova());
         let dev = self.id;

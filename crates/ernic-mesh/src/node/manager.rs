@@ -1,0 +1,118 @@
+//! The manager's side: admitting a registering worker into the table,
+//! forgetting one that never took up its id, the health-check thread
+//! (heartbeats; a node silent for three is dead) and the broadcast thread
+//! (topology and GID changes to every worker).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread;
+use std::time::Instant;
+
+use ernic_core::Gid;
+
+use crate::conn::Conn;
+use crate::frame::{self, Kind, NO_NODE};
+
+use super::control::{gids_frame, topology_body};
+use super::{AdmitError, Level, Shared};
+
+impl Shared {
+    /// A node that never took up its id leaves the table (its id goes to
+    /// quarantine like any other).
+    pub(super) fn forget(&self, id: u16) {
+        let mut st = self.lock();
+        if st.table.forget(id, Instant::now()) {
+            st.recompute_owners(Some(0));
+        }
+    }
+
+    /// The manager admits a registering worker (see the table's rules).
+    pub(super) fn admit(
+        self: &Arc<Self>,
+        boot: u64,
+        wanted: u16,
+        addr: SocketAddr,
+        gids: Vec<Gid>,
+    ) -> Result<u16, AdmitError> {
+        let mut st = self.lock();
+        let admission = st.table.admit(boot, wanted, addr, gids, Instant::now());
+        if admission.evicted.is_some() {
+            // Even when no id was free after all.
+            st.dirty_topology = true;
+        }
+        let id = admission.id?;
+        // Its connection is installed before the broadcast thread is told to
+        // send it the whole table (see `handshake_in`).
+        st.recompute_owners(Some(0));
+        Ok(id)
+    }
+
+    /// The manager's health-check thread: heartbeats, and dead nodes.
+    pub(super) fn health_loop(self: &Arc<Self>) {
+        let hb = self.cfg.heartbeat;
+        while !self.stop.load(Ordering::Relaxed) {
+            let conns: Vec<Arc<Conn>> = self.lock().conns.values().cloned().collect();
+            for c in conns {
+                if c.silence() > hb * 3 {
+                    self.log(
+                        Level::Warn,
+                        format_args!(
+                            "node {} has been silent for {:?}: dead",
+                            c.peer.0,
+                            c.silence()
+                        ),
+                    );
+                    self.closed(&c);
+                } else {
+                    c.heartbeat(frame::frame(Kind::Heartbeat, 0, c.peer.0, &[]));
+                }
+            }
+            thread::sleep(hb);
+        }
+    }
+
+    /// The manager's broadcast thread: sends topology and GID changes.
+    pub(super) fn broadcast_loop(self: &Arc<Self>) {
+        while !self.stop.load(Ordering::Relaxed) {
+            let mut st = self.lock();
+            if st.dirty_gids.is_empty() && !st.dirty_topology && st.send_all_to.is_empty() {
+                st = self
+                    .changed
+                    .wait_timeout(st, self.cfg.heartbeat)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            let dirty: Vec<u16> = std::mem::take(&mut st.dirty_gids).into_iter().collect();
+            let topo = std::mem::take(&mut st.dirty_topology);
+            let fresh = std::mem::take(&mut st.send_all_to);
+            let conns: Vec<Arc<Conn>> = st.conns.values().cloned().collect();
+            let topo_frame = frame::frame(Kind::Topology, 0, NO_NODE, &topology_body(&st.table));
+            let gid_frames: BTreeMap<u16, Vec<u8>> = st
+                .table
+                .iter()
+                .map(|(id, r)| (id, gids_frame(0, id, r.alive, &r.gids)))
+                .collect();
+            st.topology = st.table.peers();
+            drop(st);
+            for c in &conns {
+                if fresh.contains(&c.peer.0) {
+                    c.control(topo_frame.clone());
+                    for f in gid_frames.values() {
+                        c.control(f.clone());
+                    }
+                    continue;
+                }
+                if topo {
+                    c.control(topo_frame.clone());
+                }
+                for id in &dirty {
+                    if let Some(f) = gid_frames.get(id) {
+                        c.control(f.clone());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Where frames go: the connection an outgoing frame takes (direct, or
+//! through the manager), what each arriving frame does (data to the inbound
+//! queue or relayed, control frames to the node's view), and the manager's
+//! relay.
+
+use std::sync::Arc;
+
+use ernic_core::NodeId;
+
+use crate::conn::{Conn, QueueError};
+use crate::frame::{self, FrameError, Header, Kind, NO_NODE, Reader};
+use crate::inbound::Message;
+
+use super::control::{parse_gids, parse_topology};
+use super::{Level, Shared, State};
+
+impl Shared {
+    /// The connection frames for `to` go on, and the `dst` to put in them.
+    pub fn route(&self, st: &State, to: NodeId) -> Option<(Arc<Conn>, u16)> {
+        if let Some(c) = st.conns.get(&to.0) {
+            return Some((c.clone(), NO_NODE));
+        }
+        if !self.manager {
+            // No direct link: the manager relays.
+            if let Some(c) = st.conns.get(&0) {
+                return Some((c.clone(), to.0));
+            }
+        }
+        None
+    }
+
+    /// Handles one frame. Without `blocking`, a frame that has no room to go
+    /// (inbound queue or relay target full) is given back.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn handle(
+        self: &Arc<Self>,
+        c: &Arc<Conn>,
+        hdr: Header,
+        buf: Vec<u8>,
+        blocking: bool,
+    ) -> Result<Option<(Header, Vec<u8>)>, FrameError> {
+        let me = self.me().map_or(NO_NODE, |n| n.0);
+        let body = &buf[frame::HEADER_LEN..];
+        match hdr.kind {
+            Kind::Heartbeat => {
+                c.answer(frame::frame(Kind::HeartbeatAck, me, hdr.src, &[]));
+                self.recycle(buf);
+            }
+            Kind::HeartbeatAck => self.recycle(buf),
+            Kind::Data => {
+                // Only the manager relays, and only a connection's own node
+                // may speak for itself on a direct link.
+                let relayed_to_me = !self.manager && c.peer.0 == 0;
+                if !relayed_to_me && hdr.src != c.peer.0 {
+                    self.log(
+                        Level::Warn,
+                        format_args!(
+                            "dropping data from node {} claiming to be node {}",
+                            c.peer.0, hdr.src
+                        ),
+                    );
+                    self.recycle(buf);
+                    return Ok(None);
+                }
+                let relayed = hdr.src != c.peer.0;
+                if relayed && ernic_core::wire::is_by_ref(body) {
+                    // A reference is read from the process that proved it
+                    // holds this connection, so only that node may send one.
+                    self.log(
+                        Level::Warn,
+                        format_args!(
+                            "dropping a by-reference message for node {} relayed from node {}",
+                            hdr.dst, hdr.src
+                        ),
+                    );
+                    self.recycle(buf);
+                    return Ok(None);
+                }
+                if hdr.dst == NO_NODE || hdr.dst == me {
+                    let m = Message {
+                        from: NodeId(hdr.src),
+                        buf,
+                        start: frame::HEADER_LEN,
+                    };
+                    if blocking {
+                        // Waits for room; drops only when the device loop stalls.
+                        c.set_stalled(true);
+                        let _ = self.inbound.push(m, c.closed_flag());
+                        c.set_stalled(false);
+                    } else if let Err(m) = self.inbound.try_push(m) {
+                        return Ok(Some((hdr, m.buf)));
+                    }
+                } else if self.manager {
+                    return Ok(self.relay(hdr, buf, blocking));
+                } else {
+                    self.recycle(buf);
+                }
+            }
+            Kind::Gids if self.manager => {
+                let (node, alive, gids) = parse_gids(body)?;
+                if node != c.peer.0 || !alive {
+                    return Err(FrameError::Body(Kind::Gids));
+                }
+                let mut st = self.lock();
+                st.table.set_gids(node, gids);
+                st.dirty_gids.insert(node);
+                st.recompute_owners(Some(0));
+                drop(st);
+                self.changed.notify_all();
+                self.recycle(buf);
+            }
+            Kind::Gids => {
+                let (node, alive, gids) = parse_gids(body)?;
+                let mut st = self.lock();
+                st.node_gids.insert(node, (alive, gids));
+                st.recompute_owners(Some(me));
+                drop(st);
+                self.recycle(buf);
+            }
+            Kind::Topology if !self.manager => {
+                let topo = parse_topology(body)?;
+                let mut st = self.lock();
+                // Direct links to nodes now dead are closed.
+                let dead: Vec<Arc<Conn>> = topo
+                    .iter()
+                    .filter(|p| !p.alive && p.id.0 != 0)
+                    .filter_map(|p| st.conns.get(&p.id.0).cloned())
+                    .collect();
+                st.topology = topo;
+                drop(st);
+                for d in dead {
+                    d.close();
+                }
+                self.changed.notify_all();
+                self.recycle(buf);
+            }
+            Kind::SameHost => {
+                let r = self.take_offer(c, body);
+                self.recycle(buf);
+                r?;
+            }
+            Kind::Refuse => {
+                let mut r = Reader::new(Kind::Refuse, body);
+                let _code = r.u16()?;
+                self.log(
+                    Level::Error,
+                    format_args!("node {} refused: {}", hdr.src, r.text()),
+                );
+                return Err(FrameError::Body(Kind::Refuse));
+            }
+            _ => return Err(FrameError::Body(hdr.kind)),
+        }
+        Ok(None)
+    }
+
+    /// The manager forwards a data frame to the node it names. Blocking, it
+    /// waits for room up to its (halved) send timeout; not blocking, a frame
+    /// with no room comes back.
+    pub(super) fn relay(
+        &self,
+        hdr: Header,
+        buf: Vec<u8>,
+        blocking: bool,
+    ) -> Option<(Header, Vec<u8>)> {
+        let target = self.lock().conns.get(&hdr.dst).cloned();
+        let result = match target {
+            None => {
+                self.recycle(buf);
+                Err(())
+            }
+            Some(t) if blocking => {
+                if let Some(from) = self.lock().conns.get(&hdr.src).cloned() {
+                    from.set_stalled(true);
+                }
+                let r = t.data_wait(buf, self.cfg.send_timeout / 2).map_err(|_| ());
+                if let Some(from) = self.lock().conns.get(&hdr.src).cloned() {
+                    from.set_stalled(false);
+                }
+                r
+            }
+            Some(t) => match t.data(buf, 0, false, false) {
+                Ok(done) => Ok(done),
+                Err((QueueError::Full, buf)) => return Some((hdr, buf)),
+                Err((QueueError::Closed, buf)) => {
+                    self.recycle(buf);
+                    Err(())
+                }
+            },
+        };
+        match result {
+            Ok(Some(b)) => self.recycle(b),
+            Ok(None) => {}
+            Err(()) => {
+                self.lock().relay_drops += 1;
+                self.log(
+                    Level::Info,
+                    format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),
+                );
+            }
+        }
+        None
+    }
+}
