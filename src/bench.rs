@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::ValueEnum;
 use ernic_net::config::Config;
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::libfabric::LibfabricProvider;
 use ernic_net::provider::Provider;
 use ernic_net::rdma::{Connector, Endpoint, Handle, MrHandle, RecvComm, Request, SendComm};
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
 use crate::perf::parse_size;

@@ -25,12 +25,12 @@ use std::hash::BuildHasher;
 use std::time::Instant;
 
 use ernic_net::config::Config;
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::provider::Provider;
 use ernic_net::rdma::{
     Connector, Endpoint, HANDLE_LEN, Handle, ListenComm, MrHandle, NetError, RecvComm, Request,
     SendComm,
 };
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
 /// `ncclResult_t` values (NCCL's `err.h`).

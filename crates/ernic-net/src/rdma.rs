@@ -2320,7 +2320,7 @@ impl Drop for Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ernic::ErnicProvider;
+    use crate::verbs_provider::ErnicProvider;
 
     #[test]
     fn a_handle_in_hex_is_hex_digits_and_nothing_else() {
