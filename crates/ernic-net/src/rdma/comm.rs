@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::conn_state::ConnState;
+use super::conn_state::Handshake;
 use super::control::CtrlMsg as Ctrl;
 use super::error::NetError;
 use super::post::Op;
@@ -33,7 +33,7 @@ pub(super) enum RElem {
 
 pub(super) struct Comm {
     pub(super) kind: CommKind,
-    pub(super) state: ConnState,
+    pub(super) handshake: Handshake,
     /// The peer comm's id (learned from CONN or CONN_RESP).
     pub(super) remote: u32,
     /// The peer's control rails, in our control rails' address vectors.
@@ -59,7 +59,11 @@ pub(super) enum CommKind {
 }
 
 impl Endpoint {
-    pub(super) fn new_comm(&mut self, kind: CommKind, state: ConnState) -> Result<u32, NetError> {
+    pub(super) fn new_comm(
+        &mut self,
+        kind: CommKind,
+        handshake: Handshake,
+    ) -> Result<u32, NetError> {
         let id = self
             .ids
             .allocate()
@@ -73,7 +77,7 @@ impl Endpoint {
         }
         self.comms[id as usize] = Some(Comm {
             kind,
-            state,
+            handshake,
             remote: 0,
             peer_ctrl: [0; MAX_CONTROL_RAILS],
             peer_data: [0; MAX_RAILS],
@@ -99,7 +103,7 @@ impl Endpoint {
     /// A comm of `kind` that is connected, ready for data.
     pub(super) fn connected(&mut self, id: u32, kind: CommKind) -> Result<&mut Comm, NetError> {
         let c = self.comm(id, kind)?;
-        if !matches!(c.state, ConnState::Connected) {
+        if !c.handshake.is_connected() {
             return Err(NetError::Invalid(format!(
                 "{kind:?} comm {id} is not connected"
             )));

@@ -7,9 +7,9 @@
 use std::time::{Duration, Instant};
 
 use super::comm::CommKind;
-use super::conn_state::ConnState;
+use super::conn_state::{Handshake, Step};
 use super::context::After;
-use super::control::{CONN, CONN_RESP, RailNames};
+use super::control::{RailNames, encode_conn, encode_conn_resp, encode_rail_names};
 use super::error::{NetError, perr};
 use super::handle::{Handle, decode_handle};
 use super::{Endpoint, HANDLE_LEN, ListenComm, MAX_BACKLOG, MAX_CONTROL_RAILS, RecvComm, SendComm};
@@ -47,7 +47,7 @@ impl Connector {
 impl Endpoint {
     /// Opens a listening comm and the handle a peer connects with.
     pub fn listen(&mut self) -> Result<(ListenComm, Handle), NetError> {
-        let id = self.new_comm(CommKind::Listen, ConnState::Connected)?;
+        let id = self.new_comm(CommKind::Listen, Handshake::listening())?;
         let name = self.ctls[0].rail.name();
         let mut h = Vec::with_capacity(HANDLE_LEN);
         h.push(name.len() as u8);
@@ -63,20 +63,12 @@ impl Endpoint {
         Ok((ListenComm(id), Handle(h)))
     }
 
+    /// Our rails' names, for a CONN or CONN_RESP.
     pub(super) fn names(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 * (self.ctls.len() + self.data.len()));
-        out.push(self.data.len() as u8);
-        out.push(self.ctls.len() as u8);
-        for n in self
-            .ctls
-            .iter()
-            .map(|c| c.rail.name())
-            .chain(self.data.iter().map(|d| d.rail.name()))
-        {
-            out.push(n.len() as u8);
-            out.extend_from_slice(&n);
-        }
-        out
+        encode_rail_names(
+            self.ctls.iter().map(|c| c.rail.name()),
+            self.data.iter().map(|d| d.rail.name()),
+        )
     }
 
     /// Connects to a listener; answers `None` until the connection is made.
@@ -98,7 +90,8 @@ impl Endpoint {
             None => {
                 let h = decode_handle(&c.handle.0)
                     .map_err(|e| NetError::Invalid(format!("not a listen handle: {e}")))?;
-                let id = self.new_comm(CommKind::Send, ConnState::Created)?;
+                let timeout = self.cfg.connect_timeout;
+                let id = self.new_comm(CommKind::Send, Handshake::dial(now, timeout))?;
                 let peer = match self.ctls[0].rail.av_insert(h.name) {
                     Ok(p) => p,
                     Err(e) => {
@@ -114,36 +107,31 @@ impl Endpoint {
                 id
             }
         };
+        // CQs first: a CONN_RESP that came by now counts, however late.
         self.progress();
-        let timeout = self.cfg.connect_timeout;
         let comm = self.comm(id, CommKind::Send)?;
-        let pending = !matches!(comm.state, ConnState::Connected | ConnState::Failed(_));
-        if pending && c.expired(now, timeout) {
-            self.cancel(c);
-            return Err(NetError::ConnectTimeout {
-                ms: timeout.as_millis(),
-            });
-        }
-        let comm = self.comm(id, CommKind::Send)?;
-        match &comm.state {
-            ConnState::Created => {
+        match comm.handshake.step(now) {
+            Step::SendConn => {
                 let (peer, listen) = (comm.peer_ctrl[0], comm.remote);
-                let mut m = vec![CONN, 0, 0, 0];
-                m.extend_from_slice(&listen.to_le_bytes());
-                m.extend_from_slice(&id.to_le_bytes());
-                m.extend_from_slice(&self.names());
+                let m = encode_conn(listen, id, &self.names());
                 if self.ctl_send(&m, 0, peer, 0, After::Nothing) {
-                    self.comm(id, CommKind::Send)?.state = ConnState::WaitResp;
+                    self.comm(id, CommKind::Send)?.handshake.conn_sent();
                 }
                 Ok(None)
             }
-            ConnState::Connected => Ok(Some(SendComm(id))),
-            ConnState::Failed(e) => {
+            Step::Connected => Ok(Some(SendComm(id))),
+            Step::Failed(e) => {
                 let e = format!("connect failed: {e}");
                 self.cancel(c);
                 Err(NetError::Request(e))
             }
-            _ => Ok(None),
+            Step::TimedOut => {
+                self.cancel(c);
+                Err(NetError::ConnectTimeout {
+                    ms: self.cfg.connect_timeout.as_millis(),
+                })
+            }
+            Step::Wait | Step::SendConnResp => Ok(None),
         }
     }
 
@@ -156,7 +144,7 @@ impl Endpoint {
         let Some(comm) = self.comms.get(id as usize).and_then(Option::as_ref) else {
             return;
         };
-        if comm.kind != CommKind::Send || matches!(comm.state, ConnState::Connected) {
+        if comm.kind != CommKind::Send || comm.handshake.is_connected() {
             c.comm = Some(id);
             return;
         }
@@ -180,29 +168,25 @@ impl Endpoint {
             return Ok(None);
         };
         let c = self.comm(id, CommKind::Recv)?;
-        match &c.state {
-            ConnState::RespPending => {
+        match c.handshake.accept_step() {
+            Step::SendConnResp => {
                 let (peer, remote) = (c.peer_ctrl[0], c.remote);
-                let mut m = vec![CONN_RESP, 0, 0, 0];
-                m.extend_from_slice(&remote.to_le_bytes());
-                m.extend_from_slice(&id.to_le_bytes());
-                m.extend_from_slice(&self.names());
+                let m = encode_conn_resp(remote, id, &self.names());
                 if self.ctl_send(&m, 0, peer, 0, After::Connect(id)) {
-                    self.comm(id, CommKind::Recv)?.state = ConnState::RespSent;
+                    self.comm(id, CommKind::Recv)?.handshake.resp_sent();
                 }
                 Ok(None)
             }
-            ConnState::Connected => {
+            Step::Connected => {
                 self.comm(l.0, CommKind::Listen)?.backlog.pop_front();
                 Ok(Some(RecvComm(id)))
             }
-            ConnState::Failed(e) => {
-                let e = e.clone();
+            Step::Failed(e) => {
                 self.comm(l.0, CommKind::Listen)?.backlog.pop_front();
                 self.free_comm(id);
                 Err(NetError::Request(format!("accept failed: {e}")))
             }
-            _ => Ok(None),
+            Step::Wait | Step::SendConn | Step::TimedOut => Ok(None),
         }
     }
 
@@ -240,7 +224,7 @@ impl Endpoint {
         if self.comm(listen, CommKind::Listen).ok()?.backlog.len() >= MAX_BACKLOG {
             return None;
         }
-        let id = self.new_comm(CommKind::Recv, ConnState::RespPending).ok()?;
+        let id = self.new_comm(CommKind::Recv, Handshake::answer()).ok()?;
         let Some((peer_ctrl, peer_data)) = self.insert_names(names) else {
             self.free_comm(id);
             return None;
@@ -276,10 +260,12 @@ impl Endpoint {
         receiver: u32,
         names: &RailNames<'_>,
     ) -> Option<()> {
-        if !matches!(
-            self.comm(sender, CommKind::Send).ok()?.state,
-            ConnState::WaitResp
-        ) {
+        if !self
+            .comm(sender, CommKind::Send)
+            .ok()?
+            .handshake
+            .awaits_resp()
+        {
             return None;
         }
         let (peer_ctrl, peer_data) = self.insert_names(names)?;
@@ -287,7 +273,34 @@ impl Endpoint {
         c.remote = receiver;
         c.peer_ctrl = peer_ctrl;
         c.peer_data = peer_data;
-        c.state = ConnState::Connected;
+        c.handshake.conn_resp();
         Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::verbs_provider::ErnicProvider;
+
+    /// A CONN that comes again (the same comm of the same peer: a retry)
+    /// makes no second connection; another comm of that peer makes its own.
+    #[test]
+    fn a_duplicate_conn_makes_one_connection() {
+        let p = ErnicProvider::new(ernic_verbs::Fabric::new());
+        let a = Endpoint::open(&p, 1, Config::default()).unwrap();
+        let mut b = Endpoint::open(&p, 1, Config::default()).unwrap();
+        let (l, _) = b.listen().unwrap();
+        let conn = |sender: u32| encode_conn(l.0, sender, &a.names());
+        let backlog = |b: &Endpoint| b.comms[l.0 as usize].as_ref().unwrap().backlog.len();
+        assert!(b.on_control(&conn(7), 0));
+        assert!(!b.on_control(&conn(7), 0), "the same CONN again is dropped");
+        assert_eq!(backlog(&b), 1);
+        assert!(b.on_control(&conn(8), 0));
+        assert_eq!(backlog(&b), 2);
+        // Each waits for accept as a connection of its own.
+        let first = b.comms[l.0 as usize].as_ref().unwrap().backlog[0];
+        assert_eq!(b.comms[first as usize].as_ref().unwrap().remote, 7);
     }
 }

@@ -233,6 +233,77 @@ pub fn decode_control(m: &[u8]) -> Result<Control<'_>, DecodeError> {
     }
 }
 
+/// Bytes of the longest CTRL (a key for each of [`MAX_RAILS`] rails).
+pub(super) const CTRL_MAX_LEN: usize = 32 + 8 * MAX_RAILS;
+/// Bytes of a SIZE.
+pub(super) const SIZE_LEN: usize = 24;
+
+/// The rail-names part of a CONN or CONN_RESP, as [`RailNames`] decodes
+/// it: the data and control rail counts, then each name after its length
+/// byte, control rails first. Names are the provider's (at most 56 bytes).
+pub(super) fn encode_rail_names(
+    control: impl ExactSizeIterator<Item = Vec<u8>>,
+    data: impl ExactSizeIterator<Item = Vec<u8>>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * (control.len() + data.len()));
+    out.push(data.len() as u8);
+    out.push(control.len() as u8);
+    for n in control.chain(data) {
+        out.push(n.len() as u8);
+        out.extend_from_slice(&n);
+    }
+    out
+}
+
+/// A CONN from our comm `sender` to the listen comm `listen`, with our
+/// rails' `names` (from [`encode_rail_names`]). Made once a connection:
+/// not on a data path.
+pub(super) fn encode_conn(listen: u32, sender: u32, names: &[u8]) -> Vec<u8> {
+    let mut m = vec![CONN, 0, 0, 0];
+    m.extend_from_slice(&listen.to_le_bytes());
+    m.extend_from_slice(&sender.to_le_bytes());
+    m.extend_from_slice(names);
+    m
+}
+
+/// A CONN_RESP to the peer's comm `sender` from our comm `receiver`, with
+/// our rails' `names`.
+pub(super) fn encode_conn_resp(sender: u32, receiver: u32, names: &[u8]) -> Vec<u8> {
+    let mut m = vec![CONN_RESP, 0, 0, 0];
+    m.extend_from_slice(&sender.to_le_bytes());
+    m.extend_from_slice(&receiver.to_le_bytes());
+    m.extend_from_slice(names);
+    m
+}
+
+/// Writes `c` as a CTRL into `m` (on the caller's stack: one per receive,
+/// no allocation); answers the bytes used, `32 + 8 * c.nkeys`.
+pub(super) fn encode_ctrl(c: &CtrlMsg, m: &mut [u8; CTRL_MAX_LEN]) -> usize {
+    let nkeys = usize::from(c.nkeys).min(MAX_RAILS);
+    m[0] = CTRL;
+    m[4..8].copy_from_slice(&c.comm.to_le_bytes());
+    m[8..12].copy_from_slice(&u32::from(c.seq).to_le_bytes());
+    m[12..20].copy_from_slice(&c.addr.to_le_bytes());
+    m[20..28].copy_from_slice(&c.len.to_le_bytes());
+    m[28] = nkeys as u8;
+    for (rail, key) in c.keys.iter().enumerate().take(nkeys) {
+        m[32 + 8 * rail..40 + 8 * rail].copy_from_slice(&key.to_le_bytes());
+    }
+    32 + 8 * nkeys
+}
+
+/// A SIZE for the peer's comm `comm`: message `seq` of `nseg` segments
+/// (this one included) carried `size` bytes.
+pub(super) fn encode_size(comm: u32, seq: u16, nseg: u8, size: u64) -> [u8; SIZE_LEN] {
+    let mut m = [0u8; SIZE_LEN];
+    m[0] = SIZE;
+    m[4..8].copy_from_slice(&comm.to_le_bytes());
+    m[8..12].copy_from_slice(&u32::from(seq).to_le_bytes());
+    m[12..16].copy_from_slice(&u32::from(nseg).to_le_bytes());
+    m[16..24].copy_from_slice(&size.to_le_bytes());
+    m
+}
+
 pub(super) fn u32_at(m: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(m.get(at..at + 4)?.try_into().ok()?))
 }
@@ -334,5 +405,56 @@ mod tests {
         );
         assert_eq!(decode_control(&[]), Err(DecodeError::Empty));
         assert_eq!(decode_control(&[9]), Err(DecodeError::Kind(9)));
+    }
+
+    #[test]
+    fn encoded_messages_are_the_bytes_the_decoder_reads() {
+        let names = encode_rail_names(
+            [b"c0".to_vec()].into_iter(),
+            [b"d0".to_vec(), b"d1".to_vec()].into_iter(),
+        );
+        assert_eq!(
+            encode_conn(7, 9, &names),
+            conn_bytes(CONN, &[b"c0", b"d0", b"d1"], 2, 1)
+        );
+        assert_eq!(
+            encode_conn_resp(7, 9, &names),
+            conn_bytes(CONN_RESP, &[b"c0", b"d0", b"d1"], 2, 1)
+        );
+
+        let mut keys = [0u64; MAX_RAILS];
+        keys[..2].copy_from_slice(&[0xabcd, 0x1234]);
+        let c = CtrlMsg {
+            comm: 5,
+            seq: 1023,
+            addr: 0x1000,
+            len: 64,
+            nkeys: 2,
+            keys,
+        };
+        let mut m = [0u8; CTRL_MAX_LEN];
+        let n = encode_ctrl(&c, &mut m);
+        assert_eq!(n, 48);
+        assert_eq!(m[..12], [CTRL, 0, 0, 0, 5, 0, 0, 0, 0xff, 3, 0, 0]);
+        assert_eq!(m[28], 2);
+        assert_eq!(m[40..48], 0x1234u64.to_le_bytes());
+        assert_eq!(decode_control(&m[..n]), Ok(Control::Ctrl(c)));
+
+        let s = encode_size(3, 17, 2, 1 << 40);
+        assert_eq!(
+            s,
+            [
+                SIZE, 0, 0, 0, 3, 0, 0, 0, 17, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0
+            ]
+        );
+        assert_eq!(
+            decode_control(&s),
+            Ok(Control::Size {
+                comm: 3,
+                seq: 17,
+                nseg: 2,
+                size: 1 << 40
+            })
+        );
     }
 }

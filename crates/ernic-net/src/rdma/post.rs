@@ -4,7 +4,6 @@
 //! on a hard error; progress retries the parked ones in order. A request
 //! counts its posts still out, so it is reported only when none is left.
 
-use super::conn_state::ConnState;
 use super::context::{After, K_REQ, K_RX, K_TX, ctx, then_bits};
 use super::{CTL, CTL_SLOT, Endpoint};
 use crate::freelist::Entry;
@@ -213,7 +212,7 @@ impl Endpoint {
             After::Req(req) => self.fail_req(req, msg),
             After::Connect(id) => {
                 if let Some(c) = self.comms[id as usize].as_mut() {
-                    c.state = ConnState::Failed(msg);
+                    c.handshake.fail(msg);
                 }
             }
         }

@@ -3,7 +3,6 @@
 //! send, an rx buffer) or, for a peer's write, by its immediate. Runs only
 //! inside the endpoint's calls (`test`, and before posting).
 
-use super::conn_state::ConnState;
 use super::context::{After, K_REQ, K_RX, K_TX, THEN_MASK, then_of, unctx};
 use super::control::{Control, decode_control};
 use super::immediate::split_imm;
@@ -118,7 +117,7 @@ impl Endpoint {
                     }
                     After::Connect(id) => {
                         if let Some(c) = self.comms[id as usize].as_mut() {
-                            c.state = ConnState::Connected;
+                            c.handshake.resp_done();
                         }
                     }
                 }

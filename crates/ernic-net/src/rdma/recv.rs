@@ -7,7 +7,7 @@
 
 use super::comm::{CommKind, RElem};
 use super::context::After;
-use super::control::CTRL;
+use super::control::{CTRL_MAX_LEN, CtrlMsg, encode_ctrl};
 use super::error::NetError;
 use super::immediate::{split_imm, split_sr_imm};
 use super::post::Op;
@@ -100,10 +100,6 @@ impl Endpoint {
         // The CTRL goes even when the message came eagerly (and in
         // SENDRECV, where it is only a credit): the sender counts CTRLs to
         // stay within the window. Built on the stack: no allocation.
-        let mut m = [0u8; 32 + 8 * MAX_RAILS];
-        m[0] = CTRL;
-        m[4..8].copy_from_slice(&remote.to_le_bytes());
-        m[8..12].copy_from_slice(&u32::from(seq).to_le_bytes());
         // Where the receive starts, as the peer's writes must name it: its
         // address, or (offset addressing, the tcp providers) its offset in
         // the registration, which may begin pages before `addr`.
@@ -114,16 +110,22 @@ impl Endpoint {
                 .as_ref()
                 .map_or(0, |m| addr as u64 - m.addr)
         };
-        m[12..20].copy_from_slice(&base.to_le_bytes());
-        m[20..28].copy_from_slice(&(len as u64).to_le_bytes());
-        m[28] = self.data.len() as u8;
-        for rail in 0..self.data.len() {
-            let key = self.mrs[mr as usize]
+        let mut keys = [0u64; MAX_RAILS];
+        for (rail, key) in keys.iter_mut().enumerate().take(self.data.len()) {
+            *key = self.mrs[mr as usize]
                 .as_ref()
                 .map_or(0, |m| m.regs[rail].key);
-            m[32 + 8 * rail..40 + 8 * rail].copy_from_slice(&key.to_le_bytes());
         }
-        let used = 32 + 8 * self.data.len();
+        let ctrl = CtrlMsg {
+            comm: remote,
+            seq,
+            addr: base,
+            len: len as u64,
+            nkeys: self.data.len() as u8,
+            keys,
+        };
+        let mut m = [0u8; CTRL_MAX_LEN];
+        let used = encode_ctrl(&ctrl, &mut m);
         // A tx slot was free when the receive began (checked above), and
         // nothing since took one.
         let sent = self.ctl_send(&m[..used], ctl, peer_ctrl, 0, After::Nothing);

@@ -6,7 +6,7 @@
 
 use super::comm::{CommKind, SElem};
 use super::context::After;
-use super::control::{CtrlMsg as Ctrl, SIZE};
+use super::control::{CtrlMsg as Ctrl, encode_size};
 use super::error::NetError;
 use super::immediate::{imm, sr_imm};
 use super::post::Op;
@@ -143,12 +143,7 @@ impl Endpoint {
             });
         }
         if short {
-            let mut m = [0u8; 24];
-            m[0] = SIZE;
-            m[4..8].copy_from_slice(&remote.to_le_bytes());
-            m[8..12].copy_from_slice(&u32::from(r.seq).to_le_bytes());
-            m[12..16].copy_from_slice(&u32::from(nseg).to_le_bytes());
-            m[16..24].copy_from_slice(&(r.len as u64).to_le_bytes());
+            let m = encode_size(remote, r.seq, nseg, r.len as u64);
             if !self.ctl_send(&m, ctl, peer_ctrl, im, After::Req(req)) {
                 self.fail_req(req, "no control buffer for the size message".into());
             }
