@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::conn_state::Handshake;
 use super::control::CtrlMsg as Ctrl;
-use super::error::NetError;
+use super::error::{NetError, RequestError};
 use super::post::Op;
 use super::recv::HeldChunk;
 use super::{Endpoint, ListenComm, MAX_CONTROL_RAILS, MSGBUFF_SIZE, RecvComm, SEQ_BITS, SendComm};
@@ -51,10 +51,14 @@ pub(super) struct Comm {
     pub(super) held: VecDeque<HeldChunk>,
 }
 
+/// The kinds of comm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CommKind {
+pub enum CommKind {
+    /// A listening comm ([`ListenComm`]).
     Listen,
+    /// The sending end of a connection ([`SendComm`]).
     Send,
+    /// The receiving end of a connection ([`RecvComm`]).
     Recv,
 }
 
@@ -67,8 +71,7 @@ impl Endpoint {
         let id = self
             .ids
             .allocate()
-            .map_err(|e| NetError::Invalid(format!("cannot open a comm: {e}")))?
-            as u32;
+            .map_err(|source| NetError::NoCommId { source })? as u32;
         // The table grows to the highest id in use, never past MAX_COMMS
         // (the id pool's size), and never shrinks: an id that was once
         // handed out always indexes it.
@@ -96,7 +99,7 @@ impl Endpoint {
     pub(super) fn comm(&mut self, id: u32, kind: CommKind) -> Result<&mut Comm, NetError> {
         match self.comms.get_mut(id as usize).and_then(Option::as_mut) {
             Some(c) if c.kind == kind => Ok(c),
-            _ => Err(NetError::Invalid(format!("no {kind:?} comm {id}"))),
+            _ => Err(NetError::NoSuchComm { kind, id }),
         }
     }
 
@@ -104,9 +107,7 @@ impl Endpoint {
     pub(super) fn connected(&mut self, id: u32, kind: CommKind) -> Result<&mut Comm, NetError> {
         let c = self.comm(id, kind)?;
         if !c.handshake.is_connected() {
-            return Err(NetError::Invalid(format!(
-                "{kind:?} comm {id} is not connected"
-            )));
+            return Err(NetError::NotConnected { kind, id });
         }
         Ok(c)
     }
@@ -127,7 +128,7 @@ impl Endpoint {
     pub fn close(&mut self, comm: impl Into<CommRef>) -> Result<(), NetError> {
         let id = comm.into().0;
         let Some(c) = self.comms.get(id as usize).and_then(Option::as_ref) else {
-            return Err(NetError::Invalid(format!("no comm {id}")));
+            return Err(NetError::UnknownComm { id });
         };
         let mut held = Vec::new();
         let mut reqs = Vec::new();
@@ -146,7 +147,7 @@ impl Endpoint {
             self.post(Op::Rx { rail, slot });
         }
         for r in reqs {
-            self.fail_req(r, "comm closed".into());
+            self.fail_req(r, RequestError::CommClosed);
         }
         self.free_comm(id);
         Ok(())

@@ -16,6 +16,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::error::RequestError;
+
 /// Where a comm's connection stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ConnState {
@@ -30,7 +32,7 @@ pub(super) enum ConnState {
     /// Both: ready for data.
     Connected,
     /// Failed.
-    Failed(String),
+    Failed(RequestError),
     /// Sender: no CONN_RESP by the connect timeout.
     TimedOut,
 }
@@ -47,7 +49,7 @@ pub(super) enum Step {
     /// Ready for data.
     Connected,
     /// The connection failed.
-    Failed(String),
+    Failed(RequestError),
     /// The connect timeout passed without a CONN_RESP.
     TimedOut,
 }
@@ -162,7 +164,7 @@ impl Handshake {
     }
 
     /// The receiver's CONN_RESP could not be sent.
-    pub(super) fn fail(&mut self, why: String) {
+    pub(super) fn fail(&mut self, why: RequestError) {
         self.state = ConnState::Failed(why);
     }
 }
@@ -245,8 +247,11 @@ mod tests {
 
         let mut h = Handshake::answer();
         h.resp_sent();
-        h.fail("refused".into());
-        assert_eq!(h.accept_step(), Step::Failed("refused".into()));
+        let why = RequestError::Post {
+            message: "refused".into(),
+        };
+        h.fail(why.clone());
+        assert_eq!(h.accept_step(), Step::Failed(why));
         assert!(!h.is_connected());
         // A receiver has no deadline: no time makes it time out.
         let mut h = Handshake::answer();

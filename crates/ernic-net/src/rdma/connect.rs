@@ -10,7 +10,7 @@ use super::comm::CommKind;
 use super::conn_state::{Handshake, Step};
 use super::context::After;
 use super::control::{RailNames, encode_conn, encode_conn_resp, encode_rail_names};
-use super::error::{NetError, perr};
+use super::error::NetError;
 use super::handle::{Handle, decode_handle};
 use super::{Endpoint, HANDLE_LEN, ListenComm, MAX_BACKLOG, MAX_CONTROL_RAILS, RecvComm, SendComm};
 use crate::config::MAX_RAILS;
@@ -54,10 +54,7 @@ impl Endpoint {
         h.extend_from_slice(&name);
         h.extend_from_slice(&id.to_le_bytes());
         if h.len() > HANDLE_LEN {
-            return Err(NetError::Provider(format!(
-                "endpoint name of {} bytes does not fit a handle",
-                name.len()
-            )));
+            return Err(NetError::NameTooLong { len: name.len() });
         }
         h.resize(HANDLE_LEN, 0);
         Ok((ListenComm(id), Handle(h)))
@@ -88,15 +85,15 @@ impl Endpoint {
         let id = match c.comm {
             Some(id) => id,
             None => {
-                let h = decode_handle(&c.handle.0)
-                    .map_err(|e| NetError::Invalid(format!("not a listen handle: {e}")))?;
+                let h =
+                    decode_handle(&c.handle.0).map_err(|source| NetError::NotAHandle { source })?;
                 let timeout = self.cfg.connect_timeout;
                 let id = self.new_comm(CommKind::Send, Handshake::dial(now, timeout))?;
                 let peer = match self.ctls[0].rail.av_insert(h.name) {
                     Ok(p) => p,
-                    Err(e) => {
+                    Err(source) => {
                         self.free_comm(id);
-                        return Err(perr(e));
+                        return Err(NetError::ListenerAddress { source });
                     }
                 };
                 let comm = self.comms[id as usize].as_mut().expect("just made");
@@ -120,10 +117,9 @@ impl Endpoint {
                 Ok(None)
             }
             Step::Connected => Ok(Some(SendComm(id))),
-            Step::Failed(e) => {
-                let e = format!("connect failed: {e}");
+            Step::Failed(reason) => {
                 self.cancel(c);
-                Err(NetError::Request(e))
+                Err(NetError::ConnectFailed { reason })
             }
             Step::TimedOut => {
                 self.cancel(c);
@@ -181,10 +177,10 @@ impl Endpoint {
                 self.comm(l.0, CommKind::Listen)?.backlog.pop_front();
                 Ok(Some(RecvComm(id)))
             }
-            Step::Failed(e) => {
+            Step::Failed(reason) => {
                 self.comm(l.0, CommKind::Listen)?.backlog.pop_front();
                 self.free_comm(id);
-                Err(NetError::Request(format!("accept failed: {e}")))
+                Err(NetError::AcceptFailed { reason })
             }
             Step::Wait | Step::SendConn | Step::TimedOut => Ok(None),
         }

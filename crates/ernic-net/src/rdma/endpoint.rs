@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::comm::Comm;
-use super::error::{NetError, perr};
+use super::error::NetError;
 use super::mr::{Holder, MrEntry, PAGE};
 use super::post::Op;
 use super::request::Req;
@@ -67,12 +67,17 @@ impl std::fmt::Debug for Endpoint {
 }
 
 pub(super) fn open_set(p: &dyn Provider, slot: usize, count: usize) -> Result<RailSet, NetError> {
-    let mut rail = p.open_rail().map_err(perr)?;
+    let mut rail = p
+        .open_rail()
+        .map_err(|source| NetError::OpenRail { source })?;
     let rx = Slots::new(slot, count);
     let (a, l) = rx.area();
     // SAFETY: `rx` lives in the same RailSet as the registration, and
     // `Endpoint::drop` closes the registration before the slots are freed.
-    let rx_reg = unsafe { rail.mr_reg(a, l) }.map_err(perr)?;
+    let rx_reg = unsafe { rail.mr_reg(a, l) }.map_err(|source| NetError::RegisterBuffers {
+        which: "rx",
+        source,
+    })?;
     Ok(RailSet { rail, rx, rx_reg })
 }
 
@@ -98,14 +103,16 @@ impl Endpoint {
             rails
         };
         if !(1..=MAX_RAILS).contains(&rails) {
-            return Err(NetError::Invalid(format!(
-                "{rails} rails: between 1 and {MAX_RAILS}"
-            )));
+            return Err(NetError::RailCount {
+                rails,
+                max: MAX_RAILS,
+            });
         }
         if !(1..=MAX_CONTROL_RAILS).contains(&control_rails) {
-            return Err(NetError::Invalid(format!(
-                "{control_rails} control rails: between 1 and {MAX_CONTROL_RAILS}"
-            )));
+            return Err(NetError::ControlRailCount {
+                rails: control_rails,
+                max: MAX_CONTROL_RAILS,
+            });
         }
         let mut ctls = Vec::with_capacity(control_rails);
         for _ in 0..control_rails {
@@ -132,7 +139,12 @@ impl Endpoint {
         let mut tx_regs = Vec::with_capacity(control_rails);
         for c in &mut ctls {
             // SAFETY: `tx` is dropped after `Endpoint::drop` closes these.
-            tx_regs.push(unsafe { c.rail.mr_reg(a, l) }.map_err(perr)?);
+            tx_regs.push(unsafe { c.rail.mr_reg(a, l) }.map_err(|source| {
+                NetError::RegisterBuffers {
+                    which: "tx",
+                    source,
+                }
+            })?);
         }
         let mut ep = Endpoint {
             sched: Scheduler::new(rails, cfg.sched_max_small_msg_size, cfg.min_stripe_size),
@@ -147,7 +159,8 @@ impl Endpoint {
             chunk: slot,
             ids: IdPool::new(MAX_COMMS),
             comms: Vec::new(),
-            reqs: Freelist::new(1024, 1024, 0, Req::default).map_err(perr)?,
+            reqs: Freelist::new(1024, 1024, 0, Req::default)
+                .map_err(|source| NetError::RequestPool { source })?,
             pending: Deque::with_capacity(1024),
             mrs: Vec::new(),
             holders: Vec::new(),

@@ -73,11 +73,11 @@ mod recv;
 mod request;
 mod send;
 
-pub use comm::CommRef;
+pub use comm::{CommKind, CommRef};
 pub use connect::Connector;
 pub use control::{Control, CtrlMsg, DecodeError, RailNames, decode_control};
 pub use endpoint::Endpoint;
-pub use error::NetError;
+pub use error::{NetError, RequestError};
 pub use handle::{Handle, HandleRef, decode_handle};
 pub use immediate::{imm, split_imm, split_sr_imm, sr_imm};
 pub use mr::MAX_MR_HANDLES;

@@ -3,7 +3,7 @@
 //! rail; with the MR cache, registrations of whole pages are shared and
 //! counted. A dead handle is refused, never taken for a newer one.
 
-use super::error::{NetError, perr};
+use super::error::NetError;
 use super::{Endpoint, MrHandle};
 use crate::mr_cache::Released;
 use crate::provider::MrReg;
@@ -53,9 +53,9 @@ impl Endpoint {
                 (self.holders.len() - 1) as u32
             }
             None => {
-                return Err(NetError::Invalid(format!(
-                    "{MAX_MR_HANDLES} registrations are held: deregister some first"
-                )));
+                return Err(NetError::TooManyRegistrations {
+                    max: MAX_MR_HANDLES,
+                });
             }
         };
         // SAFETY: this function's contract, passed on.
@@ -82,7 +82,11 @@ impl Endpoint {
         let (start, span) = if self.cfg.mr_cache_disable || len == 0 {
             (addr, len)
         } else {
-            if let Some(h) = self.cache.lookup(addr as u64, len as u64).map_err(perr)? {
+            if let Some(h) = self
+                .cache
+                .lookup(addr as u64, len as u64)
+                .map_err(|source| NetError::MrCache { source })?
+            {
                 return Ok(h);
             }
             let a = addr as u64;
@@ -96,11 +100,15 @@ impl Endpoint {
             // widening stays inside pages the caller vouches for).
             match unsafe { d.rail.mr_reg(start, span) } {
                 Ok(r) => regs.push(r),
-                Err(e) => {
+                Err(source) => {
                     for (d, r) in self.data.iter_mut().zip(&regs) {
                         let _ = d.rail.mr_close(r.handle);
                     }
-                    return Err(perr(e));
+                    return Err(NetError::Register {
+                        addr: start as u64,
+                        len: span,
+                        source,
+                    });
                 }
             }
         }
@@ -120,9 +128,9 @@ impl Endpoint {
             }
         } as u32;
         if !self.cfg.mr_cache_disable && len > 0 {
-            if let Err(e) = self.cache.insert(start as u64, span as u64, i) {
+            if let Err(source) = self.cache.insert(start as u64, span as u64, i) {
                 self.close_backing(i);
-                return Err(perr(e));
+                return Err(NetError::MrCache { source });
             }
         }
         Ok(i)
@@ -143,12 +151,7 @@ impl Endpoint {
             .get(slot as usize)
             .filter(|x| x.generation == h.0 >> MR_SLOT_BITS)
             .and_then(|x| x.backing)
-            .ok_or_else(|| {
-                NetError::Invalid(format!(
-                    "registration {:#x} is not live (deregistered already, or never given)",
-                    h.0
-                ))
-            })
+            .ok_or(NetError::NotRegistered { handle: h.0 })
     }
 
     /// Drops this handle's reference on its registration (with the cache,
@@ -163,14 +166,25 @@ impl Endpoint {
         self.free_holders.push(h.0 & MR_SLOT_MASK);
         let cached =
             self.mrs[b as usize].as_ref().is_some_and(|m| m.len > 0) && !self.cfg.mr_cache_disable;
-        if cached && self.cache.release(&b).map_err(perr)? == Released::StillUsed {
+        if cached
+            && self
+                .cache
+                .release(&b)
+                .map_err(|source| NetError::MrCache { source })?
+                == Released::StillUsed
+        {
             return Ok(());
         }
         let m = self.mrs[b as usize]
             .take()
             .expect("a live handle's registration");
         for (d, r) in self.data.iter_mut().zip(&m.regs) {
-            d.rail.mr_close(r.handle).map_err(perr)?;
+            d.rail
+                .mr_close(r.handle)
+                .map_err(|source| NetError::Deregister {
+                    handle: h.0,
+                    source,
+                })?;
         }
         Ok(())
     }
@@ -193,10 +207,11 @@ impl Endpoint {
                 .checked_add(len as u64)
                 .is_some_and(|e| e <= m.addr + m.len as u64);
         if len > 0 && !inside {
-            return Err(NetError::Invalid(format!(
-                "{len} bytes at {addr:#x} are outside registration {:#x}",
-                h.0
-            )));
+            return Err(NetError::OutsideRegistration {
+                len,
+                addr,
+                handle: h.0,
+            });
         }
         Ok(b)
     }
@@ -222,7 +237,7 @@ mod tests {
         };
         assert_ne!(x, y);
         ep.dereg(x).unwrap();
-        assert!(matches!(ep.dereg(x), Err(NetError::Invalid(_))));
+        assert!(matches!(ep.dereg(x), Err(NetError::NotRegistered { .. })));
         assert!(ep.check_mr(y, buf.as_ptr() as u64, buf.len()).is_ok());
         // The freed slot is reused with a new generation: x stays dead.
         // SAFETY: as above.

@@ -5,6 +5,7 @@
 //! counts its posts still out, so it is reported only when none is left.
 
 use super::context::{After, K_REQ, K_RX, K_TX, ctx, then_bits};
+use super::error::RequestError;
 use super::{CTL, CTL_SLOT, Endpoint};
 use crate::freelist::Entry;
 use crate::provider::{FiAddr, PostError};
@@ -86,7 +87,7 @@ impl Endpoint {
         match self.try_post(op) {
             Ok(()) => {}
             Err(PostError::Again) => self.pending.push_back(op),
-            Err(PostError::Failed(msg)) => self.op_failed(op, msg),
+            Err(PostError::Failed(message)) => self.op_failed(op, RequestError::Post { message }),
         }
     }
 
@@ -191,7 +192,7 @@ impl Endpoint {
         (r.addr + offset as u64, desc)
     }
 
-    pub(super) fn op_failed(&mut self, op: Op, msg: String) {
+    pub(super) fn op_failed(&mut self, op: Op, msg: RequestError) {
         if let Some(req) = Endpoint::op_req(op) {
             self.op_done(req);
         }
@@ -206,7 +207,7 @@ impl Endpoint {
         }
     }
 
-    pub(super) fn after_failed(&mut self, then: After, msg: String) {
+    pub(super) fn after_failed(&mut self, then: After, msg: RequestError) {
         match then {
             After::Nothing => {}
             After::Req(req) => self.fail_req(req, msg),

@@ -5,6 +5,7 @@
 
 use super::context::{After, K_REQ, K_RX, K_TX, THEN_MASK, then_of, unctx};
 use super::control::{Control, decode_control};
+use super::error::RequestError;
 use super::immediate::split_imm;
 use super::post::Op;
 use super::{CTL, CTL_SLOT, Endpoint};
@@ -25,7 +26,9 @@ impl Endpoint {
                     self.pending.push_front(op);
                     break;
                 }
-                Err(PostError::Failed(msg)) => self.op_failed(op, msg),
+                Err(PostError::Failed(message)) => {
+                    self.op_failed(op, RequestError::Post { message })
+                }
             }
         }
         for rail in (CTL..CTL + self.ctls.len()).chain(0..self.data.len()) {
@@ -56,11 +59,11 @@ impl Endpoint {
                     let Some(err) = set.rail.cq_readerr() else {
                         break;
                     };
-                    self.on_error(
-                        rail,
-                        err.context,
-                        format!("{} (errno {})", err.message, err.err),
-                    );
+                    let why = RequestError::Completion {
+                        message: err.message,
+                        errno: err.err,
+                    };
+                    self.on_error(rail, err.context, why);
                 }
                 Err(CqError::Failed(msg)) => {
                     self.dropped += 1;
@@ -72,7 +75,7 @@ impl Endpoint {
         self.cqbuf = buf;
     }
 
-    pub(super) fn on_error(&mut self, rail: usize, context: u64, msg: String) {
+    pub(super) fn on_error(&mut self, rail: usize, context: u64, msg: RequestError) {
         let (kind, _, index) = unctx(context & !THEN_MASK);
         match kind {
             K_REQ => {

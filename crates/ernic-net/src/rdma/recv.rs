@@ -8,7 +8,7 @@
 use super::comm::{CommKind, RElem};
 use super::context::After;
 use super::control::{CTRL_MAX_LEN, CtrlMsg, encode_ctrl};
-use super::error::NetError;
+use super::error::{NetError, RequestError};
 use super::immediate::{split_imm, split_sr_imm};
 use super::post::Op;
 use super::request::ReqState;
@@ -72,7 +72,7 @@ impl Endpoint {
         let c = self.comm(comm.0, CommKind::Recv)?;
         if let Err(e) = c.recvs.put(seq, RElem::Req(req.entry)) {
             let _ = self.reqs.give(req.entry);
-            return Err(NetError::Invalid(format!("sequence window: {e}")));
+            return Err(NetError::SequenceWindow { source: e });
         }
         c.next_seq = (seq + 1) & 0x3ff;
         c.inflight += 1;
@@ -99,7 +99,8 @@ impl Endpoint {
         }
         // The CTRL goes even when the message came eagerly (and in
         // SENDRECV, where it is only a credit): the sender counts CTRLs to
-        // stay within the window. Built on the stack: no allocation.
+        // stay within the window.
+        //
         // Where the receive starts, as the peer's writes must name it: its
         // address, or (offset addressing, the tcp providers) its offset in
         // the registration, which may begin pages before `addr`.
@@ -124,6 +125,7 @@ impl Endpoint {
             nkeys: self.data.len() as u8,
             keys,
         };
+        // Built on the stack: no allocation.
         let mut m = [0u8; CTRL_MAX_LEN];
         let used = encode_ctrl(&ctrl, &mut m);
         // A tx slot was free when the receive began (checked above), and
@@ -159,10 +161,10 @@ impl Endpoint {
                 match size.map(|n| usize::try_from(n).ok().filter(|&n| n <= len)) {
                     Some(None) => self.fail_req(
                         req,
-                        format!(
-                            "the sender reported {} bytes for a {len}-byte receive",
-                            size.unwrap_or(0)
-                        ),
+                        RequestError::SizeBeyondReceive {
+                            size: size.unwrap_or(0),
+                            len,
+                        },
                     ),
                     Some(n) => self.segment_done(req, n),
                     None => self.segment_done(req, None),
@@ -253,11 +255,10 @@ impl Endpoint {
             self.post(Op::Rx { rail, slot });
             self.fail_req(
                 req,
-                format!(
-                    "a message reaching byte {} does not fit the {}-byte receive",
-                    at + len,
-                    r.len
-                ),
+                RequestError::ChunkBeyondReceive {
+                    end: at + len,
+                    len: r.len,
+                },
             );
             return;
         }
@@ -285,10 +286,10 @@ impl Endpoint {
             self.post(Op::Rx { rail, slot });
             self.fail_req(
                 req,
-                format!(
-                    "message of {len} bytes does not fit the {}-byte receive",
-                    r.len
-                ),
+                RequestError::EagerBeyondReceive {
+                    size: len,
+                    len: r.len,
+                },
             );
             return;
         }

@@ -3,7 +3,7 @@
 //! its comm's window; `test` reports a request done or failed once no post
 //! of it is left with the provider.
 
-use super::error::{NetError, perr};
+use super::error::{NetError, RequestError};
 use super::{Endpoint, Request};
 use crate::freelist::Entry;
 
@@ -12,7 +12,7 @@ pub(super) enum ReqState {
     Free,
     Pending,
     Done(usize),
-    Failed(String),
+    Failed(RequestError),
 }
 
 #[derive(Debug, Clone)]
@@ -64,7 +64,10 @@ impl Endpoint {
         len: usize,
         mr: u32,
     ) -> Result<Request, NetError> {
-        let entry = self.reqs.take().map_err(perr)?;
+        let entry = self
+            .reqs
+            .take()
+            .map_err(|source| NetError::NoRequest { source })?;
         self.generation = self.generation.wrapping_add(1);
         let generation = self.generation;
         *self.reqs.get_mut(entry).expect("just taken") = Req {
@@ -84,7 +87,7 @@ impl Endpoint {
         Ok(Request { entry, generation })
     }
 
-    pub(super) fn fail_req(&mut self, req: Entry, msg: String) {
+    pub(super) fn fail_req(&mut self, req: Entry, msg: RequestError) {
         let Some(r) = self.reqs.get_mut(req) else {
             return;
         };
@@ -143,9 +146,7 @@ impl Endpoint {
             .get(req.entry)
             .is_some_and(|r| r.generation == req.generation && r.state != ReqState::Free);
         if !live {
-            return Err(NetError::Invalid(
-                "no such request (already completed?)".into(),
-            ));
+            return Err(NetError::NoSuchRequest);
         }
         let busy = |r: &Req| r.state == ReqState::Pending || r.outstanding > 0;
         if self.reqs.get(req.entry).is_some_and(busy) {
@@ -163,10 +164,10 @@ impl Endpoint {
                 let _ = self.reqs.give(req.entry);
                 Ok(Some(size))
             }
-            ReqState::Failed(msg) => {
+            ReqState::Failed(reason) => {
                 r.state = ReqState::Free;
                 let _ = self.reqs.give(req.entry);
-                Err(NetError::Request(msg))
+                Err(NetError::Request { reason })
             }
             ReqState::Free => unreachable!("checked live above"),
         }

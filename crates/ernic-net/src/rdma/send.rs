@@ -7,7 +7,7 @@
 use super::comm::{CommKind, SElem};
 use super::context::After;
 use super::control::{CtrlMsg as Ctrl, encode_size};
-use super::error::NetError;
+use super::error::{NetError, RequestError};
 use super::immediate::{imm, sr_imm};
 use super::post::Op;
 use super::{Endpoint, MAX_INFLIGHT, MrHandle, Request, SENDRECV_MAX_CHUNKS, SendComm};
@@ -31,10 +31,10 @@ impl Endpoint {
         mr: MrHandle,
     ) -> Result<Option<Request>, NetError> {
         if self.sendrecv && len.div_ceil(self.chunk) > SENDRECV_MAX_CHUNKS {
-            return Err(NetError::Invalid(format!(
-                "{len} bytes: OFI_NCCL_PROTOCOL=SENDRECV carries at most {} bytes a message",
-                SENDRECV_MAX_CHUNKS * self.chunk
-            )));
+            return Err(NetError::SendRecvTooLarge {
+                len,
+                max: SENDRECV_MAX_CHUNKS * self.chunk,
+            });
         }
         self.progress();
         let mr = self.check_mr(mr, addr as u64, len)?;
@@ -54,7 +54,7 @@ impl Endpoint {
         let c = self.comm(comm.0, CommKind::Send)?;
         if let Err(e) = c.sends.put(seq, SElem::Req(req.entry)) {
             let _ = self.reqs.give(req.entry);
-            return Err(NetError::Invalid(format!("sequence window: {e}")));
+            return Err(NetError::SequenceWindow { source: e });
         }
         c.next_seq = (seq + 1) & 0x3ff;
         c.inflight += 1;
@@ -104,10 +104,10 @@ impl Endpoint {
         if r.len as u64 > ctrl.len {
             self.fail_req(
                 req,
-                format!(
-                    "the receiver posted {} bytes for a {}-byte send",
-                    ctrl.len, r.len
-                ),
+                RequestError::ReceiveTooShort {
+                    posted: ctrl.len,
+                    len: r.len,
+                },
             );
             return;
         }
@@ -145,7 +145,7 @@ impl Endpoint {
         if short {
             let m = encode_size(remote, r.seq, nseg, r.len as u64);
             if !self.ctl_send(&m, ctl, peer_ctrl, im, After::Req(req)) {
-                self.fail_req(req, "no control buffer for the size message".into());
+                self.fail_req(req, RequestError::NoControlBuffer);
             }
         }
     }
