@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::ValueEnum;
 use ernic_net::config::Config;
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::libfabric::LibfabricProvider;
 use ernic_net::provider::Provider;
 use ernic_net::rdma::{Connector, Endpoint, Handle, MrHandle, RecvComm, Request, SendComm};
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
 use crate::perf::parse_size;
@@ -455,10 +455,10 @@ impl Me {
         while !(sd && rd) {
             let (was_s, was_r) = (sd, rd);
             if !rd {
-                rd = self.ep.test(rq).map_err(|e| anyhow!("{e}"))?.is_some();
+                rd = self.ep.test(rq).map_err(anyhow::Error::new)?.is_some();
             }
             if !sd {
-                sd = self.ep.test(sq).map_err(|e| anyhow!("{e}"))?.is_some();
+                sd = self.ep.test(sq).map_err(anyhow::Error::new)?.is_some();
             }
             if (was_s, was_r) == (sd, rd) {
                 // Ranks outnumber cores (four on two by default): one that
@@ -588,7 +588,7 @@ fn post(
 ) -> Result<Request> {
     let end = Instant::now() + T;
     loop {
-        if let Some(r) = f(ep).map_err(|e| anyhow!("{e}"))? {
+        if let Some(r) = f(ep).map_err(anyhow::Error::new)? {
             return Ok(r);
         }
         ep.progress();
@@ -601,8 +601,8 @@ fn post(
 fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
     let provider = a.provider.open(port)?;
     let cfg = Config::from_env().map_err(|e| anyhow!("{e}"))?;
-    let mut ep = Endpoint::open(provider.as_ref(), a.rails, cfg).map_err(|e| anyhow!("{e}"))?;
-    let (listen, handle) = ep.listen().map_err(|e| anyhow!("{e}"))?;
+    let mut ep = Endpoint::open(provider.as_ref(), a.rails, cfg).map_err(anyhow::Error::new)?;
+    let (listen, handle) = ep.listen().map_err(anyhow::Error::new)?;
     let out = std::io::stdout();
     let mut out = out.lock();
     writeln!(out, "HANDLE {}", handle.to_hex())?;
@@ -625,10 +625,10 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
     let end = Instant::now() + T;
     while send.is_none() || recv.is_none() {
         if send.is_none() {
-            send = ep.connect(&mut conn).map_err(|e| anyhow!("{e}"))?;
+            send = ep.connect(&mut conn).map_err(anyhow::Error::new)?;
         }
         if recv.is_none() {
-            recv = ep.accept(listen).map_err(|e| anyhow!("{e}"))?;
+            recv = ep.accept(listen).map_err(anyhow::Error::new)?;
         }
         if Instant::now() > end {
             bail!("the ring did not connect in {T:?}");
@@ -638,7 +638,7 @@ fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
     let mut buf = vec![0u8; 3 * area];
     // SAFETY: `buf` is never moved or freed while `ep` lives: `Me` owns
     // both and the endpoint is dropped first (field order).
-    let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| anyhow!("{e}"))?;
+    let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(anyhow::Error::new)?;
     let mut me = Me {
         ep,
         send: send.expect("connected"),

@@ -29,10 +29,10 @@ use arbitrary::{Arbitrary, Unstructured};
 /// tens of milliseconds. Each receive queue still holds every receive
 /// the endpoint posts (256 per rail); the send queues and the peers' data
 /// receives are small, so full queues are met often.
-pub fn small_provider() -> ernic_net::ernic::ErnicProvider {
-    ernic_net::ernic::ErnicProvider::with_depths(
+pub fn small_provider() -> ernic_net::verbs_provider::ErnicProvider {
+    ernic_net::verbs_provider::ErnicProvider::with_depths(
         ernic_verbs::Fabric::new(),
-        ernic_net::ernic::Depths {
+        ernic_net::verbs_provider::Depths {
             cq: 1024,
             srq: 256,
             qp: 16,

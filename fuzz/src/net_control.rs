@@ -12,11 +12,11 @@
 #![allow(unsafe_code)]
 
 use arbitrary::Arbitrary;
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::provider::{CqEntry, FiAddr, MrReg, Provider, Rail};
 use ernic_net::rdma::{
     Connector, Endpoint, HANDLE_LEN, Handle, ListenComm, MrHandle, RecvComm, Request, SendComm,
 };
+use ernic_net::verbs_provider::ErnicProvider;
 
 use crate::{Bytes, Enc};
 

@@ -25,12 +25,12 @@ use std::hash::BuildHasher;
 use std::time::Instant;
 
 use ernic_net::config::Config;
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::provider::Provider;
 use ernic_net::rdma::{
     Connector, Endpoint, HANDLE_LEN, Handle, ListenComm, MrHandle, NetError, RecvComm, Request,
     SendComm,
 };
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
 /// `ncclResult_t` values (NCCL's `err.h`).
@@ -77,15 +77,47 @@ impl Failure {
 
 impl From<NetError> for Failure {
     fn from(e: NetError) -> Failure {
-        let code = match e {
-            NetError::Invalid(_) => Code::Invalid,
-            NetError::Provider(_) => Code::System,
-            NetError::Request(_) | NetError::ConnectTimeout { .. } => Code::Remote,
+        let code = match &e {
+            // The caller passed something wrong, or asked for more than
+            // the endpoint holds.
+            NetError::RailCount { .. }
+            | NetError::ControlRailCount { .. }
+            | NetError::NoCommId { .. }
+            | NetError::NotAHandle { .. }
+            | NetError::NoSuchComm { .. }
+            | NetError::UnknownComm { .. }
+            | NetError::NotConnected { .. }
+            | NetError::TooManyRegistrations { .. }
+            | NetError::NotRegistered { .. }
+            | NetError::OutsideRegistration { .. }
+            | NetError::SendRecvTooLarge { .. }
+            | NetError::SequenceWindow { .. }
+            | NetError::NoSuchRequest => Code::Invalid,
+            // The provider or the endpoint's own resources failed.
+            NetError::OpenRail { .. }
+            | NetError::RegisterBuffers { .. }
+            | NetError::RequestPool { .. }
+            | NetError::NoRequest { .. }
+            | NetError::NameTooLong { .. }
+            | NetError::ListenerAddress { .. }
+            | NetError::Register { .. }
+            | NetError::Deregister { .. }
+            | NetError::MrCache { .. } => Code::System,
+            // The peer, or the way to it.
+            NetError::Request { .. }
+            | NetError::ConnectFailed { .. }
+            | NetError::AcceptFailed { .. }
+            | NetError::ConnectTimeout { .. } => Code::Remote,
         };
-        Failure {
-            code,
-            message: e.to_string(),
+        // The whole chain: the caller's log is all it gets.
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
         }
+        Failure { code, message }
     }
 }
 
@@ -506,6 +538,29 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A transport error becomes its NCCL code once, here, and the
+    /// caller's log gets the whole chain of causes.
+    #[test]
+    fn a_transport_error_keeps_its_causes_in_the_message() {
+        let e = Failure::from(NetError::NotAHandle {
+            source: ernic_net::rdma::DecodeError::HandleLen(3),
+        });
+        assert_eq!(e.code, Code::Invalid);
+        assert_eq!(
+            e.message,
+            "not a listen handle: a handle of 3 bytes: a listen handle has 128"
+        );
+        let e = Failure::from(NetError::Request {
+            reason: ernic_net::rdma::RequestError::CommClosed,
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (Code::Remote, "request failed: comm closed")
+        );
+        let e = Failure::from(NetError::NameTooLong { len: 200 });
+        assert_eq!(e.code, Code::System);
+    }
 
     #[test]
     fn words_carry_their_kind() {

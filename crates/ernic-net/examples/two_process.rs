@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ernic_net::config::Config;
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::rdma::{Connector, Endpoint, Handle, Request};
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{
     Access, Config as VerbsConfig, Cq, Fabric, Gid, Mesh, MeshConfig, MeshSpec, Mr, Qp, QpCaps,
     QpType, Qpn, RemoteAddr, Rkey, SendOp, SendWr,

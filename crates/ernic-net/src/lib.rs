@@ -7,8 +7,10 @@
 //!
 //! - [`provider`]: the provider contract (per rail an endpoint, address
 //!   vector, registrations and a CQ; every post may answer `EAGAIN`).
-//! - [`ernic`]: the provider over ernic's own verbs, in one process or
-//!   across processes and hosts on the TCP mesh.
+//! - [`verbs_provider`]: the provider over ernic's own verbs
+//!   ([`ErnicProvider`](verbs_provider::ErnicProvider)), in one process or
+//!   across processes and hosts on the TCP mesh. Named for what it stands
+//!   on, beside [`libfabric`], the provider over a real libfabric.
 //! - [`chaos`]: a wrapper that injects `EAGAIN`, reorders completions and
 //!   fails chosen writes, for tests and soak runs.
 //! - [`rdma`]: the protocols (`OFI_NCCL_PROTOCOL=RDMA`, the default, and
@@ -25,7 +27,7 @@
 //!
 //! ```
 //! # #![allow(unsafe_code)]
-//! use ernic_net::{config::Config, ernic::ErnicProvider, rdma::{Connector, Endpoint}};
+//! use ernic_net::{config::Config, verbs_provider::ErnicProvider, rdma::{Connector, Endpoint}};
 //!
 //! let provider = ErnicProvider::new(ernic_verbs::Fabric::new());
 //! let mut a = Endpoint::open(&provider, 2, Config::default()).unwrap();
@@ -59,8 +61,6 @@
 pub mod chaos;
 pub mod config;
 pub mod deque;
-#[allow(unsafe_code)]
-pub mod ernic;
 pub mod freelist;
 pub mod idpool;
 #[allow(unsafe_code)]
@@ -74,3 +74,5 @@ mod rawbuf;
 #[allow(unsafe_code)]
 pub mod rdma;
 pub mod scheduler;
+#[allow(unsafe_code)]
+pub mod verbs_provider;

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::provider::{CqEntry, CqError, CqFlags, FiAddr, PostError, Provider, Rail};
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{Config, Fabric, Mesh, MeshConfig, MeshSpec, NodeId};
 
 const T: Duration = Duration::from_secs(10);

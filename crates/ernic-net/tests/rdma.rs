@@ -12,8 +12,8 @@ use common::*;
 
 use ernic_net::chaos::{Chaos, ChaosConfig};
 use ernic_net::config::Config;
-use ernic_net::ernic::{Depths, ErnicProvider};
 use ernic_net::rdma::{Endpoint, Request};
+use ernic_net::verbs_provider::{Depths, ErnicProvider};
 use ernic_verbs::Fabric;
 
 fn run(rails: usize, cfg: Config, sizes: &[usize], recv_sizes: &[usize], depth: usize) {

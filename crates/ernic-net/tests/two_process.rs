@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use ernic_net::chaos::{Chaos, ChaosConfig};
 use ernic_net::config::{Config, Protocol};
-use ernic_net::ernic::ErnicProvider;
 use ernic_net::provider::Provider;
 use ernic_net::rdma::{Connector, Endpoint, Handle, Request};
+use ernic_net::verbs_provider::ErnicProvider;
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
 const T: Duration = Duration::from_secs(120);

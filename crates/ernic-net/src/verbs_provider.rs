@@ -1,5 +1,6 @@
-//! The ernic provider: rails over ernic's own verbs, in one process
-//! (loopback fabric) or across processes and hosts (a fabric on the mesh).
+//! The verbs provider ([`ErnicProvider`]): rails over ernic's own verbs, in
+//! one process (loopback fabric) or across processes and hosts (a fabric on
+//! the mesh).
 //!
 //! Each rail is a device of its own with a PD, one CQ, a shared receive
 //! queue for the caller's rx buffers and a datagram QP for connection
