@@ -49,9 +49,9 @@ use ernic_core::{
     Access, Completion, Counter, Counters, Dest, DeviceId, Gid, Lkey, PageSource, QpAttr, QpCaps,
     QpInfo, QpState, QpType, Qpn, RemoteAddr, Rkey, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
-use ernic_ionic::bytes::{be16, be32, le32, le64, put};
+use ernic_ionic::bytes::{be16, be32, put};
 use ernic_ionic::doorbell::PAGE;
-use ernic_ionic::fw::{self, admin_op, cqe, wqe};
+use ernic_ionic::fw::{self, admin_cqe, admin_op, admin_wqe, cqe, wqe};
 use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
 use ernic_vfio::client::{Client, ClientError, eventfd, shared_memory};
 use ernic_vfio::pci::{irq, region};
@@ -366,14 +366,14 @@ fn read_cqe(mem: &Mapping, slot: usize, color: bool, c: &mut [u8; cqe::LEN]) -> 
     let Some(tail) = mem.load(slot + cqe::STATUS_LENGTH_BE) else {
         return false;
     };
-    let tail = tail.to_le_bytes();
-    let qtf = be32(&tail, 4);
-    if (qtf & cqe::COLOR != 0) != color {
+    let tail_at = cqe::field::TAIL;
+    c[tail_at.clone()].copy_from_slice(&tail.to_le_bytes());
+    // A whole CQE's array: the getter cannot run past it.
+    if cqe::Packet::new_unchecked(&*c).color() != color {
         return false;
     }
     std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-    mem.read(slot, &mut c[..cqe::STATUS_LENGTH_BE]);
-    c[cqe::STATUS_LENGTH_BE..].copy_from_slice(&tail);
+    mem.read(slot, &mut c[..tail_at.start]);
     true
 }
 
@@ -709,14 +709,15 @@ impl Driver {
     /// entry), if one is there.
     pub fn next_cq_event(&mut self) -> Option<u32> {
         let color = (self.eq_cons >> self.eq.depth_log2) & 1 == 0;
-        let mut e = [0u8; 4];
+        let mut e = [0u8; fw::eqe::LEN];
         self.mem.read(self.eq.slot(self.eq_cons), &mut e);
-        let evt = u32::from_be_bytes(e);
-        if (evt & fw::eqe::COLOR != 0) != color {
+        // A whole EQE's array: the getters cannot run past it.
+        let evt = fw::eqe::Packet::new_unchecked(&e);
+        if evt.color() != color {
             return None;
         }
         self.eq_cons = self.eq_cons.wrapping_add(1);
-        Some(evt >> fw::eqe::QID_SHIFT)
+        Some(evt.qid())
     }
 
     /// Takes every event waiting on the EQ and the interrupts counted;
@@ -778,10 +779,12 @@ impl Driver {
     /// Runs an RDMA admin command; answers the two result words its CQE
     /// carries (ernic's SRQ commands use them).
     fn admin(&mut self, op: u8, body: &[u8]) -> Result<[u32; 2], Error> {
-        let mut w = vec![0u8; 4 + body.len()];
-        w[0] = op;
-        put(&mut w, 2, &(body.len() as u16).to_le_bytes());
-        put(&mut w, 4, body);
+        let mut w = vec![0u8; admin_wqe::HDR_LEN + body.len()];
+        w[admin_wqe::HDR_LEN..].copy_from_slice(body);
+        // Unchecked: only the 4-byte header's setters are used.
+        let mut header = admin_wqe::Packet::new_unchecked(&mut w[..]);
+        header.set_op(op);
+        header.set_len(body.len() as u16);
         let index = self.aq_prod;
         for chunk in w.chunks(64) {
             let mut stride = [0u8; 64];
@@ -802,17 +805,16 @@ impl Driver {
         let mut c = [0u8; cqe::LEN];
         loop {
             if read_cqe(&self.mem, slot, color, &mut c) {
-                let qtf = be32(&c, cqe::QID_TYPE_FLAGS_BE);
+                // A whole CQE's array: the getters cannot run past it.
+                let done = admin_cqe::Packet::new_unchecked(&c);
                 self.acq_cons = self.acq_cons.wrapping_add(1);
-                let idx = be16(&c, cqe::ADMIN_CMD_IDX_BE);
+                let idx = done.cmd_idx();
                 debug_assert_eq!(u32::from(idx), index & (self.aq.depth() - 1));
-                let status = be32(&c, cqe::STATUS_LENGTH_BE);
-                if qtf & cqe::ERROR != 0 {
+                let status = done.status();
+                if done.failed() {
                     return Err(Error::Admin { op, status });
                 }
-                let at = fw::srq::CQE_RESULT;
-                let word = |o: usize| le32(&c, o);
-                return Ok([word(at), word(at + 4)]);
+                return Ok(done.result());
             }
             if Instant::now() > end {
                 return Err(Error::Timeout("an admin command"));
@@ -1575,7 +1577,9 @@ impl Driver {
             });
         }
         let mut buf = [0u8; MAX_WQE];
-        let w = &mut buf[..stride];
+        // The QP's stride is at least a WQE's 64 bytes (`create_qp`).
+        let mut w = wqe::Packet::new_checked(&mut buf[..stride])
+            .map_err(|_| Error::Unsupported("a send stride shorter than a WQE"))?;
         let mut flags = 0u16;
         for (on, bit) in [
             (wr.flags.signaled, wqe::FLAG_SIG),
@@ -1614,12 +1618,7 @@ impl Driver {
             }
             SendOp::AtomicFa { remote: r, add } => {
                 remote = Some(r);
-                put(
-                    w,
-                    wqe::SWAP_ADD_HIGH_BE,
-                    &((add >> 32) as u32).to_be_bytes(),
-                );
-                put(w, wqe::SWAP_ADD_LOW_BE, &(add as u32).to_be_bytes());
+                w.set_swap_add(add);
                 (sge_at, max_sges) = (wqe::ATOMIC_SGE, 1);
                 fw::op::ATOMIC_FA
             }
@@ -1629,18 +1628,8 @@ impl Driver {
                 swap,
             } => {
                 remote = Some(r);
-                put(
-                    w,
-                    wqe::SWAP_ADD_HIGH_BE,
-                    &((swap >> 32) as u32).to_be_bytes(),
-                );
-                put(w, wqe::SWAP_ADD_LOW_BE, &(swap as u32).to_be_bytes());
-                put(
-                    w,
-                    wqe::COMPARE_HIGH_BE,
-                    &((compare >> 32) as u32).to_be_bytes(),
-                );
-                put(w, wqe::COMPARE_LOW_BE, &(compare as u32).to_be_bytes());
+                w.set_swap_add(swap);
+                w.set_compare(compare);
                 (sge_at, max_sges) = (wqe::ATOMIC_SGE, 1);
                 fw::op::ATOMIC_CS
             }
@@ -1656,27 +1645,19 @@ impl Driver {
                         first_offset,
                     } => (table, count, page_shift, first_offset),
                 };
-                w[wqe::NUM_SGE_KEY] = r.key.0 as u8;
-                put(w, wqe::IMM_DATA_KEY_BE, &r.key.0.to_be_bytes());
-                put(w, wqe::REG_VA_BE, &r.iova.to_be_bytes());
-                put(w, wqe::REG_LENGTH_BE, &r.len.to_be_bytes());
-                put(w, wqe::REG_DMA_ADDR_BE, &dma.to_be_bytes());
-                put(w, wqe::REG_MAP_COUNT_BE, &count.to_be_bytes());
-                put(
-                    w,
-                    wqe::REG_OFFSET_BE,
-                    &u64::from(first_offset).to_be_bytes(),
-                );
-                put(
-                    w,
-                    wqe::REG_FLAGS_BE,
-                    &fw::mrf::from_access(r.access).to_be_bytes(),
-                );
-                w[wqe::REG_PAGE_SIZE_LOG2] = page_shift;
+                w.set_num_sge_key(r.key.0 as u8);
+                w.set_imm_data_key(r.key.0);
+                w.set_reg_va(r.iova);
+                w.set_reg_length(r.len);
+                w.set_reg_dma_addr(dma);
+                w.set_reg_map_count(count);
+                w.set_reg_offset(u64::from(first_offset));
+                w.set_reg_flags(fw::mrf::from_access(r.access));
+                w.set_reg_page_size_log2(page_shift);
                 fw::op::REG_MR
             }
             SendOp::LocalInv(k) => {
-                put(w, wqe::IMM_DATA_KEY_BE, &k.0.to_be_bytes());
+                w.set_imm_data_key(k.0);
                 fw::op::LOCAL_INV
             }
         };
@@ -1685,58 +1666,52 @@ impl Driver {
             if !connected {
                 return Err(Error::Unsupported("RDMA and atomics on connected QPs only"));
             }
-            put(
-                w,
-                wqe::REMOTE_VA_HIGH_BE,
-                &((r.addr >> 32) as u32).to_be_bytes(),
-            );
-            put(w, wqe::REMOTE_VA_LOW_BE, &(r.addr as u32).to_be_bytes());
-            put(w, wqe::REMOTE_RKEY_BE, &r.rkey.0.to_be_bytes());
+            w.set_remote_va(r.addr);
+            w.set_remote_rkey(r.rkey.0);
         }
         if !connected && !local {
             let Some(ud) = wr.ud else {
                 return Err(Error::Unsupported("a datagram send needs a destination"));
             };
-            put(w, wqe::AH_ID_BE, &ud.ah.0.to_be_bytes());
-            put(w, wqe::DEST_QPN_BE, &ud.remote_qpn.0.to_be_bytes());
-            put(w, wqe::DEST_QKEY_BE, &ud.remote_qkey.to_be_bytes());
+            w.set_ah_id(ud.ah.0);
+            w.set_dest_qpn(ud.remote_qpn.0);
+            w.set_dest_qkey(ud.remote_qkey);
         }
         let mut byte_len = 0u32;
         if !local {
             if !matches!(wr.op, SendOp::AtomicFa { .. } | SendOp::AtomicCas { .. }) {
-                put(w, wqe::IMM_DATA_KEY_BE, &key_word.to_be_bytes());
+                w.set_imm_data_key(key_word);
             }
             if wr.flags.inline {
                 let data = wr.inline_data;
-                if data.len() > stride - wqe::PLD {
+                let Some(pld) = w.inline_data_mut(data.len()) else {
                     return Err(Error::Unsupported(
                         "more inline data than the QP's WQEs hold",
                     ));
-                }
+                };
                 flags |= wqe::FLAG_INL;
-                w[wqe::PLD..wqe::PLD + data.len()].copy_from_slice(data);
+                pld.copy_from_slice(data);
                 byte_len = data.len() as u32;
             } else {
                 if wr.sgl.len() > max_sges {
                     return Err(Error::Unsupported("more SGEs than the QP's WQEs hold"));
                 }
-                w[wqe::NUM_SGE_KEY] = wr.sgl.len() as u8;
+                w.set_num_sge_key(wr.sgl.len() as u8);
                 for (i, s) in wr.sgl.iter().enumerate() {
-                    let o = sge_at + i * wqe::SGE_LEN;
-                    put(w, o, &s.addr.to_be_bytes());
-                    put(w, o + 8, &s.len.to_be_bytes());
-                    put(w, o + 12, &s.lkey.0.to_be_bytes());
+                    // Inside the stride: `max_sges` was counted from it.
+                    let fits = w.set_sge(sge_at, i, s);
+                    debug_assert!(fits);
                     byte_len = byte_len.wrapping_add(s.len);
                 }
             }
             if sge_at == wqe::PLD {
-                put(w, wqe::LENGTH_BE, &byte_len.to_be_bytes());
+                w.set_length(byte_len);
             }
         }
         let idx = qp.sq_prod;
-        put(w, wqe::WQE_ID, &u64::from(idx).to_le_bytes());
-        w[wqe::OP] = op;
-        put(w, wqe::FLAGS_BE, &flags.to_be_bytes());
+        w.set_wqe_id(u64::from(idx));
+        w.set_op(op);
+        w.set_flags(flags);
         let msn = (connected && !local).then(|| {
             book.msn_prod = book.msn_prod.wrapping_add(1);
             book.msn_prod
@@ -1749,7 +1724,7 @@ impl Driver {
             msn,
             byte_len,
         });
-        self.mem.write(qp.sq.slot(idx), w);
+        self.mem.write(qp.sq.slot(idx), w.into_inner());
         qp.sq_prod = qp.sq_prod.wrapping_add(1);
         let index = qp.sq_prod & (qp.sq.depth() - 1);
         self.ring_doorbell(qp.db, qtype::RDMA_SQ, qp.id, 0, index)
@@ -1808,15 +1783,15 @@ impl Driver {
                 break;
             }
             cq.cons = cq.cons.wrapping_add(1);
-            let qtf = be32(&c, cqe::QID_TYPE_FLAGS_BE);
-            let qid = qtf >> cqe::QID_SHIFT;
+            // A whole CQE's array: the getters cannot run past it.
+            let p = cqe::Packet::new_unchecked(&c);
+            let qid = p.qid();
             let Some(book) = self.qps.get_mut(&qid) else {
                 continue;
             };
-            let st = be32(&c, cqe::STATUS_LENGTH_BE);
-            let failed = qtf & cqe::ERROR != 0;
-            let status = if failed {
-                from_ionic(st)
+            let st = p.status_length();
+            let status = if p.error() {
+                fw::status::to_wc(st)
             } else {
                 WcStatus::Success
             };
@@ -1829,9 +1804,9 @@ impl Driver {
             let mut wc = Completion::EMPTY;
             wc.qpn = Qpn(qid);
             wc.signaled = true;
-            match (qtf >> cqe::TYPE_SHIFT) & 7 {
+            match p.cqe_type() {
                 cqe::TYPE_RECV => {
-                    let id = le64(&c, cqe::RECV_WQE_ID);
+                    let id = p.recv_wqe_id();
                     wc.opcode = WcOpcode::Recv;
                     wc.status = status;
                     if book.srq {
@@ -1851,7 +1826,7 @@ impl Driver {
                         wc.wr_id = book.rq[at].1;
                         book.rq.drain(..=at);
                     }
-                    let sq = be32(&c, cqe::RECV_SRC_QPN_OP_BE);
+                    let sq = p.recv_src_qpn_op();
                     wc.src_qpn = Qpn(sq & 0xff_ffff);
                     wc.grh = book.ud;
                     wc.grh_ipv4 = book.ud && sq & fw::recv_op::IS_IPV4 != 0;
@@ -1859,13 +1834,13 @@ impl Driver {
                         wc.byte_len = st;
                         let op = sq >> 24;
                         if op == fw::recv_op::RDMA_IMM || op == fw::recv_op::SEND_IMM {
-                            wc.imm = Some(be32(&c, cqe::RECV_IMM_DATA_RKEY_BE));
+                            wc.imm = Some(p.recv_imm_data_rkey());
                         }
                         if op == fw::recv_op::RDMA_IMM {
                             wc.opcode = WcOpcode::RecvRdmaWithImm;
                         }
                         if op == fw::recv_op::SEND_INV {
-                            let k = be32(&c, cqe::RECV_IMM_DATA_RKEY_BE);
+                            let k = p.recv_imm_data_rkey();
                             wc.invalidated = Some(ernic_core::Rkey(k));
                         }
                     }
@@ -1874,7 +1849,7 @@ impl Driver {
                 cqe::TYPE_SEND_MSN => {
                     // Every request up to this sequence number is done;
                     // the last one with the CQE's status.
-                    let msn = be32(&c, cqe::SEND_MSG_MSN_BE);
+                    let msn = p.send_msg_msn();
                     if !book.sq.iter().any(|m| m.msn == Some(msn)) {
                         continue;
                     }
@@ -1892,7 +1867,7 @@ impl Driver {
                 _ => {
                     // By WQE index: a local operation, a datagram, or the
                     // flush that stands for every request still posted.
-                    let idx = le64(&c, cqe::SEND_NPG_WQE_ID);
+                    let idx = p.send_npg_wqe_id();
                     let Some(at) = book.sq.iter().position(|m| u64::from(m.idx) == idx) else {
                         continue;
                     };
@@ -1948,32 +1923,16 @@ fn send_wc(mut wc: Completion, m: &SendMeta, status: WcStatus) -> Completion {
 
 /// Fills a receive WQE: its id and SGEs; `false` when they do not fit.
 fn recv_wqe(w: &mut [u8], id: u64, sgl: &[Sge]) -> bool {
-    if wqe::PLD + sgl.len() * wqe::SGE_LEN > w.len() {
+    let Ok(mut w) = wqe::Packet::new_checked(w) else {
+        return false;
+    };
+    if !w.holds_sges(wqe::PLD, sgl.len()) {
         return false;
     }
-    put(w, wqe::WQE_ID, &id.to_le_bytes());
-    w[wqe::NUM_SGE_KEY] = sgl.len() as u8;
+    w.set_wqe_id(id);
+    w.set_num_sge_key(sgl.len() as u8);
     for (i, s) in sgl.iter().enumerate() {
-        let o = wqe::PLD + i * wqe::SGE_LEN;
-        put(w, o, &s.addr.to_be_bytes());
-        put(w, o + 8, &s.len.to_be_bytes());
-        put(w, o + 12, &s.lkey.0.to_be_bytes());
+        w.set_sge(wqe::PLD, i, s);
     }
     true
-}
-
-fn from_ionic(s: u32) -> WcStatus {
-    use fw::status as st;
-    match s {
-        st::LOCAL_LEN_ERR => WcStatus::LocLenErr,
-        st::LOCAL_QP_OPER_ERR => WcStatus::LocQpOpErr,
-        st::LOCAL_PROT_ERR => WcStatus::LocProtErr,
-        st::WQE_FLUSHED_ERR => WcStatus::WrFlushErr,
-        st::REMOTE_INV_REQ_ERR => WcStatus::RemInvReqErr,
-        st::REMOTE_ACC_ERR => WcStatus::RemAccessErr,
-        st::REMOTE_OPER_ERR => WcStatus::RemOpErr,
-        st::RETRY_EXCEEDED => WcStatus::RetryExcErr,
-        st::RNR_RETRY_EXCEEDED => WcStatus::RnrRetryExcErr,
-        _ => WcStatus::GeneralErr,
-    }
 }

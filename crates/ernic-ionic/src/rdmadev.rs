@@ -58,7 +58,7 @@ use ernic_core::{
 };
 use ernic_vfio::dma::{Dma, DmaView};
 
-use crate::fw::{self, admin_op, admin_status as st, admin_wqe, cqe, eqe};
+use crate::fw::{self, admin_cqe, admin_op, admin_status as st, admin_wqe, cqe, eqe};
 use crate::limits::{Owner, PageTables};
 
 mod datapath;
@@ -708,19 +708,18 @@ impl RdmaDev {
                 // An unreadable ring: stop; the driver times the command out.
                 return;
             }
-            let op = first[admin_wqe::OP];
-            let len = usize::from(le16(&first, admin_wqe::LEN));
-            let strides = (len + admin_wqe::HDR_LEN)
-                .div_ceil(admin_wqe::STRIDE)
-                .max(1);
+            // One whole stride's array: the header's getters cannot fail.
+            let header = admin_wqe::Packet::new_unchecked(&first);
+            let op = header.op();
+            let len = usize::from(header.len());
+            let strides = header.strides();
             let status = if strides > MAX_ADMIN_STRIDES || strides as u32 > depth - ran {
                 st::MSG_TOO_BIG
             } else {
                 // The command: the first stride after its header, then
                 // whole strides.
                 cmd.fill(0);
-                cmd[..admin_wqe::STRIDE - admin_wqe::HDR_LEN]
-                    .copy_from_slice(&first[admin_wqe::HDR_LEN..]);
+                cmd[..admin_wqe::STRIDE - admin_wqe::HDR_LEN].copy_from_slice(header.cmd());
                 let mut ok = true;
                 for s in 1..strides {
                     let from = admin_wqe::STRIDE - admin_wqe::HDR_LEN + (s - 1) * admin_wqe::STRIDE;
@@ -747,19 +746,14 @@ impl RdmaDev {
             let aq = &self.aqs[at];
             let (aqid, cqid) = (aq.qid, aq.cq);
             let mut c = [0u8; cqe::LEN];
-            c[cqe::ADMIN_CMD_IDX_BE..cqe::ADMIN_CMD_IDX_BE + 2]
-                .copy_from_slice(&(index as u16).to_be_bytes());
-            c[cqe::ADMIN_CMD_OP] = op;
-            let r = fw::srq::CQE_RESULT;
-            c[r..r + 4].copy_from_slice(&self.result[0].to_le_bytes());
-            c[r + 4..r + 8].copy_from_slice(&self.result[1].to_le_bytes());
+            // A whole CQE's array: no setter can run past it.
+            let mut p = admin_cqe::Packet::new_unchecked(&mut c);
+            p.set_cmd_idx(index as u16);
+            p.set_cmd_op(op);
+            p.set_result(self.result);
             self.result = [0; 2];
-            c[cqe::STATUS_LENGTH_BE..cqe::STATUS_LENGTH_BE + 4]
-                .copy_from_slice(&status.to_be_bytes());
-            let mut qtf = aqid << cqe::QID_SHIFT | cqe::TYPE_ADMIN << cqe::TYPE_SHIFT;
-            if status != st::OK {
-                qtf |= cqe::ERROR;
-            }
+            p.set_status(status);
+            let qtf = admin_cqe::qid_type_flags(aqid, status != st::OK);
             self.post_cqe(cqid, &mut c, qtf, dma, fire);
             let strides = strides.min((depth - ran) as usize) as u32;
             self.aqs[at].cons = self.aqs[at].cons.wrapping_add(strides);
@@ -783,16 +777,14 @@ impl RdmaDev {
         let depth = cq.ring.depth();
         let color = (cq.prod / depth) & 1 == 0;
         let qtf = qtf | if color { cqe::COLOR } else { 0 };
-        c[cqe::QID_TYPE_FLAGS_BE..].copy_from_slice(&qtf.to_be_bytes());
+        cqe::Packet::new_unchecked(&mut *c).set_qid_type_flags(qtf);
         let slot = cq.ring.slot(cq.prod);
-        let body = dma.write(slot, &c[..cqe::QID_TYPE_FLAGS_BE]);
+        let last_word = cqe::field::QID_TYPE_FLAGS;
+        let body = dma.write(slot, &c[..last_word.start]);
         // The body is visible before the word whose color publishes it
         // (the compiler may not sink the body's copy past this).
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let last = dma.write(
-            slot + cqe::QID_TYPE_FLAGS_BE as u64,
-            &c[cqe::QID_TYPE_FLAGS_BE..],
-        );
+        let last = dma.write(slot + last_word.start as u64, &c[last_word]);
         if let Err(e) = body.and(last) {
             // The guest gave a ring the device cannot write: this entry is
             // lost. Said once per CQ (a guest must not flood the log).
@@ -821,11 +813,10 @@ impl RdmaDev {
         };
         let depth = eq.ring.depth();
         let color = (eq.prod / depth) & 1 == 0;
-        let evt = cqid << eqe::QID_SHIFT
-            | eqe::TYPE_CQ << eqe::TYPE_SHIFT
-            | eqe::CQ_NOTIFY << eqe::CODE_SHIFT
-            | if color { eqe::COLOR } else { 0 };
-        if dma.write(eq.ring.slot(eq.prod), &evt.to_be_bytes()).is_ok() {
+        let mut evt = [0u8; eqe::LEN];
+        // A whole EQE's array: the setter cannot run past it.
+        eqe::Packet::new_unchecked(&mut evt).set_cq_notify(cqid, color);
+        if dma.write(eq.ring.slot(eq.prod), &evt).is_ok() {
             eq.prod = eq.prod.wrapping_add(1);
             fire.push(eq.vector);
         }

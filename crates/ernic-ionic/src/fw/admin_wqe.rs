@@ -1,0 +1,251 @@
+//! `struct ionic_v1_admin_wqe`: an RDMA admin command as the driver
+//! writes it into the admin queue — a 4-byte header (opcode, command
+//! length), then the command, which continues into the following 64-byte
+//! strides when it is longer than 60 — and the layouts of the commands it
+//! carries (`struct ionic_admin_create_cq` and the rest, and ernic's SRQ
+//! commands), as offsets into the command. The device reads these; the
+//! driver writes them. After [`Packet::new_checked`] (one whole stride) no
+//! header accessor panics.
+
+#![allow(missing_docs)]
+
+use super::{Error, Field, get_le16, set_bytes};
+
+pub const OP: usize = 0;
+pub const LEN: usize = 2;
+pub const CMD: usize = 4;
+/// `ADMIN_WQE_STRIDE`.
+pub const STRIDE: usize = 64;
+/// `ADMIN_WQE_HDR_LEN`.
+pub const HDR_LEN: usize = 4;
+
+/// The header's fields, as byte ranges of the first stride.
+pub mod field {
+    use super::Field;
+    pub const OP: usize = 0;
+    pub const LEN: Field = 2..4;
+    /// The first stride's part of the command.
+    pub const CMD: Field = 4..64;
+}
+
+/// A view of an admin WQE's first stride.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// A view without a length check; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// A view of a buffer that holds a whole stride.
+    pub fn new_checked(buffer: T) -> Result<Packet<T>, Error> {
+        let p = Packet::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Whether the buffer holds a whole stride.
+    pub fn check_len(&self) -> Result<(), Error> {
+        let len = self.buffer.as_ref().len();
+        if len < STRIDE {
+            return Err(Error::Truncated {
+                format: "admin WQE",
+                need: STRIDE,
+                len,
+            });
+        }
+        Ok(())
+    }
+
+    /// The buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// `op` (`super::admin_op`, or ernic's `super::srq_op`).
+    pub fn op(&self) -> u8 {
+        self.buffer.as_ref()[field::OP]
+    }
+
+    /// `len`: the command's bytes.
+    pub fn len(&self) -> u16 {
+        get_le16(self.buffer.as_ref(), field::LEN)
+    }
+
+    /// Whether the command is empty (`len` 0).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The strides the WQE takes (at least one).
+    pub fn strides(&self) -> usize {
+        strides(usize::from(self.len()))
+    }
+
+    /// The command's part in this stride.
+    pub fn cmd(&self) -> &[u8] {
+        &self.buffer.as_ref()[field::CMD]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets `op`.
+    pub fn set_op(&mut self, v: u8) {
+        self.buffer.as_mut()[field::OP] = v;
+    }
+
+    /// Sets `len`.
+    pub fn set_len(&mut self, v: u16) {
+        set_bytes(self.buffer.as_mut(), field::LEN, &v.to_le_bytes());
+    }
+}
+
+/// The strides an admin WQE with a `len`-byte command takes (at least one).
+pub fn strides(len: usize) -> usize {
+    len.saturating_add(HDR_LEN).div_ceil(STRIDE).max(1)
+}
+
+/// `struct ionic_admin_create_cq` (34 bytes).
+pub mod create_cq {
+    pub const EQ_ID: usize = 0;
+    pub const DEPTH_LOG2: usize = 4;
+    pub const STRIDE_LOG2: usize = 5;
+    pub const PAGE_SIZE_LOG2: usize = 7;
+    pub const CQ_FLAGS: usize = 8;
+    pub const ID_VER: usize = 12;
+    pub const TBL_INDEX: usize = 16;
+    pub const MAP_COUNT: usize = 20;
+    pub const DMA_ADDR: usize = 24;
+    pub const DBID_FLAGS: usize = 32;
+    pub const LEN: usize = 34;
+}
+
+/// `struct ionic_admin_create_qp` (64 bytes).
+pub mod create_qp {
+    pub const PD_ID: usize = 0;
+    pub const PRIV_FLAGS_BE: usize = 4;
+    pub const SQ_CQ_ID: usize = 8;
+    pub const SQ_DEPTH_LOG2: usize = 12;
+    pub const SQ_STRIDE_LOG2: usize = 13;
+    pub const SQ_PAGE_SIZE_LOG2: usize = 15;
+    pub const SQ_TBL_INDEX_XRCD_ID: usize = 16;
+    pub const SQ_MAP_COUNT: usize = 20;
+    pub const SQ_DMA_ADDR: usize = 24;
+    pub const RQ_CQ_ID: usize = 32;
+    pub const RQ_DEPTH_LOG2: usize = 36;
+    pub const RQ_STRIDE_LOG2: usize = 37;
+    pub const RQ_PAGE_SIZE_LOG2: usize = 39;
+    pub const RQ_TBL_INDEX_SRQ_ID: usize = 40;
+    pub const RQ_MAP_COUNT: usize = 44;
+    pub const RQ_DMA_ADDR: usize = 48;
+    pub const ID_VER: usize = 56;
+    pub const DBID_FLAGS: usize = 60;
+    pub const TYPE_STATE: usize = 62;
+    pub const LEN: usize = 64;
+}
+
+/// `struct ionic_admin_mod_qp` (60 bytes).
+pub mod mod_qp {
+    pub const ATTR_MASK_BE: usize = 0;
+    pub const ACCESS_FLAGS_BE: usize = 6;
+    pub const RQ_PSN: usize = 8;
+    pub const SQ_PSN: usize = 12;
+    pub const QKEY_DEST_QPN: usize = 16;
+    pub const PMTU: usize = 24;
+    pub const AH_ID_LEN: usize = 32;
+    pub const TYPE_STATE: usize = 39;
+    pub const DMA_ADDR: usize = 48;
+    pub const ID_VER: usize = 56;
+    pub const LEN: usize = 60;
+}
+
+/// `struct ionic_admin_query_qp` (34 bytes).
+pub mod query_qp {
+    pub const HDR_DMA_ADDR: usize = 0;
+    pub const SQ_DMA_ADDR: usize = 8;
+    pub const RQ_DMA_ADDR: usize = 16;
+    pub const AH_ID: usize = 24;
+    pub const ID_VER: usize = 28;
+    pub const LEN: usize = 34;
+}
+
+/// `struct ionic_admin_create_mr` (45 bytes).
+pub mod create_mr {
+    pub const VA: usize = 0;
+    pub const LENGTH: usize = 8;
+    pub const PD_ID: usize = 16;
+    pub const ID_VER: usize = 20;
+    pub const TBL_INDEX: usize = 24;
+    pub const MAP_COUNT: usize = 28;
+    pub const DMA_ADDR: usize = 32;
+    pub const DBID_FLAGS: usize = 40;
+    pub const PT_TYPE: usize = 42;
+    pub const DIR_SIZE_LOG2: usize = 43;
+    pub const PAGE_SIZE_LOG2: usize = 44;
+    pub const LEN: usize = 45;
+}
+
+/// `struct ionic_admin_create_ah` (24 bytes).
+pub mod create_ah {
+    pub const DMA_ADDR: usize = 0;
+    pub const LENGTH: usize = 8;
+    pub const PD_ID: usize = 12;
+    pub const ID_VER: usize = 16;
+    pub const LEN: usize = 24;
+}
+
+/// `struct ionic_admin_stats_hdr` (17 bytes).
+pub mod stats_hdr {
+    pub const DMA_ADDR: usize = 0;
+    pub const LENGTH: usize = 8;
+    pub const ID_VER: usize = 12;
+    pub const LEN: usize = 17;
+}
+
+/// The SRQ commands' layouts (ernic's). CREATE_SRQ: its ring (depth,
+/// stride, page size, a direct or tabled page list), low watermark and
+/// protection domain (the driver's `pd_id`, as CREATE_QP carries it; a QP
+/// may draw only from an SRQ of its own PD); the CQE answers the id the
+/// device gave it (above the QP id range, so the RQ doorbell type reaches
+/// it). MODIFY_SRQ: id and limit. QUERY_SRQ:
+/// id; the CQE answers the limit and the receives outstanding.
+/// DESTROY_SRQ: id. A QP draws from an SRQ when CREATE_QP gives no RQ
+/// ring and names the SRQ in `rq_tbl_index_srq_id`.
+pub mod srq {
+    pub const DEPTH_LOG2: usize = 0;
+    pub const STRIDE_LOG2: usize = 1;
+    pub const PAGE_SIZE_LOG2: usize = 2;
+    pub const MAP_COUNT: usize = 4;
+    pub const DMA_ADDR: usize = 8;
+    pub const LIMIT: usize = 16;
+    pub const PD_ID: usize = 20;
+    pub const CREATE_LEN: usize = 24;
+    pub const ID: usize = 0;
+    pub const MODIFY_LIMIT: usize = 4;
+    pub const MODIFY_LEN: usize = 8;
+    /// Where an SRQ command's results go in its admin CQE (after `cmd_op`,
+    /// in `admin.rsvd`): two little-endian words.
+    pub const CQE_RESULT: usize = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_is_op_then_a_little_endian_length() {
+        let mut b = [0u8; STRIDE];
+        let mut p = Packet::new_checked(&mut b[..]).unwrap();
+        p.set_op(super::super::admin_op::CREATE_QP);
+        p.set_len(create_qp::LEN as u16);
+        assert_eq!(&b[..4], &[2, 0, 64, 0]);
+        let p = Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.op(), p.len(), p.strides()), (2, 64, 2));
+        assert_eq!(p.cmd().len(), 60);
+        assert_eq!((strides(0), strides(60), strides(61)), (1, 1, 2));
+        assert!(Packet::new_checked(&b[..63]).is_err());
+    }
+}
