@@ -39,7 +39,7 @@
 //! ```
 
 #[allow(unsafe_code)]
-pub mod verbs;
+pub mod provider;
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -49,9 +49,10 @@ use ernic_core::{
     Access, Completion, Counter, Counters, Dest, DeviceId, Gid, Lkey, PageSource, QpAttr, QpCaps,
     QpInfo, QpState, QpType, Qpn, RemoteAddr, Rkey, Route, SendOp, SendWr, Sge, WcOpcode, WcStatus,
 };
+use ernic_ionic::bootstrap::RdmaQueue;
 use ernic_ionic::bytes::{be16, be32, put};
 use ernic_ionic::doorbell::PAGE;
-use ernic_ionic::fw::{self, admin_cqe, admin_op, admin_wqe, cqe, wqe};
+use ernic_ionic::fw::{self, admin_cqe, admin_op, admin_wqe, cqe, dev_cmd, wqe};
 use ernic_ionic::regs::{cmd, lif_identity as li, opcode, qtype};
 use ernic_vfio::client::{Client, ClientError, eventfd, shared_memory};
 use ernic_vfio::pci::{irq, region};
@@ -606,24 +607,29 @@ impl Driver {
         self.c.region_write(region::BAR0, cmd::CMD as u64, c)?;
         self.c
             .region_write(region::BAR0, cmd::DOORBELL as u64, &[1, 0, 0, 0])?;
-        let comp: [u8; 16] = self
+        let comp = self
             .c
-            .region_read(region::BAR0, cmd::COMP as u64, 16)?
-            .try_into()
-            .expect("16 bytes");
-        if comp[0] != 0 {
+            .region_read(region::BAR0, cmd::COMP as u64, dev_cmd::COMP_LEN as u32)?;
+        let done = dev_cmd::Comp::new_checked(&comp[..])
+            .map_err(|_| Error::Unsupported("a short device command completion"))?;
+        if done.status() != 0 {
             return Err(Error::DevCmd {
-                op: c[0],
-                status: comp[0],
+                op: dev_cmd::Packet::new_unchecked(c).opcode(),
+                status: done.status(),
             });
         }
-        Ok(comp)
+        let mut out = [0u8; dev_cmd::COMP_LEN];
+        out.copy_from_slice(&comp[..dev_cmd::COMP_LEN]);
+        Ok(out)
     }
 
     fn bring_up(&mut self) -> Result<(), Error> {
-        let mut c = [0u8; 64];
-        c[..2].copy_from_slice(&[opcode::IDENTIFY, 2]);
+        let mut c = [0u8; dev_cmd::LEN];
+        let mut p = dev_cmd::Packet::new_unchecked(&mut c);
+        p.set_opcode(opcode::IDENTIFY);
+        p.set_identify_ver(2);
         self.devcmd(&c)?;
+        // LIF_IDENTIFY: type 0, version 1.
         c[..3].copy_from_slice(&[opcode::LIF_IDENTIFY, 0, 1]);
         self.devcmd(&c)?;
         let data = self
@@ -638,20 +644,31 @@ impl Driver {
         let acq = self.ring(6, 5)?;
         let aq = self.ring(6, 6)?;
         let queue = |op: u8, cid: u32, r: &Ring| {
-            let mut c = [0u8; 64];
-            c[0] = op;
-            put(&mut c, 8, &cid.to_le_bytes());
-            c[14] = r.depth_log2;
-            c[15] = r.stride_log2;
-            put(&mut c, 16, &r.gpa().to_le_bytes());
+            let mut c = [0u8; dev_cmd::LEN];
+            let mut p = dev_cmd::Packet::new_unchecked(&mut c);
+            p.set_opcode(op);
+            RdmaQueue {
+                qid: 0,
+                version: 0,
+                cid,
+                dbid: 0,
+                depth_log2: r.depth_log2,
+                stride_log2: r.stride_log2,
+                dma_addr: r.gpa(),
+            }
+            .emit(&mut p);
             c
         };
-        let mut reset = [0u8; 64];
-        reset[0] = ernic_ionic::rdma::opcode::RESET_LIF;
+        let mut reset = [0u8; dev_cmd::LEN];
+        reset[0] = ernic_ionic::bootstrap::opcode::RESET_LIF;
         self.devcmd(&reset)?;
-        self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_EQ, 0, &eq))?;
-        self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_CQ, 0, &acq))?;
-        self.devcmd(&queue(ernic_ionic::rdma::opcode::CREATE_ADMINQ, 0, &aq))?;
+        self.devcmd(&queue(ernic_ionic::bootstrap::opcode::CREATE_EQ, 0, &eq))?;
+        self.devcmd(&queue(ernic_ionic::bootstrap::opcode::CREATE_CQ, 0, &acq))?;
+        self.devcmd(&queue(
+            ernic_ionic::bootstrap::opcode::CREATE_ADMINQ,
+            0,
+            &aq,
+        ))?;
         self.aq = aq;
         self.acq = acq;
         self.eq = eq;

@@ -10,8 +10,9 @@
 
 use ernic_vfio::dma::Dma;
 
-use crate::bytes::{le16, le32, le64, put_le32};
-use crate::regs::{self, cmd, dev_identity, info, init_cmd, intr, opcode, qtype, status};
+use crate::bytes::{le32, put_le32};
+use crate::fw::dev_cmd;
+use crate::regs::{self, cmd, dev_identity, info, intr, opcode, qtype, status};
 
 /// What the device says of itself (a slice of the NIC profile).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +139,7 @@ pub struct Bar0 {
     pub(crate) queues: Vec<EthQueue>,
     filters: u32,
     eid: u64,
-    pub(crate) rdma: crate::rdma::Bootstrap,
+    pub(crate) rdma: crate::bootstrap::Bootstrap,
     // Vectors raised by events outside a queue's own doorbell, for the
     // function to signal (see `take_fired`).
     to_fire: Vec<u16>,
@@ -173,7 +174,7 @@ impl Bar0 {
             queues: Vec::new(),
             filters: 0,
             eid: 0,
-            rdma: crate::rdma::Bootstrap::default(),
+            rdma: crate::bootstrap::Bootstrap::default(),
             to_fire: Vec::new(),
             masked_before: Vec::new(),
             stats: crate::eth::LifStats::default(),
@@ -209,7 +210,7 @@ impl Bar0 {
     }
 
     /// What the RDMA bootstrap created.
-    pub fn rdma(&self) -> &crate::rdma::Bootstrap {
+    pub fn rdma(&self) -> &crate::bootstrap::Bootstrap {
         &self.rdma
     }
 
@@ -360,8 +361,11 @@ impl Bar0 {
         let c: [u8; 64] = self.bytes[cmd::CMD..cmd::CMD + 64]
             .try_into()
             .expect("64 bytes");
-        let mut comp = [0u8; 16];
-        comp[0] = match c[0] {
+        // Whole arrays of the command's and completion's sizes: no
+        // accessor can run past them.
+        let p = dev_cmd::Packet::new_unchecked(&c);
+        let mut comp = [0u8; dev_cmd::COMP_LEN];
+        let status = match p.opcode() {
             // These succeed with a zeroed completion (seed 001's table).
             opcode::NOP
             | opcode::INIT
@@ -370,11 +374,11 @@ impl Bar0 {
             | opcode::PORT_IDENTIFY
             | opcode::PORT_GETATTR
             | opcode::PORT_SETATTR => status::SUCCESS,
-            opcode::PORT_INIT => self.port_init(le64(&c, init_cmd::INFO_PA), dma),
+            opcode::PORT_INIT => self.port_init(p.info_pa(), dma),
             opcode::LIF_INIT => {
-                let st = self.lif_init(le64(&c, init_cmd::INFO_PA), dma);
+                let st = self.lif_init(p.info_pa(), dma);
                 // hw_index: the LIF's own index.
-                comp[2..4].copy_from_slice(&c[init_cmd::LIF_INDEX..init_cmd::LIF_INDEX + 2]);
+                dev_cmd::Comp::new_unchecked(&mut comp).set_lif_hw_index(p.lif_index());
                 st
             }
             opcode::LIF_SETATTR | opcode::LIF_GETATTR => self.lif_attr(&c, &mut comp),
@@ -395,7 +399,7 @@ impl Bar0 {
             opcode::LIF_IDENTIFY => {
                 // Version 1 of the LIF identity is the one served.
                 self.lif_identify();
-                comp[1] = 1;
+                dev_cmd::Comp::new_unchecked(&mut comp).set_ver(1);
                 status::SUCCESS
             }
             opcode::RESET => {
@@ -405,24 +409,25 @@ impl Bar0 {
                 status::SUCCESS
             }
             opcode::IDENTIFY => {
-                let ver = c[1].min(dev_identity::MAX_VERSION);
+                let ver = p.identify_ver().min(dev_identity::MAX_VERSION);
                 if ver == 0 {
                     status::EVERSION
                 } else {
                     self.identify(ver);
-                    comp[1] = ver;
+                    dev_cmd::Comp::new_unchecked(&mut comp).set_ver(ver);
                     status::SUCCESS
                 }
             }
             _ => status::EOPCODE,
         };
+        dev_cmd::Comp::new_unchecked(&mut comp).set_status(status);
         self.bytes[cmd::COMP..cmd::COMP + 16].copy_from_slice(&comp);
         put_le32(&mut self.bytes, cmd::DONE, 1);
     }
 
     /// An RDMA bootstrap command (50-53) against the profile's limits.
     fn rdma_bootstrap(&mut self, c: &[u8; 64]) -> u8 {
-        let limits = crate::rdma::Limits {
+        let limits = crate::bootstrap::Limits {
             vectors: u32::from(self.id.vectors),
             eqs: self.id.rdma_eqs,
             cqs: self.id.rdma_cqs,
@@ -435,11 +440,12 @@ impl Bar0 {
     /// succeed without effect (seed 001).
     pub fn lif_attr(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
         use crate::regs::lif_attr as a;
-        if c[a::ATTR] == a::MAC {
-            if c[0] == opcode::LIF_SETATTR {
-                self.id.mac.copy_from_slice(&c[a::VALUE..a::VALUE + 6]);
+        let c = dev_cmd::Packet::new_unchecked(c);
+        if c.lif_attr() == a::MAC {
+            if c.opcode() == opcode::LIF_SETATTR {
+                self.id.mac = c.lif_attr_mac();
             } else {
-                comp[a::COMP_VALUE..a::COMP_VALUE + 6].copy_from_slice(&self.id.mac);
+                dev_cmd::Comp::new_unchecked(comp).set_lif_attr_mac(self.id.mac);
             }
         }
         status::SUCCESS
@@ -450,7 +456,8 @@ impl Bar0 {
     fn q_identify(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
         use crate::regs::{q_identify as q, qtype as t};
         // (descriptor, completion, SG descriptor, SG elements)
-        let (desc, cq, sg, elems) = match c[q::TYPE] {
+        let qtype = dev_cmd::Packet::new_unchecked(c).q_identify_type();
+        let (desc, cq, sg, elems) = match qtype {
             t::ADMINQ => (64u16, 16u16, 0u16, 0u16),
             t::NOTIFYQ => (4, 64, 0, 0),
             t::RXQ | t::TXQ => (16, 16, 128, 8),
@@ -460,7 +467,7 @@ impl Bar0 {
         d.fill(0);
         d[q::ID_VERSION] = 0;
         d[q::ID_SUPPORTED] = 1; // version 0 only
-        let features = if c[q::TYPE] == t::NOTIFYQ { 0 } else { q::F_CQ };
+        let features = if qtype == t::NOTIFYQ { 0 } else { q::F_CQ };
         d[q::ID_FEATURES..q::ID_FEATURES + 8].copy_from_slice(&features.to_le_bytes());
         for (at, v) in [
             (q::ID_DESC_SZ, desc),
@@ -471,7 +478,7 @@ impl Bar0 {
         ] {
             d[at..at + 2].copy_from_slice(&v.to_le_bytes());
         }
-        comp[q::COMP_VER] = 0;
+        dev_cmd::Comp::new_unchecked(comp).set_q_identify_ver(0);
         status::SUCCESS
     }
 
@@ -480,29 +487,30 @@ impl Bar0 {
     /// 2^15.
     fn q_init(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
         use crate::regs::q_init as q;
-        let qtype = c[q::TYPE];
-        let index = le32(c, q::INDEX);
+        let c = dev_cmd::Packet::new_unchecked(c);
+        let qtype = c.q_init_type();
+        let index = c.q_init_index();
         let Some(count) = self.queue_count(qtype) else {
             return status::EQTYPE;
         };
         if index >= count {
             return status::EQID;
         }
-        let ring_size = c[q::RING_SIZE];
+        let ring_size = c.q_init_ring_size();
         if ring_size > q::MAX_RING_SIZE {
             return status::EINVAL;
         }
-        let flags = le16(c, q::FLAGS);
-        let intr_index = le16(c, q::INTR_INDEX);
+        let flags = c.q_init_flags();
+        let intr_index = c.q_init_intr_index();
         if flags & q::F_IRQ != 0 && intr_index >= self.id.vectors {
             return status::EINVAL;
         }
         let queue = EthQueue {
             qtype,
             index,
-            ring_base: le64(c, q::RING_BASE),
-            cq_ring_base: le64(c, q::CQ_RING_BASE),
-            sg_ring_base: le64(c, q::SG_RING_BASE),
+            ring_base: c.q_init_ring_base(),
+            cq_ring_base: c.q_init_cq_ring_base(),
+            sg_ring_base: c.q_init_sg_ring_base(),
             ring_size,
             intr_index,
             flags,
@@ -513,15 +521,17 @@ impl Bar0 {
         };
         self.queues.retain(|e| (e.qtype, e.index) != (qtype, index));
         self.queues.push(queue);
-        comp[q::COMP_HW_INDEX..q::COMP_HW_INDEX + 4].copy_from_slice(&index.to_le_bytes());
-        comp[q::COMP_HW_TYPE] = qtype;
+        let mut comp = dev_cmd::Comp::new_unchecked(comp);
+        comp.set_q_init_hw_index(index);
+        comp.set_q_init_hw_type(qtype);
         status::SUCCESS
     }
 
     /// Q_CONTROL: enables or disables a queue Q_INIT set up.
     fn q_control(&mut self, c: &[u8; 64]) -> u8 {
         use crate::regs::q_control as q;
-        let (qtype, index) = (c[q::TYPE], le32(c, q::INDEX));
+        let c = dev_cmd::Packet::new_unchecked(c);
+        let (qtype, index) = (c.q_control_type(), c.q_control_index());
         let Some(e) = self
             .queues
             .iter_mut()
@@ -529,7 +539,7 @@ impl Bar0 {
         else {
             return status::EQID;
         };
-        match c[q::OPER] {
+        match c.q_control_oper() {
             q::ENABLE => e.enabled = true,
             q::DISABLE | q::HANG_RESET => e.enabled = false,
             _ => return status::EINVAL,
@@ -556,12 +566,13 @@ impl Bar0 {
             let mut c = [0u8; 64];
             let desc = q.ring_base.wrapping_add(u64::from(head) * 64);
             let mut comp = [0u8; 16];
-            comp[0] = match dma.read(desc, &mut c) {
+            let st = match dma.read(desc, &mut c) {
                 Ok(()) => {
                     let st = self.admin_command(&c, &mut comp);
+                    let p = dev_cmd::Packet::new_unchecked(&c);
                     if st == status::SUCCESS
-                        && c[0] == opcode::Q_INIT
-                        && c[crate::regs::q_init::TYPE] == qtype::NOTIFYQ
+                        && p.opcode() == opcode::Q_INIT
+                        && p.q_init_type() == qtype::NOTIFYQ
                     {
                         // The first event a new notify queue carries: the
                         // link as it is.
@@ -573,6 +584,7 @@ impl Bar0 {
                 }
                 Err(_) => status::EFAULT,
             };
+            dev_cmd::Comp::new_unchecked(&mut comp).set_status(st);
             (head, color) = crate::eth::complete(dma, q.cq_ring_base, head, mask, color, &mut comp);
             ran += 1;
         }
@@ -617,13 +629,13 @@ impl Bar0 {
     /// the driver posts while it brings the LIF up, have none here and
     /// succeed (seed 001); the RDMA bootstrap (50-53) is recorded.
     fn admin_command(&mut self, c: &[u8; 64], comp: &mut [u8; 16]) -> u8 {
-        match c[0] {
+        match dev_cmd::Packet::new_unchecked(c).opcode() {
             opcode::Q_INIT => self.q_init(c, comp),
             opcode::Q_CONTROL => self.q_control(c),
             opcode::LIF_SETATTR | opcode::LIF_GETATTR => self.lif_attr(c, comp),
             opcode::RX_FILTER_ADD => {
                 self.filters += 1;
-                comp[4..8].copy_from_slice(&self.filters.to_le_bytes());
+                dev_cmd::Comp::new_unchecked(comp).set_filter_id(self.filters);
                 status::SUCCESS
             }
             50..=53 => self.rdma_bootstrap(c),

@@ -8,7 +8,7 @@
 //!   control, the Ethernet admin and notify queues;
 //! - [`eth`] and [`tap`]: the Ethernet queues and the host TAP;
 //! - [`doorbell`]: BAR 2's doorbell decoding;
-//! - [`rdma`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
+//! - [`bootstrap`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
 //!   admin queues, event queues and the objects they create in
 //!   `ernic-core`;
 //! - [`profile`]: NIC profiles; [`limits`]: every limit on what a guest
@@ -17,6 +17,7 @@
 //!   and interrupts as a `ernic_vfio::server::Device`.
 
 pub mod bar0;
+pub mod bootstrap;
 pub mod bytes;
 pub mod doorbell;
 pub mod eth;
@@ -24,7 +25,6 @@ pub mod function;
 pub mod fw;
 pub mod limits;
 pub mod profile;
-pub mod rdma;
 #[allow(unsafe_code)]
 pub mod rdmadev;
 pub mod regs;

@@ -62,8 +62,8 @@ use crate::fw::{self, admin_cqe, admin_op, admin_status as st, admin_wqe, cqe, e
 use crate::limits::{Owner, PageTables};
 
 mod datapath;
+use crate::bootstrap::{Bootstrap, RdmaQueue};
 use crate::bytes::{be16, be32, le16, le32, le64};
-use crate::rdma::{Bootstrap, RdmaQueue};
 
 /// Guest memory as the core reaches it: the client's read-write DMA
 /// windows at the last time they changed.
@@ -1418,7 +1418,7 @@ impl RdmaDev {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdma::Limits;
+    use crate::bootstrap::Limits;
     use ernic_vfio::proto::{DMA_READ, DMA_WRITE};
     use proptest::prelude::*;
 

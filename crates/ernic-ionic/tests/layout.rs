@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use ernic_ionic::rdma::cmd as rq;
+use ernic_ionic::bootstrap::cmd as rq;
 use ernic_ionic::regs::{
     cmd, dev_identity as di, info, init_cmd, intr, lif_identity as li, lif_info, port_info,
     q_control, q_identify, q_init,
@@ -387,19 +387,19 @@ fn pairs() -> Vec<(&'static str, usize)> {
         ),
         (
             "IONIC_CMD_RDMA_RESET_LIF",
-            ernic_ionic::rdma::opcode::RESET_LIF as usize,
+            ernic_ionic::bootstrap::opcode::RESET_LIF as usize,
         ),
         (
             "IONIC_CMD_RDMA_CREATE_EQ",
-            ernic_ionic::rdma::opcode::CREATE_EQ as usize,
+            ernic_ionic::bootstrap::opcode::CREATE_EQ as usize,
         ),
         (
             "IONIC_CMD_RDMA_CREATE_CQ",
-            ernic_ionic::rdma::opcode::CREATE_CQ as usize,
+            ernic_ionic::bootstrap::opcode::CREATE_CQ as usize,
         ),
         (
             "IONIC_CMD_RDMA_CREATE_ADMINQ",
-            ernic_ionic::rdma::opcode::CREATE_ADMINQ as usize,
+            ernic_ionic::bootstrap::opcode::CREATE_ADMINQ as usize,
         ),
         (
             "IONIC_RC_ENOENT",

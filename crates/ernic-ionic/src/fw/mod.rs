@@ -9,7 +9,9 @@
 //! - [`wqe`]: send and receive queue WQEs;
 //! - [`cqe`]: work-request CQEs; [`admin_cqe`]: admin command CQEs;
 //! - [`eqe`]: event queue entries;
-//! - [`admin_wqe`]: admin WQEs and the commands they carry.
+//! - [`admin_wqe`]: admin WQEs and the commands they carry;
+//! - [`dev_cmd`]: device commands (`ionic_if.h`) and their completions,
+//!   the RDMA bootstrap's among them.
 //!
 //! This file holds the numbering the formats share: admin opcodes and
 //! statuses, QP types and states, access flags, WQE operations and
@@ -25,6 +27,7 @@
 pub mod admin_cqe;
 pub mod admin_wqe;
 pub mod cqe;
+pub mod dev_cmd;
 pub mod eqe;
 pub mod wqe;
 

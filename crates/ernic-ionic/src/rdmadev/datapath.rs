@@ -17,8 +17,8 @@ use ernic_core::{
 use ernic_vfio::dma::Dma;
 
 use super::{Qp, RdmaDev};
+use crate::bootstrap::Bootstrap;
 use crate::fw::{cqe, op, recv_op, status, wqe};
-use crate::rdma::Bootstrap;
 
 /// The largest WQE stride read (LIF_IDENTIFY's `max_stride`, 4 KiB).
 const MAX_WQE: usize = 4096;
