@@ -1,0 +1,457 @@
+//! Queue pairs: CREATE_QP (RC, UD, with an SRQ), MODIFY_QP and the
+//! connection helpers built on it, QUERY_QP, the QP counters, and
+//! DESTROY_QP.
+
+use std::collections::VecDeque;
+
+use ernic_core::{
+    Access, Counter, Counters, Dest, DeviceId, Gid, QpAttr, QpCaps, QpInfo, QpState, QpType, Qpn,
+    Route,
+};
+use ernic_ionic::bytes::{be16, be32, put};
+use ernic_ionic::doorbell::PAGE;
+use ernic_ionic::fw::{self, admin_op, wqe};
+
+use crate::{Cq, Driver, Error, Pd, Qp, QpBook, QpSpec, Srq, ipv4_template};
+
+impl Driver {
+    /// Creates an RC QP on `cq` (sends and receives) with 64-byte WQEs, in
+    /// the driver's own PD.
+    pub fn create_qp(&mut self, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
+        self.create_qp_in(self.pd, cq, depth_log2)
+    }
+
+    /// As [`create_qp`](Driver::create_qp), in `pd`.
+    pub fn create_qp_in(&mut self, pd: Pd, cq: &Cq, depth_log2: u8) -> Result<Qp, Error> {
+        self.create_qp_with(&QpSpec {
+            pd,
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            caps: caps_of_depth(depth_log2),
+        })
+    }
+
+    /// Creates a datagram QP on `cq` in the driver's own PD: UD, or with
+    /// `gsi` the GSI QP (QP 1), and makes it ready (INIT with `qkey`, RTR,
+    /// RTS).
+    pub fn create_ud_qp(
+        &mut self,
+        cq: &Cq,
+        depth_log2: u8,
+        gsi: bool,
+        qkey: u32,
+    ) -> Result<Qp, Error> {
+        self.create_ud_qp_in(self.pd, cq, depth_log2, gsi, qkey)
+    }
+
+    /// As [`create_ud_qp`](Driver::create_ud_qp), in `pd`.
+    pub fn create_ud_qp_in(
+        &mut self,
+        pd: Pd,
+        cq: &Cq,
+        depth_log2: u8,
+        gsi: bool,
+        qkey: u32,
+    ) -> Result<Qp, Error> {
+        let qp = self.create_qp_with(&QpSpec {
+            pd,
+            qp_type: if gsi { QpType::Gsi } else { QpType::Ud },
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            caps: caps_of_depth(depth_log2),
+        })?;
+        for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            self.modify_qp(
+                &qp,
+                &QpAttr {
+                    state: Some(state),
+                    qkey: (state == QpState::Init).then_some(qkey),
+                    ..QpAttr::default()
+                },
+            )?;
+        }
+        Ok(qp)
+    }
+
+    /// As [`create_qp`](Driver::create_qp), its receives drawn from `srq`.
+    pub fn create_qp_with_srq(&mut self, cq: &Cq, depth_log2: u8, srq: &Srq) -> Result<Qp, Error> {
+        self.create_qp_with(&QpSpec {
+            pd: srq.pd,
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: Some(srq),
+            caps: caps_of_depth(depth_log2),
+        })
+    }
+
+    /// Creates a QP in the RESET state as `spec` describes: rings sized
+    /// for its caps (WQEs of 64 bytes, or larger for more SGEs or inline
+    /// data), and a shared doorbell page of its own when one is left.
+    pub fn create_qp_with(&mut self, spec: &QpSpec<'_>) -> Result<Qp, Error> {
+        let c = spec.caps;
+        let depth_log2 = |n: u32| -> Result<u8, Error> {
+            let d = n.saturating_add(1).max(4).checked_next_power_of_two();
+            match d {
+                Some(d) if d <= 1 << 16 => Ok(d.trailing_zeros() as u8),
+                _ => Err(Error::Unsupported("a queue deeper than 65536")),
+            }
+        };
+        let stride_log2 = |body: usize| -> Result<u8, Error> {
+            let s = (wqe::PLD + body).max(64).next_power_of_two();
+            if s > 4096 {
+                return Err(Error::Unsupported("WQEs over 4096 bytes"));
+            }
+            Ok(s.trailing_zeros() as u8)
+        };
+        let sq_body =
+            (c.max_send_sge.max(1) as usize * wqe::SGE_LEN).max(c.max_inline_data as usize);
+        let rq_body = c.max_recv_sge.max(1) as usize * wqe::SGE_LEN;
+        let qpt = match spec.qp_type {
+            QpType::Rc => fw::qpt::RC,
+            QpType::Uc => fw::qpt::UC,
+            QpType::Ud | QpType::Gsi => fw::qpt::UD,
+        };
+        let gsi = spec.qp_type == QpType::Gsi;
+        let id = if gsi { fw::GSI_QPID } else { self.next_qp };
+        if self.qps.contains_key(&id) {
+            return Err(Error::Unsupported("the GSI QP exists already"));
+        }
+        let sq = self.ring(depth_log2(c.max_send_wr)?, stride_log2(sq_body)?)?;
+        let rq = match spec.srq {
+            Some(_) => None,
+            None => match depth_log2(c.max_recv_wr).and_then(|d| Ok((d, stride_log2(rq_body)?))) {
+                Ok((d, st)) => match self.ring(d, st) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        self.free_ring(&sq);
+                        return Err(e);
+                    }
+                },
+                Err(e) => {
+                    self.free_ring(&sq);
+                    return Err(e);
+                }
+            },
+        };
+        use fw::create_qp as f;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::PD_ID, &spec.pd.0.to_le_bytes());
+        // As `ionic_create_qp_cmd`: privileged if its PD is.
+        let privileged = self.is_privileged(spec.pd);
+        let priv_flags = if privileged { fw::qpf::PRIVILEGED } else { 0 };
+        put(
+            &mut b,
+            f::PRIV_FLAGS_BE,
+            &u32::from(priv_flags).to_be_bytes(),
+        );
+        put(&mut b, f::SQ_CQ_ID, &spec.send_cq.id.to_le_bytes());
+        put(&mut b, f::RQ_CQ_ID, &spec.recv_cq.id.to_le_bytes());
+        for (d, st, n, a, r) in [
+            (
+                f::SQ_DEPTH_LOG2,
+                f::SQ_STRIDE_LOG2,
+                f::SQ_MAP_COUNT,
+                f::SQ_DMA_ADDR,
+                Some(&sq),
+            ),
+            (
+                f::RQ_DEPTH_LOG2,
+                f::RQ_STRIDE_LOG2,
+                f::RQ_MAP_COUNT,
+                f::RQ_DMA_ADDR,
+                rq.as_ref(),
+            ),
+        ] {
+            let Some(r) = r else { continue }; // no RQ ring of its own
+            b[d] = r.depth_log2;
+            b[st] = r.stride_log2;
+            put(&mut b, n, &1u32.to_le_bytes());
+            put(&mut b, a, &r.gpa().to_le_bytes());
+        }
+        let srq_id = spec.srq.map_or(u32::MAX, |s| s.id);
+        put(&mut b, f::RQ_TBL_INDEX_SRQ_ID, &srq_id.to_le_bytes());
+        put(&mut b, f::ID_VER, &id.to_le_bytes());
+        b[f::TYPE_STATE] = qpt;
+        if let Err(e) = self.admin(admin_op::CREATE_QP, &b) {
+            self.free_ring(&sq);
+            if let Some(r) = &rq {
+                self.free_ring(r);
+            }
+            return Err(e);
+        }
+        if !gsi {
+            self.next_qp += 1;
+        }
+        // A doorbell page of its own in the shared area (one per QP, so no
+        // two queues of a type share a word); trapped when none is left.
+        let db = self.take_page();
+        let caps = QpCaps {
+            max_send_wr: sq.depth() - 1,
+            max_recv_wr: rq.map_or(0, |r| r.depth() - 1),
+            max_send_sge: ((sq.stride() - wqe::PLD) / wqe::SGE_LEN) as u32,
+            max_recv_sge: rq.map_or(0, |r| ((r.stride() - wqe::PLD) / wqe::SGE_LEN) as u32),
+            max_inline_data: (sq.stride() - wqe::PLD) as u32,
+        };
+        self.qps.insert(
+            id,
+            QpBook {
+                sq: VecDeque::with_capacity(sq.depth() as usize),
+                msn_prod: 0,
+                rq: VecDeque::with_capacity(rq.map_or(0, |r| r.depth() as usize)),
+                srq: spec.srq.is_some(),
+                ud: qpt == fw::qpt::UD,
+                privileged,
+                caps,
+                dest: None,
+            },
+        );
+        Ok(Qp {
+            id,
+            qp_type: spec.qp_type,
+            sq,
+            rq,
+            sq_prod: 0,
+            rq_prod: 0,
+            db,
+        })
+    }
+
+    /// The sizes `qp` was created with (depths and SGE counts as the rings
+    /// allow, which may exceed what was asked).
+    pub fn qp_caps(&self, qp: &Qp) -> QpCaps {
+        self.qps.get(&qp.id).map_or(QpCaps::default(), |b| b.caps)
+    }
+
+    /// Destroys a QP.
+    pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), Error> {
+        self.admin(admin_op::DESTROY_QP, &qp.id.to_le_bytes())?;
+        self.qps.remove(&qp.id);
+        self.give_page(qp.db);
+        self.free_ring(&qp.sq);
+        if let Some(r) = &qp.rq {
+            self.free_ring(r);
+        }
+        Ok(())
+    }
+
+    /// The GID this driver's QPs are known by (an IPv4-mapped one;
+    /// `::ffff:10.0.0.1` unless set). With the server on a mesh it must be
+    /// one of the guest GIDs the server was given.
+    pub fn set_gid(&mut self, gid: Gid) -> Result<(), Error> {
+        if gid.to_ipv4().is_none() {
+            return Err(Error::Unsupported("the driver's GID must be IPv4-mapped"));
+        }
+        self.gid = gid;
+        Ok(())
+    }
+
+    /// Moves `qp` through INIT, RTR (to `peer` at this driver's GID) and
+    /// RTS, granting the peer every remote right.
+    pub fn connect(&mut self, qp: &Qp, peer: Qpn) -> Result<(), Error> {
+        let gid = self.gid;
+        self.connect_to(qp, gid, peer)
+    }
+
+    /// As [`connect`](Driver::connect), to QP `peer` at `peer_gid` (a QP of
+    /// another server's guest, over the mesh).
+    pub fn connect_to(&mut self, qp: &Qp, peer_gid: Gid, peer: Qpn) -> Result<(), Error> {
+        let rights = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+        for (state, access, dest) in [
+            (QpState::Init, Some(rights), None),
+            (QpState::Rtr, None, Some((peer_gid, peer))),
+            (QpState::Rts, None, None),
+        ] {
+            self.modify_qp(
+                qp,
+                &QpAttr {
+                    state: Some(state),
+                    access,
+                    dest,
+                    path_mtu: dest.map(|_| 4096),
+                    ..QpAttr::default()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Changes `qp`'s attributes and state through MODIFY_QP, as the
+    /// kernel's `ionic_modify_qp` does: a destination becomes a RoCE v2
+    /// IPv4 header template from this driver's GID to it.
+    pub fn modify_qp(&mut self, qp: &Qp, a: &QpAttr) -> Result<(), Error> {
+        use fw::{attr, mod_qp as f};
+        let mut b = [0u8; f::LEN];
+        let mut mask = 0u32;
+        if let Some(state) = a.state {
+            mask |= attr::STATE;
+            b[f::TYPE_STATE] = fw::qps::from_state(state);
+        }
+        // As `ionic_modify_qp_cmd`: the flags carry the QP's privilege
+        // whatever the mask says.
+        let mut flags = match self.qps.get(&qp.id) {
+            Some(book) if book.privileged => fw::qpf::PRIVILEGED,
+            _ => 0,
+        };
+        if let Some(access) = a.access {
+            mask |= attr::ACCESS_FLAGS;
+            flags |= fw::qpf::from_access(access);
+        }
+        put(&mut b, f::ACCESS_FLAGS_BE, &flags.to_be_bytes());
+        if let Some(qkey) = a.qkey {
+            mask |= attr::QKEY;
+            put(&mut b, f::QKEY_DEST_QPN, &qkey.to_le_bytes());
+        }
+        if let Some(mtu) = a.path_mtu {
+            if !mtu.is_power_of_two() || !(256..=4096).contains(&mtu) {
+                return Err(Error::Unsupported(
+                    "a path MTU of 256, 512, 1024, 2048 or 4096",
+                ));
+            }
+            mask |= attr::PATH_MTU;
+            b[f::PMTU] = fw::pmtu::from_bytes(mtu);
+        }
+        if let Some(psn) = a.rq_psn {
+            mask |= attr::RQ_PSN;
+            put(&mut b, f::RQ_PSN, &psn.to_le_bytes());
+        }
+        if let Some(psn) = a.sq_psn {
+            mask |= attr::SQ_PSN;
+            put(&mut b, f::SQ_PSN, &psn.to_le_bytes());
+        }
+        let mut hdr = None;
+        if let Some((gid, peer)) = a.dest {
+            let (Some(src), Some(dst)) = (self.gid.to_ipv4(), gid.to_ipv4()) else {
+                return Err(Error::Unsupported("IPv4-mapped GIDs only"));
+            };
+            let page = self.alloc(PAGE)?;
+            let h = ipv4_template(src.octets(), dst.octets());
+            self.write(&page, 0, &h);
+            mask |= attr::AV | attr::DEST_QPN;
+            put(&mut b, f::QKEY_DEST_QPN, &peer.0.to_le_bytes());
+            put(&mut b, f::AH_ID_LEN, &(h.len() as u32).to_le_bytes());
+            put(&mut b, f::DMA_ADDR, &page.addr().to_le_bytes());
+            hdr = Some(page);
+        }
+        put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
+        put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+        let r = self.admin(admin_op::MODIFY_QP, &b);
+        // The device reads the template during the command.
+        if let Some(page) = hdr {
+            self.free(page);
+        }
+        r?;
+        if let (Some(dest), Some(book)) = (a.dest, self.qps.get_mut(&qp.id)) {
+            book.dest = Some(dest);
+        }
+        Ok(())
+    }
+
+    /// `qp`'s attributes: what QUERY_QP reports (state, rights, path MTU,
+    /// PSNs, Q_Key or peer QP), with what the driver knows (type, caps,
+    /// the peer's GID, requests and receives outstanding).
+    pub fn query_qp(&mut self, qp: &Qp) -> Result<QpInfo, Error> {
+        use fw::query_qp as f;
+        let bufs = self.alloc(PAGE)?;
+        let mut b = [0u8; f::LEN];
+        put(&mut b, f::SQ_DMA_ADDR, &bufs.addr().to_le_bytes());
+        put(&mut b, f::RQ_DMA_ADDR, &(bufs.addr() + 64).to_le_bytes());
+        put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+        let r = self.admin(admin_op::QUERY_QP, &b);
+        let (mut sq, mut rq) = ([0u8; 20], [0u8; 12]);
+        self.read(&bufs, 0, &mut sq);
+        self.read(&bufs, 64, &mut rq);
+        self.free(bufs);
+        r?;
+        let book = self
+            .qps
+            .get(&qp.id)
+            .ok_or(Error::Unsupported("no such QP"))?;
+        let state = fw::qps::to_state(rq[0] >> 4).unwrap_or(QpState::Err);
+        let access = fw::qpf::to_access(be16(&sq, 2));
+        let qkey_dest = be32(&sq, 8);
+        let datagram = qp.qp_type.is_datagram();
+        Ok(QpInfo {
+            qpn: Qpn(qp.id),
+            qp_type: qp.qp_type,
+            state,
+            access,
+            qkey: datagram.then_some(qkey_dest),
+            // The device says which QP; where it lives it does not say.
+            dest: book
+                .dest
+                .filter(|_| !datagram && matches!(state, QpState::Rtr | QpState::Rts))
+                .map(|(gid, qpn)| Dest {
+                    gid,
+                    qpn,
+                    route: Route::Local(DeviceId(0)),
+                }),
+            path_mtu: fw::pmtu::to_bytes(rq[0] & 0xf).unwrap_or(1024),
+            rq_psn: be32(&sq, 16),
+            sq_psn: be32(&rq, 4),
+            caps: book.caps,
+            sq_outstanding: book.sq.len() as u32,
+            rq_outstanding: book.rq.len() as u32,
+        })
+    }
+
+    /// The device's counters (STATS_HDRS and STATS_VALS), or with `qp`
+    /// that QP's (QP_STATS_VALS), matched to ernic's by name.
+    pub fn counters(&mut self, qp: Option<&Qp>) -> Result<Counters, Error> {
+        use fw::{stat, stats_hdr as f};
+        let n = Counter::ALL.len() + 1;
+        let bufs = self.alloc((n * stat::LEN + n * 8) as u64)?;
+        let vals_at = (n * stat::LEN) as u64;
+        let cmd = |addr: u64, len: usize, id: u32| {
+            let mut b = [0u8; f::LEN];
+            put(&mut b, f::DMA_ADDR, &addr.to_le_bytes());
+            put(&mut b, f::LENGTH, &(len as u32).to_le_bytes());
+            put(&mut b, f::ID_VER, &id.to_le_bytes());
+            b
+        };
+        let (hdrs_op, vals_op, id) = match qp {
+            Some(q) => (admin_op::QP_STATS_HDRS, admin_op::QP_STATS_VALS, q.id),
+            None => (admin_op::STATS_HDRS, admin_op::STATS_VALS, 0),
+        };
+        let r = self
+            .admin(hdrs_op, &cmd(bufs.addr(), n * stat::LEN, id))
+            .and_then(|_| self.admin(vals_op, &cmd(bufs.addr() + vals_at, n * 8, id)));
+        let mut raw = vec![0u8; bufs.len as usize];
+        self.read(&bufs, 0, &mut raw);
+        self.free(bufs);
+        r?;
+        let mut out = Counters::default();
+        for h in raw[..n * stat::LEN].chunks_exact(stat::LEN) {
+            let type_off = be32(h, 0);
+            if type_off >> stat::TYPE_SHIFT != stat::TYPE_LE64 {
+                break;
+            }
+            let at = vals_at as usize + (type_off & 0xffff) as usize;
+            let name = &h[stat::NAME..stat::NAME + stat::NAME_LEN];
+            let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+            let (Some(k), Some(v)) = (
+                Counter::ALL.iter().find(|k| k.name().as_bytes() == name),
+                raw.get(at..at + 8),
+            ) else {
+                continue;
+            };
+            out.add(*k, u64::from_le_bytes(v.try_into().expect("8")));
+        }
+        Ok(out)
+    }
+}
+
+/// Caps whose rings are `2^depth_log2` 64-byte WQEs deep.
+pub(crate) fn caps_of_depth(depth_log2: u8) -> QpCaps {
+    let n = (1u32 << depth_log2) - 1;
+    QpCaps {
+        max_send_wr: n,
+        max_recv_wr: n,
+        max_send_sge: 2,
+        max_recv_sge: 2,
+        max_inline_data: 0,
+    }
+}
