@@ -5,7 +5,8 @@
 //! - [`regs`] and [`fw`]: the layouts of Linux's `ionic_if.h`,
 //!   `ionic_regs.h` and `ionic_fw.h` (checked by `tests/layout.rs`);
 //! - [`bar0`]: the register file: device info, device commands, interrupt
-//!   control, the Ethernet admin and notify queues;
+//!   control, and the Ethernet LIF ([`bar0::EthLif`]: its queues, the
+//!   admin and notify queues, its statistics);
 //! - [`eth`] and [`tap`]: the Ethernet queues and the host TAP;
 //! - [`doorbell`]: BAR 2's doorbell decoding;
 //! - [`bootstrap`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
