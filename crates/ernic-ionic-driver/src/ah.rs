@@ -26,10 +26,12 @@ impl Driver {
         let id = self.next_ah;
         use fw::create_ah as f;
         let mut b = [0u8; f::LEN];
-        put(&mut b, f::DMA_ADDR, &hdr.addr().to_le_bytes());
-        put(&mut b, f::LENGTH, &(h.len() as u32).to_le_bytes());
-        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
-        put(&mut b, f::ID_VER, &id.to_le_bytes());
+        // A whole command's array: no setter can run past it.
+        let mut p = f::Packet::new_unchecked(&mut b);
+        p.set_dma_addr(hdr.addr());
+        p.set_length(h.len() as u32);
+        p.set_pd_id(pd.0);
+        p.set_id_ver(id);
         let r = self.admin(admin_op::CREATE_AH, &b);
         // The device reads the template during the command.
         self.free(hdr);

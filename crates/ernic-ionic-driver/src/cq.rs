@@ -2,7 +2,6 @@
 
 use std::collections::VecDeque;
 
-use ernic_ionic::bytes::put;
 use ernic_ionic::fw::{self, admin_op};
 
 use crate::{Cq, Driver, Error};
@@ -13,11 +12,13 @@ impl Driver {
         let ring = self.ring(depth_log2, 5)?;
         let id = self.next_cq;
         let mut b = [0u8; fw::create_cq::LEN];
-        b[fw::create_cq::DEPTH_LOG2] = depth_log2;
-        b[fw::create_cq::STRIDE_LOG2] = 5;
-        put(&mut b, fw::create_cq::ID_VER, &id.to_le_bytes());
-        put(&mut b, fw::create_cq::MAP_COUNT, &1u32.to_le_bytes());
-        put(&mut b, fw::create_cq::DMA_ADDR, &ring.gpa().to_le_bytes());
+        // A whole command's array: no setter can run past it.
+        let mut p = fw::create_cq::Packet::new_unchecked(&mut b);
+        p.set_depth_log2(depth_log2);
+        p.set_stride_log2(5);
+        p.set_id_ver(id);
+        p.set_map_count(1);
+        p.set_dma_addr(ring.gpa());
         if let Err(e) = self.admin(admin_op::CREATE_CQ, &b) {
             self.free_ring(&ring);
             return Err(e);

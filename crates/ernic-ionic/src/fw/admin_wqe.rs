@@ -121,6 +121,25 @@ pub mod create_cq {
     pub const DMA_ADDR: usize = 24;
     pub const DBID_FLAGS: usize = 32;
     pub const LEN: usize = 34;
+
+    view!("CREATE_CQ command", LEN);
+
+    fields! {
+        /// `eq_id`: the EQ the CQ's events go to.
+        eq_id / set_eq_id: u32 = EQ_ID..EQ_ID + 4;
+        /// `depth_log2`.
+        depth_log2 / set_depth_log2: u8 = DEPTH_LOG2;
+        /// `stride_log2` (a CQE's 32 bytes: 5).
+        stride_log2 / set_stride_log2: u8 = STRIDE_LOG2;
+        /// `page_size_log2` of the ring's pages.
+        page_size_log2 / set_page_size_log2: u8 = PAGE_SIZE_LOG2;
+        /// `id_ver`: the CQ's id.
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+        /// `map_count`: pages in the ring.
+        map_count / set_map_count: u32 = MAP_COUNT..MAP_COUNT + 4;
+        /// `dma_addr`: the ring, or its page table.
+        dma_addr / set_dma_addr: u64 = DMA_ADDR..DMA_ADDR + 8;
+    }
 }
 
 /// `struct ionic_admin_create_qp` (64 bytes).
@@ -195,6 +214,19 @@ pub mod create_ah {
     pub const PD_ID: usize = 12;
     pub const ID_VER: usize = 16;
     pub const LEN: usize = 24;
+
+    view!("CREATE_AH command", LEN);
+
+    fields! {
+        /// `dma_addr`: the header template.
+        dma_addr / set_dma_addr: u64 = DMA_ADDR..DMA_ADDR + 8;
+        /// `length`: the template's bytes.
+        length / set_length: u32 = LENGTH..LENGTH + 4;
+        /// `pd_id`.
+        pd_id / set_pd_id: u32 = PD_ID..PD_ID + 4;
+        /// `id_ver`: the AH's id.
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+    }
 }
 
 /// `struct ionic_admin_stats_hdr` (17 bytes).
@@ -234,6 +266,52 @@ pub mod srq {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn create_cq_and_create_ah_are_written_and_read_as_laid_out() {
+        let mut b = [0u8; create_cq::LEN];
+        let mut p = create_cq::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_eq_id(3);
+        p.set_depth_log2(8);
+        p.set_stride_log2(5);
+        p.set_page_size_log2(12);
+        p.set_id_ver(9);
+        p.set_map_count(1);
+        p.set_dma_addr(0x1122_3344_5566_7788);
+        assert_eq!(
+            b,
+            [
+                3, 0, 0, 0, 8, 5, 0, 12, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x88,
+                0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0, 0
+            ]
+        );
+        let p = create_cq::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.eq_id(), p.depth_log2(), p.stride_log2()), (3, 8, 5));
+        assert_eq!(
+            (p.id_ver(), p.map_count(), p.dma_addr()),
+            (9, 1, 0x1122_3344_5566_7788)
+        );
+        assert!(create_cq::Packet::new_checked(&b[..33]).is_err());
+
+        let mut b = [0u8; create_ah::LEN];
+        let mut p = create_ah::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_dma_addr(0x1000);
+        p.set_length(68);
+        p.set_pd_id(2);
+        p.set_id_ver(7);
+        assert_eq!(
+            b,
+            [
+                0, 0x10, 0, 0, 0, 0, 0, 0, 68, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0
+            ]
+        );
+        let p = create_ah::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            (p.dma_addr(), p.length(), p.pd_id(), p.id_ver()),
+            (0x1000, 68, 2, 7)
+        );
+        assert!(create_ah::Packet::new_checked(&b[..23]).is_err());
+    }
 
     #[test]
     fn the_header_is_op_then_a_little_endian_length() {

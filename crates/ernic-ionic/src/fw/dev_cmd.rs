@@ -10,7 +10,7 @@
 //! checks against the header. The register addresses are
 //! [`crate::regs::cmd`]. After `new_checked` no accessor panics.
 
-use super::{Error, Field, get_le16, get_le32, get_le64, set_bytes};
+use super::{Error, Field, get_le32, set_bytes};
 use crate::bootstrap::cmd as rq;
 use crate::regs::{init_cmd, lif_attr, q_control, q_identify, q_init};
 
@@ -80,29 +80,6 @@ pub mod comp_field {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet<T: AsRef<[u8]>> {
     buffer: T,
-}
-
-/// `getter` reads a little-endian field or a byte; `setter` writes it.
-macro_rules! fields {
-    ($($(#[$doc:meta])* $get:ident / $set:ident : $ty:ident = $f:expr;)*) => {
-        impl<T: AsRef<[u8]>> Packet<T> {
-            $($(#[$doc])* pub fn $get(&self) -> $ty {
-                fields!(@get $ty, self.buffer.as_ref(), $f)
-            })*
-        }
-        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-            $(#[doc = concat!("Sets what [`", stringify!($get), "`](Self::", stringify!($get), ") reads.")]
-            pub fn $set(&mut self, v: $ty) {
-                fields!(@set $ty, self.buffer.as_mut(), $f, v)
-            })*
-        }
-    };
-    (@get u8, $b:expr, $f:expr) => { $b[$f] };
-    (@get u16, $b:expr, $f:expr) => { get_le16($b, $f) };
-    (@get u32, $b:expr, $f:expr) => { get_le32($b, $f) };
-    (@get u64, $b:expr, $f:expr) => { get_le64($b, $f) };
-    (@set u8, $b:expr, $f:expr, $v:expr) => { $b[$f] = $v };
-    (@set $t:ident, $b:expr, $f:expr, $v:expr) => { set_bytes($b, $f, &$v.to_le_bytes()) };
 }
 
 fields! {

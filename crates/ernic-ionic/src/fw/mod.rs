@@ -24,6 +24,78 @@
 
 #![allow(missing_docs)]
 
+/// A `Packet<T>` view named `$format` over a structure of `$len` bytes:
+/// the struct, `new_unchecked`, `new_checked`, `check_len`, `into_inner`.
+macro_rules! view {
+    ($format:literal, $len:expr) => {
+        /// A view of the structure's bytes. After
+        /// [`new_checked`](Self::new_checked) no accessor panics.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// A view without a length check; accessors may panic on a
+            /// short buffer.
+            pub const fn new_unchecked(buffer: T) -> Packet<T> {
+                Packet { buffer }
+            }
+
+            /// A view of a buffer that holds the whole structure.
+            pub fn new_checked(buffer: T) -> Result<Packet<T>, $crate::fw::Error> {
+                let p = Packet::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+
+            /// Whether the buffer holds the whole structure.
+            pub fn check_len(&self) -> Result<(), $crate::fw::Error> {
+                let len = self.buffer.as_ref().len();
+                if len < $len {
+                    return Err($crate::fw::Error::Truncated {
+                        format: $format,
+                        need: $len,
+                        len,
+                    });
+                }
+                Ok(())
+            }
+
+            /// The buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+}
+
+/// Little-endian getters and setters of a `Packet<T>` view: `get / set:
+/// type = byte range (or offset, for a `u8`)`.
+macro_rules! fields {
+    ($($(#[$doc:meta])* $get:ident / $set:ident : $ty:ident = $f:expr;)*) => {
+        impl<T: AsRef<[u8]>> Packet<T> {
+            $($(#[$doc])* pub fn $get(&self) -> $ty {
+                fields!(@get $ty, self.buffer.as_ref(), $f)
+            })*
+        }
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            $(#[doc = concat!("Sets what [`", stringify!($get), "`](Self::", stringify!($get), ") reads.")]
+            pub fn $set(&mut self, v: $ty) {
+                fields!(@set $ty, self.buffer.as_mut(), $f, v)
+            })*
+        }
+    };
+    (@get u8, $b:expr, $f:expr) => { $b[$f] };
+    (@get u16, $b:expr, $f:expr) => { $crate::fw::get_le16($b, $f) };
+    (@get u32, $b:expr, $f:expr) => { $crate::fw::get_le32($b, $f) };
+    (@get u64, $b:expr, $f:expr) => { $crate::fw::get_le64($b, $f) };
+    (@set u8, $b:expr, $f:expr, $v:expr) => { $b[$f] = $v };
+    (@set $t:ident, $b:expr, $f:expr, $v:expr) => {
+        $crate::fw::set_bytes($b, $f, &$v.to_le_bytes())
+    };
+}
+
 pub mod admin_cqe;
 pub mod admin_wqe;
 pub mod cqe;

@@ -6,15 +6,15 @@ use ernic_vfio::dma::Dma;
 
 use crate::fw::{self, admin_status as st};
 
-use crate::bytes::{le32, le64};
-
 use super::{MAX_GIDS, RdmaDev};
 
 impl RdmaDev {
     pub(super) fn create_ah(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
-        use fw::create_ah as f;
-        let id = le32(c, f::ID_VER);
-        let Some((src, gid)) = self.template(dma, le64(c, f::DMA_ADDR), le32(c, f::LENGTH)) else {
+        let Ok(c) = fw::create_ah::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
+        let id = c.id_ver();
+        let Some((src, gid)) = self.template(dma, c.dma_addr(), c.length()) else {
             return st::BAD_ATTR;
         };
         match self

@@ -6,32 +6,32 @@ use ernic_vfio::dma::Dma;
 use crate::fw::{self, admin_status as st, cqe};
 use crate::limits::Owner;
 
-use crate::bytes::{le32, le64};
-
 use super::{Cq, RdmaDev, Ring};
 
 impl RdmaDev {
     pub(super) fn create_cq(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
-        use fw::create_cq as f;
-        let id = le32(c, f::ID_VER);
-        let eq = le32(c, f::EQ_ID);
+        let Ok(c) = fw::create_cq::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
+        let id = c.id_ver();
+        let eq = c.eq_id();
         if self.cqs.contains_key(&id) {
             return st::BAD_INDEX;
         }
         if !self.eqs.contains_key(&eq) {
             return st::BAD_ATTR;
         }
-        if c[f::STRIDE_LOG2] as usize != cqe::LEN.trailing_zeros() as usize {
+        if c.stride_log2() as usize != cqe::LEN.trailing_zeros() as usize {
             return st::BAD_ATTR;
         }
         let ring = match Ring::described(
             dma,
             &self.ptes,
-            le64(c, f::DMA_ADDR),
-            le32(c, f::MAP_COUNT),
-            c[f::PAGE_SIZE_LOG2],
-            c[f::DEPTH_LOG2],
-            c[f::STRIDE_LOG2],
+            c.dma_addr(),
+            c.map_count(),
+            c.page_size_log2(),
+            c.depth_log2(),
+            c.stride_log2(),
         ) {
             Ok(r) => r,
             Err(s) => return s,
