@@ -2,7 +2,6 @@
 //! registration MRs, and DESTROY_MR.
 
 use ernic_core::Access;
-use ernic_ionic::bytes::put;
 use ernic_ionic::fw::{self, admin_op};
 
 use crate::{Buf, Driver, Error, Mr, Pd};
@@ -21,16 +20,14 @@ impl Driver {
         let key = self.next_mr << 8;
         use fw::create_mr as f;
         let mut b = [0u8; f::LEN];
-        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
-        put(&mut b, f::ID_VER, &key.to_le_bytes());
-        put(&mut b, f::MAP_COUNT, &max_pages.to_le_bytes());
+        // A whole command's array: no setter can run past it.
+        let mut p = f::Packet::new_unchecked(&mut b);
+        p.set_pd_id(pd.0);
+        p.set_id_ver(key);
+        p.set_map_count(max_pages);
         // IONIC_MRF_PHYS_MR: a key the work requests set, invalidation.
-        put(
-            &mut b,
-            f::DBID_FLAGS,
-            &((1u16 << 13) | (1 << 15)).to_le_bytes(),
-        );
-        b[f::PAGE_SIZE_LOG2] = 12;
+        p.set_dbid_flags((1u16 << 13) | (1 << 15));
+        p.set_page_size_log2(12);
         self.admin(admin_op::CREATE_MR, &b)?;
         self.next_mr += 1;
         Ok(key)
@@ -71,18 +68,16 @@ impl Driver {
         let key = self.next_mr << 8;
         use fw::create_mr as f;
         let mut b = [0u8; f::LEN];
-        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
-        put(&mut b, f::VA, &addr.to_le_bytes());
-        put(&mut b, f::LENGTH, &len.to_le_bytes());
-        put(&mut b, f::ID_VER, &key.to_le_bytes());
-        put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
-        put(&mut b, f::DMA_ADDR, &addr.to_le_bytes());
-        put(
-            &mut b,
-            f::DBID_FLAGS,
-            &fw::mrf::from_access(access).to_le_bytes(),
-        );
-        b[f::PAGE_SIZE_LOG2] = 12;
+        // A whole command's array: no setter can run past it.
+        let mut p = f::Packet::new_unchecked(&mut b);
+        p.set_pd_id(pd.0);
+        p.set_va(addr);
+        p.set_length(len);
+        p.set_id_ver(key);
+        p.set_map_count(1);
+        p.set_dma_addr(addr);
+        p.set_dbid_flags(fw::mrf::from_access(access));
+        p.set_page_size_log2(12);
         self.admin(admin_op::CREATE_MR, &b)?;
         self.next_mr += 1;
         Ok(key)

@@ -205,6 +205,27 @@ pub mod create_mr {
     pub const DIR_SIZE_LOG2: usize = 43;
     pub const PAGE_SIZE_LOG2: usize = 44;
     pub const LEN: usize = 45;
+
+    view!("CREATE_MR command", LEN);
+
+    fields! {
+        /// `va`: the region's first address.
+        va / set_va: u64 = VA..VA + 8;
+        /// `length`: the region's bytes.
+        length / set_length: u64 = LENGTH..LENGTH + 8;
+        /// `pd_id`.
+        pd_id / set_pd_id: u32 = PD_ID..PD_ID + 4;
+        /// `id_ver`: the MR's key.
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+        /// `map_count`: pages (or, for a fast-registration MR, its room).
+        map_count / set_map_count: u32 = MAP_COUNT..MAP_COUNT + 4;
+        /// `dma_addr`: the page, or the page table.
+        dma_addr / set_dma_addr: u64 = DMA_ADDR..DMA_ADDR + 8;
+        /// `dbid_flags`: `super::super::mrf` rights and the MR flags.
+        dbid_flags / set_dbid_flags: u16 = DBID_FLAGS..DBID_FLAGS + 2;
+        /// `page_size_log2`.
+        page_size_log2 / set_page_size_log2: u8 = PAGE_SIZE_LOG2;
+    }
 }
 
 /// `struct ionic_admin_create_ah` (24 bytes).
@@ -311,6 +332,50 @@ mod tests {
             (0x1000, 68, 2, 7)
         );
         assert!(create_ah::Packet::new_checked(&b[..23]).is_err());
+    }
+
+    #[test]
+    fn create_mr_is_written_and_read_as_laid_out() {
+        let mut b = [0u8; create_mr::LEN];
+        let mut p = create_mr::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_va(0x10);
+        p.set_length(0x20);
+        p.set_pd_id(3);
+        p.set_id_ver(0x400);
+        p.set_map_count(1);
+        p.set_dma_addr(0x5000);
+        p.set_dbid_flags(0x8001);
+        p.set_page_size_log2(12);
+        let mut want = [0u8; create_mr::LEN];
+        for (at, v) in [
+            (0, 0x10),
+            (8, 0x20),
+            (16, 3),
+            (21, 4),
+            (28, 1),
+            (33, 0x50),
+            (40, 1),
+            (41, 0x80),
+            (44, 12),
+        ] {
+            want[at] = v;
+        }
+        assert_eq!(b, want);
+        let p = create_mr::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            (p.va(), p.length(), p.pd_id(), p.id_ver()),
+            (0x10, 0x20, 3, 0x400)
+        );
+        assert_eq!(
+            (
+                p.map_count(),
+                p.dma_addr(),
+                p.dbid_flags(),
+                p.page_size_log2()
+            ),
+            (1, 0x5000, 0x8001, 12)
+        );
+        assert!(create_mr::Packet::new_checked(&b[..44]).is_err());
     }
 
     #[test]

@@ -149,9 +149,11 @@ impl RdmaDev {
                     d.qps.remove(&id).is_some()
                 })
             }
-            admin_op::CREATE_MR => self.in_pd(le32(c, fw::create_mr::PD_ID), |d, pd| {
-                d.create_mr(c, dma, pd)
-            }),
+            admin_op::CREATE_MR => {
+                // At least `create_mr::LEN` bytes: checked above.
+                let pd_id = fw::create_mr::Packet::new_unchecked(c).pd_id();
+                self.in_pd(pd_id, |d, pd| d.create_mr(c, dma, pd))
+            }
             admin_op::DESTROY_MR => {
                 let id = le32(c, 0);
                 let r = self.engine.dereg_mr(self.dev, id);
@@ -160,9 +162,11 @@ impl RdmaDev {
                     d.mrs.remove(&id).is_some()
                 })
             }
-            admin_op::CREATE_AH => self.in_pd(le32(c, fw::create_ah::PD_ID), |d, pd| {
-                d.create_ah(c, dma, pd)
-            }),
+            admin_op::CREATE_AH => {
+                // At least `create_ah::LEN` bytes: checked above.
+                let pd_id = fw::create_ah::Packet::new_unchecked(c).pd_id();
+                self.in_pd(pd_id, |d, pd| d.create_ah(c, dma, pd))
+            }
             admin_op::DESTROY_AH => {
                 let id = le32(c, 0);
                 let r = self.engine.destroy_ah(self.dev, AhId(id));

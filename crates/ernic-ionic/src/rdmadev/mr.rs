@@ -8,18 +8,18 @@ use ernic_vfio::dma::Dma;
 use crate::fw::{self, admin_status as st};
 use crate::limits::Owner;
 
-use crate::bytes::{le16, le32, le64};
-
 use super::{RdmaDev, read_page_table};
 
 impl RdmaDev {
     pub(super) fn create_mr(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
-        use fw::create_mr as f;
-        let id = le32(c, f::ID_VER);
-        let (va, len) = (le64(c, f::VA), le64(c, f::LENGTH));
-        let flags = le16(c, f::DBID_FLAGS);
-        let count = le32(c, f::MAP_COUNT);
-        let page_log2 = c[f::PAGE_SIZE_LOG2];
+        let Ok(c) = fw::create_mr::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
+        let id = c.id_ver();
+        let (va, len) = (c.va(), c.length());
+        let flags = c.dbid_flags();
+        let count = c.map_count();
+        let page_log2 = c.page_size_log2();
         if va.checked_add(len).is_none() || self.mrs.contains_key(&id) {
             return st::BAD_ATTR;
         }
@@ -41,12 +41,12 @@ impl RdmaDev {
             let runs = if count <= 1 {
                 vec![Run {
                     off: 0,
-                    dma: le64(c, f::DMA_ADDR),
+                    dma: c.dma_addr(),
                     len,
                 }]
             } else {
                 let first = va & ((1u64 << page_log2.min(63)) - 1);
-                match read_page_table(dma, le64(c, f::DMA_ADDR), count, page_log2, first, len) {
+                match read_page_table(dma, c.dma_addr(), count, page_log2, first, len) {
                     Ok(r) => r,
                     Err(s) => return s,
                 }
