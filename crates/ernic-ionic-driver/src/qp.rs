@@ -139,43 +139,30 @@ impl Driver {
         };
         use fw::create_qp as f;
         let mut b = [0u8; f::LEN];
-        put(&mut b, f::PD_ID, &spec.pd.0.to_le_bytes());
+        // A whole command's array: no setter can run past it.
+        let mut p = f::Packet::new_unchecked(&mut b);
+        p.set_pd_id(spec.pd.0);
         // As `ionic_create_qp_cmd`: privileged if its PD is.
         let privileged = self.is_privileged(spec.pd);
         let priv_flags = if privileged { fw::qpf::PRIVILEGED } else { 0 };
-        put(
-            &mut b,
-            f::PRIV_FLAGS_BE,
-            &u32::from(priv_flags).to_be_bytes(),
-        );
-        put(&mut b, f::SQ_CQ_ID, &spec.send_cq.id.to_le_bytes());
-        put(&mut b, f::RQ_CQ_ID, &spec.recv_cq.id.to_le_bytes());
-        for (d, st, n, a, r) in [
-            (
-                f::SQ_DEPTH_LOG2,
-                f::SQ_STRIDE_LOG2,
-                f::SQ_MAP_COUNT,
-                f::SQ_DMA_ADDR,
-                Some(&sq),
-            ),
-            (
-                f::RQ_DEPTH_LOG2,
-                f::RQ_STRIDE_LOG2,
-                f::RQ_MAP_COUNT,
-                f::RQ_DMA_ADDR,
-                rq.as_ref(),
-            ),
-        ] {
-            let Some(r) = r else { continue }; // no RQ ring of its own
-            b[d] = r.depth_log2;
-            b[st] = r.stride_log2;
-            put(&mut b, n, &1u32.to_le_bytes());
-            put(&mut b, a, &r.gpa().to_le_bytes());
+        p.set_priv_flags(u32::from(priv_flags));
+        p.set_sq_cq_id(spec.send_cq.id);
+        p.set_rq_cq_id(spec.recv_cq.id);
+        p.set_sq_depth_log2(sq.depth_log2);
+        p.set_sq_stride_log2(sq.stride_log2);
+        p.set_sq_map_count(1);
+        p.set_sq_dma_addr(sq.gpa());
+        if let Some(r) = &rq {
+            // (None: no RQ ring of its own.)
+            p.set_rq_depth_log2(r.depth_log2);
+            p.set_rq_stride_log2(r.stride_log2);
+            p.set_rq_map_count(1);
+            p.set_rq_dma_addr(r.gpa());
         }
         let srq_id = spec.srq.map_or(u32::MAX, |s| s.id);
-        put(&mut b, f::RQ_TBL_INDEX_SRQ_ID, &srq_id.to_le_bytes());
-        put(&mut b, f::ID_VER, &id.to_le_bytes());
-        b[f::TYPE_STATE] = qpt;
+        p.set_rq_tbl_index_srq_id(srq_id);
+        p.set_id_ver(id);
+        p.set_type_state(qpt);
         if let Err(e) = self.admin(admin_op::CREATE_QP, &b) {
             self.free_ring(&sq);
             if let Some(r) = &rq {

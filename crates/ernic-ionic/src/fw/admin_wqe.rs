@@ -164,6 +164,64 @@ pub mod create_qp {
     pub const DBID_FLAGS: usize = 60;
     pub const TYPE_STATE: usize = 62;
     pub const LEN: usize = 64;
+
+    view!("CREATE_QP command", LEN);
+
+    fields! {
+        /// `pd_id`.
+        pd_id / set_pd_id: u32 = PD_ID..PD_ID + 4;
+        /// `sq_cq_id`.
+        sq_cq_id / set_sq_cq_id: u32 = SQ_CQ_ID..SQ_CQ_ID + 4;
+        /// `sq_depth_log2`.
+        sq_depth_log2 / set_sq_depth_log2: u8 = SQ_DEPTH_LOG2;
+        /// `sq_stride_log2`.
+        sq_stride_log2 / set_sq_stride_log2: u8 = SQ_STRIDE_LOG2;
+        /// `sq_page_size_log2`.
+        sq_page_size_log2 / set_sq_page_size_log2: u8 = SQ_PAGE_SIZE_LOG2;
+        /// `sq_map_count`.
+        sq_map_count / set_sq_map_count: u32 = SQ_MAP_COUNT..SQ_MAP_COUNT + 4;
+        /// `sq_dma_addr`.
+        sq_dma_addr / set_sq_dma_addr: u64 = SQ_DMA_ADDR..SQ_DMA_ADDR + 8;
+        /// `rq_cq_id`.
+        rq_cq_id / set_rq_cq_id: u32 = RQ_CQ_ID..RQ_CQ_ID + 4;
+        /// `rq_depth_log2`.
+        rq_depth_log2 / set_rq_depth_log2: u8 = RQ_DEPTH_LOG2;
+        /// `rq_stride_log2`.
+        rq_stride_log2 / set_rq_stride_log2: u8 = RQ_STRIDE_LOG2;
+        /// `rq_page_size_log2`.
+        rq_page_size_log2 / set_rq_page_size_log2: u8 = RQ_PAGE_SIZE_LOG2;
+        /// `rq_tbl_index_srq_id`: with no RQ ring, the SRQ receives come
+        /// from.
+        rq_tbl_index_srq_id / set_rq_tbl_index_srq_id: u32 =
+            RQ_TBL_INDEX_SRQ_ID..RQ_TBL_INDEX_SRQ_ID + 4;
+        /// `rq_map_count`.
+        rq_map_count / set_rq_map_count: u32 = RQ_MAP_COUNT..RQ_MAP_COUNT + 4;
+        /// `rq_dma_addr`.
+        rq_dma_addr / set_rq_dma_addr: u64 = RQ_DMA_ADDR..RQ_DMA_ADDR + 8;
+        /// `id_ver`: the QP's id.
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+        /// `type_state`: the QP type (`super::super::qpt`) in the low
+        /// nibble.
+        type_state / set_type_state: u8 = TYPE_STATE;
+    }
+
+    impl<T: AsRef<[u8]>> Packet<T> {
+        /// `priv_flags` (big-endian): `super::super::qpf` bits.
+        pub fn priv_flags(&self) -> u32 {
+            crate::fw::get_be32(self.buffer.as_ref(), PRIV_FLAGS_BE..PRIV_FLAGS_BE + 4)
+        }
+    }
+
+    impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+        /// Sets `priv_flags`.
+        pub fn set_priv_flags(&mut self, v: u32) {
+            crate::fw::set_bytes(
+                self.buffer.as_mut(),
+                PRIV_FLAGS_BE..PRIV_FLAGS_BE + 4,
+                &v.to_be_bytes(),
+            );
+        }
+    }
 }
 
 /// `struct ionic_admin_mod_qp` (60 bytes).
@@ -332,6 +390,81 @@ mod tests {
             (0x1000, 68, 2, 7)
         );
         assert!(create_ah::Packet::new_checked(&b[..23]).is_err());
+    }
+
+    #[test]
+    fn create_qp_is_written_and_read_as_laid_out() {
+        let mut b = [0u8; create_qp::LEN];
+        let mut p = create_qp::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_pd_id(1);
+        p.set_priv_flags(1 << 15);
+        p.set_sq_cq_id(2);
+        p.set_sq_depth_log2(3);
+        p.set_sq_stride_log2(6);
+        p.set_sq_page_size_log2(12);
+        p.set_sq_map_count(1);
+        p.set_sq_dma_addr(0x7000);
+        p.set_rq_cq_id(4);
+        p.set_rq_depth_log2(5);
+        p.set_rq_stride_log2(7);
+        p.set_rq_page_size_log2(13);
+        p.set_rq_tbl_index_srq_id(0x99);
+        p.set_rq_map_count(2);
+        p.set_rq_dma_addr(0x8000);
+        p.set_id_ver(6);
+        p.set_type_state(3);
+        let mut want = [0u8; create_qp::LEN];
+        for (at, v) in [
+            (0, 1),
+            (6, 0x80),
+            (8, 2),
+            (12, 3),
+            (13, 6),
+            (15, 12),
+            (20, 1),
+            (25, 0x70),
+            (32, 4),
+            (36, 5),
+            (37, 7),
+            (39, 13),
+            (40, 0x99),
+            (44, 2),
+            (49, 0x80),
+            (56, 6),
+            (62, 3),
+        ] {
+            want[at] = v;
+        }
+        assert_eq!(b, want);
+        let p = create_qp::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            (p.pd_id(), p.priv_flags(), p.id_ver(), p.type_state()),
+            (1, 1 << 15, 6, 3)
+        );
+        assert_eq!(
+            (
+                p.sq_cq_id(),
+                p.sq_depth_log2(),
+                p.sq_stride_log2(),
+                p.sq_page_size_log2()
+            ),
+            (2, 3, 6, 12)
+        );
+        assert_eq!((p.sq_map_count(), p.sq_dma_addr()), (1, 0x7000));
+        assert_eq!(
+            (
+                p.rq_cq_id(),
+                p.rq_depth_log2(),
+                p.rq_stride_log2(),
+                p.rq_page_size_log2()
+            ),
+            (4, 5, 7, 13)
+        );
+        assert_eq!(
+            (p.rq_map_count(), p.rq_dma_addr(), p.rq_tbl_index_srq_id()),
+            (2, 0x8000, 0x99)
+        );
+        assert!(create_qp::Packet::new_checked(&b[..63]).is_err());
     }
 
     #[test]

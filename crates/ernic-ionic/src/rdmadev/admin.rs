@@ -137,9 +137,11 @@ impl RdmaDev {
             }
             admin_op::CREATE_CQ => self.create_cq(c, dma),
             admin_op::DESTROY_CQ => self.destroy_cq(le32(c, 0)),
-            admin_op::CREATE_QP => self.in_pd(le32(c, fw::create_qp::PD_ID), |d, pd| {
-                d.create_qp(c, dma, pd)
-            }),
+            admin_op::CREATE_QP => {
+                // At least `create_qp::LEN` bytes: checked above.
+                let pd_id = fw::create_qp::Packet::new_unchecked(c).pd_id();
+                self.in_pd(pd_id, |d, pd| d.create_qp(c, dma, pd))
+            }
             admin_op::MODIFY_QP => self.modify_qp(c, dma),
             admin_op::DESTROY_QP => {
                 let id = le32(c, 0);

@@ -15,12 +15,14 @@ use super::{Qp, RdmaDev, Ring};
 
 impl RdmaDev {
     pub(super) fn create_qp(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
-        use fw::create_qp as f;
-        let id = le32(c, f::ID_VER);
+        let Ok(c) = fw::create_qp::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
+        let id = c.id_ver();
         if self.qps.contains_key(&id) {
             return self.refuse(st::BAD_INDEX, format_args!("QP {id} exists"));
         }
-        let qp_type = match (c[f::TYPE_STATE] & 0xf, id) {
+        let qp_type = match (c.type_state() & 0xf, id) {
             (fw::qpt::UD, fw::GSI_QPID) => QpType::Gsi,
             (fw::qpt::UD, _) => QpType::Ud,
             (fw::qpt::RC, _) => QpType::Rc,
@@ -28,46 +30,37 @@ impl RdmaDev {
             _ => return st::BAD_TYPE,
         };
         let tables = &self.ptes;
-        let ring = |dma: &Dma, at_dma, at_count, at_page, at_depth, at_stride| {
-            if le32(c, at_count) == 0 && le64(c, at_dma) == 0 {
+        let ring = |dma: &Dma, dma_addr: u64, count: u32, page: u8, depth: u8, stride: u8| {
+            if count == 0 && dma_addr == 0 {
                 return Ok(None);
             }
-            Ring::described(
-                dma,
-                tables,
-                le64(c, at_dma),
-                le32(c, at_count),
-                c[at_page],
-                c[at_depth],
-                c[at_stride],
-            )
-            .map(Some)
+            Ring::described(dma, tables, dma_addr, count, page, depth, stride).map(Some)
         };
         let sq = match ring(
             dma,
-            f::SQ_DMA_ADDR,
-            f::SQ_MAP_COUNT,
-            f::SQ_PAGE_SIZE_LOG2,
-            f::SQ_DEPTH_LOG2,
-            f::SQ_STRIDE_LOG2,
+            c.sq_dma_addr(),
+            c.sq_map_count(),
+            c.sq_page_size_log2(),
+            c.sq_depth_log2(),
+            c.sq_stride_log2(),
         ) {
             Ok(r) => r,
             Err(s) => return s,
         };
         let rq = match ring(
             dma,
-            f::RQ_DMA_ADDR,
-            f::RQ_MAP_COUNT,
-            f::RQ_PAGE_SIZE_LOG2,
-            f::RQ_DEPTH_LOG2,
-            f::RQ_STRIDE_LOG2,
+            c.rq_dma_addr(),
+            c.rq_map_count(),
+            c.rq_page_size_log2(),
+            c.rq_depth_log2(),
+            c.rq_stride_log2(),
         ) {
             Ok(r) => r,
             Err(s) => return s,
         };
-        let (sq_cq, rq_cq) = (le32(c, f::SQ_CQ_ID), le32(c, f::RQ_CQ_ID));
+        let (sq_cq, rq_cq) = (c.sq_cq_id(), c.rq_cq_id());
         // No RQ ring and an SRQ named: receives come from it.
-        let srq_id = le32(c, f::RQ_TBL_INDEX_SRQ_ID);
+        let srq_id = c.rq_tbl_index_srq_id();
         let srq = (rq.is_none() && self.srqs.contains_key(&srq_id))
             .then(|| ernic_core::SrqId(srq_id - self.qp_count));
         // A missing queue still names a CQ in the core; its own stands in.
@@ -121,7 +114,7 @@ impl RdmaDev {
             return self.refuse(st::BAD_ATTR, e);
         }
         // Key 0 for the QPs the driver marks privileged only (module doc).
-        let privileged = be32(c, f::PRIV_FLAGS_BE) & u32::from(fw::qpf::PRIVILEGED) != 0;
+        let privileged = c.priv_flags() & u32::from(fw::qpf::PRIVILEGED) != 0;
         self.engine
             .set_qp_privileged(self.dev, Qpn(id), privileged)
             .expect("the QP was just made");
