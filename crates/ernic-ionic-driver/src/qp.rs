@@ -272,10 +272,12 @@ impl Driver {
     pub fn modify_qp(&mut self, qp: &Qp, a: &QpAttr) -> Result<(), Error> {
         use fw::{attr, mod_qp as f};
         let mut b = [0u8; f::LEN];
+        // A whole command's array: no setter can run past it.
+        let mut p = f::Packet::new_unchecked(&mut b);
         let mut mask = 0u32;
         if let Some(state) = a.state {
             mask |= attr::STATE;
-            b[f::TYPE_STATE] = fw::qps::from_state(state);
+            p.set_type_state(fw::qps::from_state(state));
         }
         // As `ionic_modify_qp_cmd`: the flags carry the QP's privilege
         // whatever the mask says.
@@ -287,10 +289,10 @@ impl Driver {
             mask |= attr::ACCESS_FLAGS;
             flags |= fw::qpf::from_access(access);
         }
-        put(&mut b, f::ACCESS_FLAGS_BE, &flags.to_be_bytes());
+        p.set_access_flags(flags);
         if let Some(qkey) = a.qkey {
             mask |= attr::QKEY;
-            put(&mut b, f::QKEY_DEST_QPN, &qkey.to_le_bytes());
+            p.set_qkey_dest_qpn(qkey);
         }
         if let Some(mtu) = a.path_mtu {
             if !mtu.is_power_of_two() || !(256..=4096).contains(&mtu) {
@@ -299,15 +301,15 @@ impl Driver {
                 ));
             }
             mask |= attr::PATH_MTU;
-            b[f::PMTU] = fw::pmtu::from_bytes(mtu);
+            p.set_pmtu(fw::pmtu::from_bytes(mtu));
         }
         if let Some(psn) = a.rq_psn {
             mask |= attr::RQ_PSN;
-            put(&mut b, f::RQ_PSN, &psn.to_le_bytes());
+            p.set_rq_psn(psn);
         }
         if let Some(psn) = a.sq_psn {
             mask |= attr::SQ_PSN;
-            put(&mut b, f::SQ_PSN, &psn.to_le_bytes());
+            p.set_sq_psn(psn);
         }
         let mut hdr = None;
         if let Some((gid, peer)) = a.dest {
@@ -318,13 +320,13 @@ impl Driver {
             let h = ipv4_template(src.octets(), dst.octets());
             self.write(&page, 0, &h);
             mask |= attr::AV | attr::DEST_QPN;
-            put(&mut b, f::QKEY_DEST_QPN, &peer.0.to_le_bytes());
-            put(&mut b, f::AH_ID_LEN, &(h.len() as u32).to_le_bytes());
-            put(&mut b, f::DMA_ADDR, &page.addr().to_le_bytes());
+            p.set_qkey_dest_qpn(peer.0);
+            p.set_ah_id_len(h.len() as u32);
+            p.set_dma_addr(page.addr());
             hdr = Some(page);
         }
-        put(&mut b, f::ATTR_MASK_BE, &mask.to_be_bytes());
-        put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+        p.set_attr_mask(mask);
+        p.set_id_ver(qp.id);
         let r = self.admin(admin_op::MODIFY_QP, &b);
         // The device reads the template during the command.
         if let Some(page) = hdr {

@@ -237,6 +237,60 @@ pub mod mod_qp {
     pub const DMA_ADDR: usize = 48;
     pub const ID_VER: usize = 56;
     pub const LEN: usize = 60;
+
+    view!("MODIFY_QP command", LEN);
+
+    fields! {
+        /// `rq_psn`.
+        rq_psn / set_rq_psn: u32 = RQ_PSN..RQ_PSN + 4;
+        /// `sq_psn`.
+        sq_psn / set_sq_psn: u32 = SQ_PSN..SQ_PSN + 4;
+        /// `qkey_dest_qpn`: the Q_Key (datagram QPs) or the destination QP.
+        qkey_dest_qpn / set_qkey_dest_qpn: u32 = QKEY_DEST_QPN..QKEY_DEST_QPN + 4;
+        /// `pmtu`: the path MTU's log2 (`super::super::pmtu`).
+        pmtu / set_pmtu: u8 = PMTU;
+        /// `ah_id_len`: the header template's bytes.
+        ah_id_len / set_ah_id_len: u32 = AH_ID_LEN..AH_ID_LEN + 4;
+        /// `type_state`: the new state (`super::super::qps`) in the low
+        /// nibble.
+        type_state / set_type_state: u8 = TYPE_STATE;
+        /// `dma_addr`: the header template.
+        dma_addr / set_dma_addr: u64 = DMA_ADDR..DMA_ADDR + 8;
+        /// `id_ver`: the QP's id.
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+    }
+
+    impl<T: AsRef<[u8]>> Packet<T> {
+        /// `attr_mask` (big-endian): `super::super::attr` bits.
+        pub fn attr_mask(&self) -> u32 {
+            crate::fw::get_be32(self.buffer.as_ref(), ATTR_MASK_BE..ATTR_MASK_BE + 4)
+        }
+
+        /// `access_flags` (big-endian): `super::super::qpf` bits.
+        pub fn access_flags(&self) -> u16 {
+            crate::fw::get_be16(self.buffer.as_ref(), ACCESS_FLAGS_BE..ACCESS_FLAGS_BE + 2)
+        }
+    }
+
+    impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+        /// Sets `attr_mask`.
+        pub fn set_attr_mask(&mut self, v: u32) {
+            crate::fw::set_bytes(
+                self.buffer.as_mut(),
+                ATTR_MASK_BE..ATTR_MASK_BE + 4,
+                &v.to_be_bytes(),
+            );
+        }
+
+        /// Sets `access_flags`.
+        pub fn set_access_flags(&mut self, v: u16) {
+            crate::fw::set_bytes(
+                self.buffer.as_mut(),
+                ACCESS_FLAGS_BE..ACCESS_FLAGS_BE + 2,
+                &v.to_be_bytes(),
+            );
+        }
+    }
 }
 
 /// `struct ionic_admin_query_qp` (34 bytes).
@@ -465,6 +519,53 @@ mod tests {
             (2, 0x8000, 0x99)
         );
         assert!(create_qp::Packet::new_checked(&b[..63]).is_err());
+    }
+
+    #[test]
+    fn modify_qp_is_written_and_read_as_laid_out() {
+        let mut b = [0u8; mod_qp::LEN];
+        let mut p = mod_qp::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_attr_mask(0x0102_0304);
+        p.set_access_flags(0x8003);
+        p.set_rq_psn(5);
+        p.set_sq_psn(6);
+        p.set_qkey_dest_qpn(7);
+        p.set_pmtu(10);
+        p.set_ah_id_len(68);
+        p.set_type_state(3);
+        p.set_dma_addr(0x9000);
+        p.set_id_ver(8);
+        let mut want = [0u8; mod_qp::LEN];
+        for (at, v) in [
+            (0, 1),
+            (1, 2),
+            (2, 3),
+            (3, 4),
+            (6, 0x80),
+            (7, 3),
+            (8, 5),
+            (12, 6),
+            (16, 7),
+            (24, 10),
+            (32, 68),
+            (39, 3),
+            (49, 0x90),
+            (56, 8),
+        ] {
+            want[at] = v;
+        }
+        assert_eq!(b, want);
+        let p = mod_qp::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.attr_mask(), p.access_flags()), (0x0102_0304, 0x8003));
+        assert_eq!(
+            (p.rq_psn(), p.sq_psn(), p.qkey_dest_qpn(), p.pmtu()),
+            (5, 6, 7, 10)
+        );
+        assert_eq!(
+            (p.ah_id_len(), p.type_state(), p.dma_addr(), p.id_ver()),
+            (68, 3, 0x9000, 8)
+        );
+        assert!(mod_qp::Packet::new_checked(&b[..59]).is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ernic_vfio::dma::Dma;
 use crate::fw::{self, admin_status as st};
 use crate::limits::Owner;
 
-use crate::bytes::{be16, be32, le32, le64};
+use crate::bytes::{le32, le64};
 
 use super::{Qp, RdmaDev, Ring};
 
@@ -138,45 +138,47 @@ impl RdmaDev {
     }
 
     pub(super) fn modify_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
-        use fw::{attr, mod_qp as f};
-        let id = le32(c, f::ID_VER);
+        use fw::attr;
+        let Ok(c) = fw::mod_qp::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
+        let id = c.id_ver();
         let Ok(info) = self.engine.query_qp(self.dev, Qpn(id)) else {
             return st::BAD_INDEX;
         };
-        let mask = be32(c, f::ATTR_MASK_BE);
+        let mask = c.attr_mask();
         let mut a = QpAttr::default();
         if mask & attr::STATE != 0 {
-            match fw::qps::to_state(c[f::TYPE_STATE] & 0xf) {
+            match fw::qps::to_state(c.type_state() & 0xf) {
                 Some(s) => a.state = Some(s),
                 None => return st::BAD_STATE,
             }
         }
         if mask & attr::ACCESS_FLAGS != 0 {
-            let fl = be16(c, f::ACCESS_FLAGS_BE);
+            let fl = c.access_flags();
             a.access = Some(Access::LOCAL_WRITE | fw::qpf::to_access(fl));
         }
         if info.qp_type.is_datagram() && mask & attr::QKEY != 0 {
-            a.qkey = Some(le32(c, f::QKEY_DEST_QPN));
+            a.qkey = Some(c.qkey_dest_qpn());
         }
         if mask & attr::PATH_MTU != 0 {
-            match fw::pmtu::to_bytes(c[f::PMTU]) {
+            match fw::pmtu::to_bytes(c.pmtu()) {
                 Some(mtu) => a.path_mtu = Some(mtu),
                 None => return st::BAD_ATTR,
             }
         }
         if mask & attr::RQ_PSN != 0 {
-            a.rq_psn = Some(le32(c, f::RQ_PSN));
+            a.rq_psn = Some(c.rq_psn());
         }
         if mask & attr::SQ_PSN != 0 {
-            a.sq_psn = Some(le32(c, f::SQ_PSN));
+            a.sq_psn = Some(c.sq_psn());
         }
         if info.qp_type.is_connected() && mask & attr::AV != 0 {
             // The destination is in the packet header template.
-            let Some((_, gid)) = self.template(dma, le64(c, f::DMA_ADDR), le32(c, f::AH_ID_LEN))
-            else {
+            let Some((_, gid)) = self.template(dma, c.dma_addr(), c.ah_id_len()) else {
                 return st::BAD_ATTR;
             };
-            a.dest = Some((gid, Qpn(le32(c, f::QKEY_DEST_QPN) & 0xff_ffff)));
+            a.dest = Some((gid, Qpn(c.qkey_dest_qpn() & 0xff_ffff)));
         }
         match self.engine.modify_qp(self.dev, Qpn(id), &a, Instant::now()) {
             Err(e) => self.refuse(st::BAD_ATTR, e),
