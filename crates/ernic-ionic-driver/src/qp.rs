@@ -8,7 +8,7 @@ use ernic_core::{
     Access, Counter, Counters, Dest, DeviceId, Gid, QpAttr, QpCaps, QpInfo, QpState, QpType, Qpn,
     Route,
 };
-use ernic_ionic::bytes::{be16, be32, put};
+use ernic_ionic::bytes::{be16, be32};
 use ernic_ionic::doorbell::PAGE;
 use ernic_ionic::fw::{self, admin_op, wqe};
 
@@ -346,9 +346,11 @@ impl Driver {
         use fw::query_qp as f;
         let bufs = self.alloc(PAGE)?;
         let mut b = [0u8; f::LEN];
-        put(&mut b, f::SQ_DMA_ADDR, &bufs.addr().to_le_bytes());
-        put(&mut b, f::RQ_DMA_ADDR, &(bufs.addr() + 64).to_le_bytes());
-        put(&mut b, f::ID_VER, &qp.id.to_le_bytes());
+        // A whole command's array: no setter can run past it.
+        let mut p = f::Packet::new_unchecked(&mut b);
+        p.set_sq_dma_addr(bufs.addr());
+        p.set_rq_dma_addr(bufs.addr() + 64);
+        p.set_id_ver(qp.id);
         let r = self.admin(admin_op::QUERY_QP, &b);
         let (mut sq, mut rq) = ([0u8; 20], [0u8; 12]);
         self.read(&bufs, 0, &mut sq);
@@ -396,9 +398,11 @@ impl Driver {
         let vals_at = (n * stat::LEN) as u64;
         let cmd = |addr: u64, len: usize, id: u32| {
             let mut b = [0u8; f::LEN];
-            put(&mut b, f::DMA_ADDR, &addr.to_le_bytes());
-            put(&mut b, f::LENGTH, &(len as u32).to_le_bytes());
-            put(&mut b, f::ID_VER, &id.to_le_bytes());
+            // A whole command's array: no setter can run past it.
+            let mut p = f::Packet::new_unchecked(&mut b);
+            p.set_dma_addr(addr);
+            p.set_length(len as u32);
+            p.set_id_ver(id);
             b
         };
         let (hdrs_op, vals_op, id) = match qp {

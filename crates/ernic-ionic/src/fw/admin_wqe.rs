@@ -301,6 +301,19 @@ pub mod query_qp {
     pub const AH_ID: usize = 24;
     pub const ID_VER: usize = 28;
     pub const LEN: usize = 34;
+
+    view!("QUERY_QP command", LEN);
+
+    fields! {
+        /// `hdr_dma_addr`: where the header template goes (unused here).
+        hdr_dma_addr / set_hdr_dma_addr: u64 = HDR_DMA_ADDR..HDR_DMA_ADDR + 8;
+        /// `sq_dma_addr`: the `ionic_v1_admin_query_qp_sq` answer's buffer.
+        sq_dma_addr / set_sq_dma_addr: u64 = SQ_DMA_ADDR..SQ_DMA_ADDR + 8;
+        /// `rq_dma_addr`: the `ionic_v1_admin_query_qp_rq` answer's buffer.
+        rq_dma_addr / set_rq_dma_addr: u64 = RQ_DMA_ADDR..RQ_DMA_ADDR + 8;
+        /// `id_ver`: the QP's id.
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+    }
 }
 
 /// `struct ionic_admin_create_mr` (45 bytes).
@@ -368,6 +381,17 @@ pub mod stats_hdr {
     pub const LENGTH: usize = 8;
     pub const ID_VER: usize = 12;
     pub const LEN: usize = 17;
+
+    view!("STATS command", LEN);
+
+    fields! {
+        /// `dma_addr`: the buffer the names or values go to.
+        dma_addr / set_dma_addr: u64 = DMA_ADDR..DMA_ADDR + 8;
+        /// `length`: the buffer's bytes.
+        length / set_length: u32 = LENGTH..LENGTH + 4;
+        /// `id_ver`: the QP (QP_STATS_VALS).
+        id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
+    }
 }
 
 /// The SRQ commands' layouts (ernic's). CREATE_SRQ: its ring (depth,
@@ -566,6 +590,41 @@ mod tests {
             (68, 3, 0x9000, 8)
         );
         assert!(mod_qp::Packet::new_checked(&b[..59]).is_err());
+    }
+
+    #[test]
+    fn query_qp_and_stats_are_written_and_read_as_laid_out() {
+        let mut b = [0u8; query_qp::LEN];
+        let mut p = query_qp::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_sq_dma_addr(0x100);
+        p.set_rq_dma_addr(0x200);
+        p.set_id_ver(3);
+        let mut want = [0u8; query_qp::LEN];
+        (want[9], want[17], want[28]) = (1, 2, 3);
+        assert_eq!(b, want);
+        let p = query_qp::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            (
+                p.hdr_dma_addr(),
+                p.sq_dma_addr(),
+                p.rq_dma_addr(),
+                p.id_ver()
+            ),
+            (0, 0x100, 0x200, 3)
+        );
+        assert!(query_qp::Packet::new_checked(&b[..33]).is_err());
+
+        let mut b = [0u8; stats_hdr::LEN];
+        let mut p = stats_hdr::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_dma_addr(0x300);
+        p.set_length(0x40);
+        p.set_id_ver(5);
+        let mut want = [0u8; stats_hdr::LEN];
+        (want[1], want[8], want[12]) = (3, 0x40, 5);
+        assert_eq!(b, want);
+        let p = stats_hdr::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.dma_addr(), p.length(), p.id_ver()), (0x300, 0x40, 5));
+        assert!(stats_hdr::Packet::new_checked(&b[..16]).is_err());
     }
 
     #[test]

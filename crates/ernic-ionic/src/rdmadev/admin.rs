@@ -11,7 +11,7 @@ use crate::fw::{self, admin_cqe, admin_op, admin_status as st, admin_wqe, cqe};
 use crate::limits::Owner;
 
 use crate::bootstrap::Bootstrap;
-use crate::bytes::{le32, le64};
+use crate::bytes::le32;
 
 use super::{MAX_ADMIN_STRIDES, RdmaDev};
 
@@ -185,11 +185,13 @@ impl RdmaDev {
     /// (QP_STATS_VALS); at most `length` bytes are written.
     pub(super) fn stats(&mut self, c: &[u8], dma: &mut Dma, vals: bool, op: u8) -> u32 {
         use ernic_core::Counter;
-        use fw::stats_hdr as f;
+        let Ok(c) = fw::stats_hdr::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
         // The names are the same for every QP: only the values name one.
         let qp = op == admin_op::QP_STATS_VALS;
         let counters = if qp {
-            let id = le32(c, f::ID_VER);
+            let id = c.id_ver();
             match self.engine.qp_counters(self.dev, Qpn(id)) {
                 Ok(k) => k.clone(),
                 Err(e) => return self.refuse(st::BAD_INDEX, e),
@@ -200,7 +202,7 @@ impl RdmaDev {
                 Err(e) => return self.refuse(st::BAD_INDEX, e),
             }
         };
-        let len = (le32(c, f::LENGTH) as usize).min(64 << 10);
+        let len = (c.length() as usize).min(64 << 10);
         let mut out = Vec::with_capacity(len);
         if vals {
             for k in Counter::ALL {
@@ -219,7 +221,7 @@ impl RdmaDev {
             out.extend_from_slice(&[0u8; 4 + fw::stat::NAME_LEN]);
         }
         out.truncate(len);
-        if dma.write(le64(c, f::DMA_ADDR), &out).is_err() {
+        if dma.write(c.dma_addr(), &out).is_err() {
             return self.refuse(st::BAD_ATTR, "the stats buffer is not in guest memory");
         }
         st::OK

@@ -9,8 +9,6 @@ use ernic_vfio::dma::Dma;
 use crate::fw::{self, admin_status as st};
 use crate::limits::Owner;
 
-use crate::bytes::{le32, le64};
-
 use super::{Qp, RdmaDev, Ring};
 
 impl RdmaDev {
@@ -200,8 +198,10 @@ impl RdmaDev {
     /// into the driver's two buffers (`struct ionic_v1_admin_query_qp_sq`
     /// and `_rq`); one outstanding READ or atomic each way.
     pub(super) fn query_qp(&mut self, c: &[u8], dma: &mut Dma) -> u32 {
-        use fw::query_qp as f;
-        let id = le32(c, f::ID_VER);
+        let Ok(c) = fw::query_qp::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
+        let id = c.id_ver();
         let info = match self.engine.query_qp(self.dev, Qpn(id)) {
             Ok(i) => i,
             Err(e) => return self.refuse(st::BAD_INDEX, e),
@@ -223,8 +223,7 @@ impl RdmaDev {
         rq[3] = 1;
         rq[4..8].copy_from_slice(&info.sq_psn.to_be_bytes());
         rq[8..10].copy_from_slice(&flags.to_be_bytes());
-        let ok = dma.write(le64(c, f::SQ_DMA_ADDR), &sq).is_ok()
-            && dma.write(le64(c, f::RQ_DMA_ADDR), &rq).is_ok();
+        let ok = dma.write(c.sq_dma_addr(), &sq).is_ok() && dma.write(c.rq_dma_addr(), &rq).is_ok();
         if ok {
             st::OK
         } else {
