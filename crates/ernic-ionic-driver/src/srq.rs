@@ -1,7 +1,6 @@
 //! Shared receive queues: ernic's CREATE_SRQ, MODIFY_SRQ, QUERY_SRQ and
 //! DESTROY_SRQ admin commands.
 
-use ernic_ionic::bytes::put;
 use ernic_ionic::fw::{self};
 
 use crate::{Driver, Error, Pd, Srq};
@@ -17,14 +16,15 @@ impl Driver {
     /// may draw from it.
     pub fn create_srq_in(&mut self, pd: Pd, depth_log2: u8, limit: u32) -> Result<Srq, Error> {
         let ring = self.ring(depth_log2, 6)?;
-        use fw::srq as f;
-        let mut b = [0u8; f::CREATE_LEN];
-        put(&mut b, f::PD_ID, &pd.0.to_le_bytes());
-        b[f::DEPTH_LOG2] = depth_log2;
-        b[f::STRIDE_LOG2] = 6;
-        put(&mut b, f::MAP_COUNT, &1u32.to_le_bytes());
-        put(&mut b, f::DMA_ADDR, &ring.gpa().to_le_bytes());
-        put(&mut b, f::LIMIT, &limit.to_le_bytes());
+        let mut b = [0u8; fw::srq::CREATE_LEN];
+        // A whole command's array: no setter can run past it.
+        let mut p = fw::srq::create::Packet::new_unchecked(&mut b);
+        p.set_pd_id(pd.0);
+        p.set_depth_log2(depth_log2);
+        p.set_stride_log2(6);
+        p.set_map_count(1);
+        p.set_dma_addr(ring.gpa());
+        p.set_limit(limit);
         let [id, _] = self.admin(fw::srq_op::CREATE_SRQ, &b)?;
         let db = self.take_page();
         Ok(Srq {
@@ -39,8 +39,10 @@ impl Driver {
     /// Sets an SRQ's low watermark.
     pub fn modify_srq(&mut self, srq: &Srq, limit: u32) -> Result<(), Error> {
         let mut b = [0u8; fw::srq::MODIFY_LEN];
-        put(&mut b, fw::srq::ID, &srq.id.to_le_bytes());
-        put(&mut b, fw::srq::MODIFY_LIMIT, &limit.to_le_bytes());
+        // A whole command's array: no setter can run past it.
+        let mut p = fw::srq::modify::Packet::new_unchecked(&mut b);
+        p.set_id(srq.id);
+        p.set_limit(limit);
         self.admin(fw::srq_op::MODIFY_SRQ, &b).map(|_| ())
     }
 

@@ -418,6 +418,44 @@ pub mod srq {
     /// Where an SRQ command's results go in its admin CQE (after `cmd_op`,
     /// in `admin.rsvd`): two little-endian words.
     pub const CQE_RESULT: usize = 4;
+
+    /// CREATE_SRQ's command.
+    pub mod create {
+        use super::*;
+
+        view!("CREATE_SRQ command", CREATE_LEN);
+
+        fields! {
+            /// The ring's `depth_log2`.
+            depth_log2 / set_depth_log2: u8 = DEPTH_LOG2;
+            /// The ring's `stride_log2`.
+            stride_log2 / set_stride_log2: u8 = STRIDE_LOG2;
+            /// The ring's `page_size_log2`.
+            page_size_log2 / set_page_size_log2: u8 = PAGE_SIZE_LOG2;
+            /// Pages in the ring.
+            map_count / set_map_count: u32 = MAP_COUNT..MAP_COUNT + 4;
+            /// The ring, or its page table.
+            dma_addr / set_dma_addr: u64 = DMA_ADDR..DMA_ADDR + 8;
+            /// The low watermark.
+            limit / set_limit: u32 = LIMIT..LIMIT + 4;
+            /// The PD.
+            pd_id / set_pd_id: u32 = PD_ID..PD_ID + 4;
+        }
+    }
+
+    /// MODIFY_SRQ's command (QUERY_SRQ and DESTROY_SRQ carry the id alone).
+    pub mod modify {
+        use super::*;
+
+        view!("MODIFY_SRQ command", MODIFY_LEN);
+
+        fields! {
+            /// The SRQ's id.
+            id / set_id: u32 = ID..ID + 4;
+            /// The new low watermark.
+            limit / set_limit: u32 = MODIFY_LIMIT..MODIFY_LIMIT + 4;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -625,6 +663,42 @@ mod tests {
         let p = stats_hdr::Packet::new_checked(&b[..]).unwrap();
         assert_eq!((p.dma_addr(), p.length(), p.id_ver()), (0x300, 0x40, 5));
         assert!(stats_hdr::Packet::new_checked(&b[..16]).is_err());
+    }
+
+    #[test]
+    fn the_srq_commands_are_written_and_read_as_laid_out() {
+        let mut b = [0u8; srq::CREATE_LEN];
+        let mut p = srq::create::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_depth_log2(6);
+        p.set_stride_log2(6);
+        p.set_page_size_log2(12);
+        p.set_map_count(1);
+        p.set_dma_addr(0x4000);
+        p.set_limit(9);
+        p.set_pd_id(2);
+        let mut want = [0u8; srq::CREATE_LEN];
+        for (at, v) in [(0, 6), (1, 6), (2, 12), (4, 1), (9, 0x40), (16, 9), (20, 2)] {
+            want[at] = v;
+        }
+        assert_eq!(b, want);
+        let p = srq::create::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            (p.depth_log2(), p.stride_log2(), p.page_size_log2()),
+            (6, 6, 12)
+        );
+        assert_eq!(
+            (p.map_count(), p.dma_addr(), p.limit(), p.pd_id()),
+            (1, 0x4000, 9, 2)
+        );
+        assert!(srq::create::Packet::new_checked(&b[..23]).is_err());
+        let mut b = [0u8; srq::MODIFY_LEN];
+        let mut p = srq::modify::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_id(1025);
+        p.set_limit(3);
+        assert_eq!(b, [1, 4, 0, 0, 3, 0, 0, 0]);
+        let p = srq::modify::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.id(), p.limit()), (1025, 3));
+        assert!(srq::modify::Packet::new_checked(&b[..7]).is_err());
     }
 
     #[test]

@@ -125,7 +125,9 @@ impl RdmaDev {
         match op {
             admin_op::QUERY_QP => self.query_qp(c, dma),
             fw::srq_op::CREATE_SRQ => {
-                self.in_pd(le32(c, fw::srq::PD_ID), |d, pd| d.create_srq(c, dma, pd))
+                // At least `srq::CREATE_LEN` bytes: checked above.
+                let pd_id = fw::srq::create::Packet::new_unchecked(c).pd_id();
+                self.in_pd(pd_id, |d, pd| d.create_srq(c, dma, pd))
             }
             fw::srq_op::MODIFY_SRQ | fw::srq_op::QUERY_SRQ | fw::srq_op::DESTROY_SRQ => {
                 self.srq_command(op, c)

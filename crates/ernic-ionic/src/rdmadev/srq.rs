@@ -7,7 +7,7 @@ use ernic_vfio::dma::Dma;
 use crate::fw::{self, admin_status as st};
 use crate::limits::Owner;
 
-use crate::bytes::{le32, le64};
+use crate::bytes::le32;
 
 use super::{RdmaDev, Ring, Srq};
 
@@ -15,15 +15,17 @@ impl RdmaDev {
     /// CREATE_SRQ: a ring (bounded, page table read once) and an id above
     /// the QP id range, answered in the CQE.
     pub(super) fn create_srq(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
-        use fw::srq as f;
+        let Ok(c) = fw::srq::create::Packet::new_checked(c) else {
+            return st::BAD_ATTR;
+        };
         let ring = match Ring::described(
             dma,
             &self.ptes,
-            le64(c, f::DMA_ADDR),
-            le32(c, f::MAP_COUNT),
-            c[f::PAGE_SIZE_LOG2],
-            c[f::DEPTH_LOG2],
-            c[f::STRIDE_LOG2],
+            c.dma_addr(),
+            c.map_count(),
+            c.page_size_log2(),
+            c.depth_log2(),
+            c.stride_log2(),
         ) {
             Ok(r) => r,
             Err(s) => return self.refuse(s, "the SRQ's ring"),
@@ -41,7 +43,7 @@ impl RdmaDev {
         {
             return self.refuse(st::BAD_ATTR, e);
         }
-        if let Err(e) = self.engine.modify_srq(self.dev, srq, le32(c, f::LIMIT)) {
+        if let Err(e) = self.engine.modify_srq(self.dev, srq, c.limit()) {
             let _ = self.engine.destroy_srq(self.dev, srq);
             return self.refuse(st::BAD_ATTR, e);
         }
@@ -61,8 +63,9 @@ impl RdmaDev {
         let srq = ernic_core::SrqId(id - self.qp_count);
         let r = match op {
             fw::srq_op::MODIFY_SRQ => {
-                self.engine
-                    .modify_srq(self.dev, srq, le32(c, fw::srq::MODIFY_LIMIT))
+                // At least `srq::MODIFY_LEN` bytes: `command` checked.
+                let limit = fw::srq::modify::Packet::new_unchecked(c).limit();
+                self.engine.modify_srq(self.dev, srq, limit)
             }
             fw::srq_op::QUERY_SRQ => self.engine.query_srq(self.dev, srq).map(|(limit, n)| {
                 self.result = [limit, n];
