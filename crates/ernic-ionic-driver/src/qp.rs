@@ -8,7 +8,7 @@ use ernic_core::{
     Access, Counter, Counters, Dest, DeviceId, Gid, QpAttr, QpCaps, QpInfo, QpState, QpType, Qpn,
     Route,
 };
-use ernic_ionic::bytes::{be16, be32};
+use ernic_ionic::bytes::be32;
 use ernic_ionic::doorbell::PAGE;
 use ernic_ionic::fw::{self, admin_op, wqe};
 
@@ -352,7 +352,8 @@ impl Driver {
         p.set_rq_dma_addr(bufs.addr() + 64);
         p.set_id_ver(qp.id);
         let r = self.admin(admin_op::QUERY_QP, &b);
-        let (mut sq, mut rq) = ([0u8; 20], [0u8; 12]);
+        use fw::query_qp::{rq as rq_answer, sq as sq_answer};
+        let (mut sq, mut rq) = ([0u8; sq_answer::LEN], [0u8; rq_answer::LEN]);
         self.read(&bufs, 0, &mut sq);
         self.read(&bufs, 64, &mut rq);
         self.free(bufs);
@@ -361,9 +362,14 @@ impl Driver {
             .qps
             .get(&qp.id)
             .ok_or(Error::Unsupported("no such QP"))?;
-        let state = fw::qps::to_state(rq[0] >> 4).unwrap_or(QpState::Err);
-        let access = fw::qpf::to_access(be16(&sq, 2));
-        let qkey_dest = be32(&sq, 8);
+        // Whole answers' arrays: the getters cannot run past them.
+        let (sq, rq) = (
+            sq_answer::Packet::new_unchecked(&sq),
+            rq_answer::Packet::new_unchecked(&rq),
+        );
+        let state = fw::qps::to_state(rq.state_pmtu() >> 4).unwrap_or(QpState::Err);
+        let access = fw::qpf::to_access(sq.access_perms_flags());
+        let qkey_dest = sq.qkey_dest_qpn();
         let datagram = qp.qp_type.is_datagram();
         Ok(QpInfo {
             qpn: Qpn(qp.id),
@@ -380,9 +386,9 @@ impl Driver {
                     qpn,
                     route: Route::Local(DeviceId(0)),
                 }),
-            path_mtu: fw::pmtu::to_bytes(rq[0] & 0xf).unwrap_or(1024),
-            rq_psn: be32(&sq, 16),
-            sq_psn: be32(&rq, 4),
+            path_mtu: fw::pmtu::to_bytes(rq.state_pmtu() & 0xf).unwrap_or(1024),
+            rq_psn: sq.rq_psn(),
+            sq_psn: rq.sq_psn(),
             caps: book.caps,
             sq_outstanding: book.sq.len() as u32,
             rq_outstanding: book.rq.len() as u32,

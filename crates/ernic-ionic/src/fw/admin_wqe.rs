@@ -314,6 +314,55 @@ pub mod query_qp {
         /// `id_ver`: the QP's id.
         id_ver / set_id_ver: u32 = ID_VER..ID_VER + 4;
     }
+
+    /// `struct ionic_v1_admin_query_qp_sq` (20 bytes, big-endian): the
+    /// answer the device writes at `sq_dma_addr`.
+    pub mod sq {
+        pub const ACCESS_PERMS_FLAGS_BE: usize = 2;
+        pub const QKEY_DEST_QPN_BE: usize = 8;
+        pub const RQ_PSN_BE: usize = 16;
+        pub const LEN: usize = 20;
+
+        view!("QUERY_QP SQ answer", LEN);
+
+        be_fields! {
+            /// `access_perms_flags`: `super::super::super::qpf` bits.
+            access_perms_flags / set_access_perms_flags: u16 =
+                ACCESS_PERMS_FLAGS_BE..ACCESS_PERMS_FLAGS_BE + 2;
+            /// `qkey_dest_qpn`: the Q_Key (datagram QPs) or the peer QP.
+            qkey_dest_qpn / set_qkey_dest_qpn: u32 = QKEY_DEST_QPN_BE..QKEY_DEST_QPN_BE + 4;
+            /// `rq_psn`.
+            rq_psn / set_rq_psn: u32 = RQ_PSN_BE..RQ_PSN_BE + 4;
+        }
+    }
+
+    /// `struct ionic_v1_admin_query_qp_rq` (12 bytes, big-endian): the
+    /// answer the device writes at `rq_dma_addr`.
+    pub mod rq {
+        pub const STATE_PMTU: usize = 0;
+        pub const RRQ_DEPTH: usize = 2;
+        pub const RSQ_DEPTH: usize = 3;
+        pub const SQ_PSN_BE: usize = 4;
+        pub const ACCESS_PERMS_FLAGS_BE: usize = 8;
+        pub const LEN: usize = 12;
+
+        view!("QUERY_QP RQ answer", LEN);
+
+        be_fields! {
+            /// `state_pmtu`: the state (`super::super::super::qps`) in the
+            /// high nibble, the path MTU's log2 in the low.
+            state_pmtu / set_state_pmtu: u8 = STATE_PMTU;
+            /// `rrq_depth`: READs and atomics outstanding as requester.
+            rrq_depth / set_rrq_depth: u8 = RRQ_DEPTH;
+            /// `rsq_depth`: READs and atomics outstanding as responder.
+            rsq_depth / set_rsq_depth: u8 = RSQ_DEPTH;
+            /// `sq_psn`.
+            sq_psn / set_sq_psn: u32 = SQ_PSN_BE..SQ_PSN_BE + 4;
+            /// `access_perms_flags`.
+            access_perms_flags / set_access_perms_flags: u16 =
+                ACCESS_PERMS_FLAGS_BE..ACCESS_PERMS_FLAGS_BE + 2;
+        }
+    }
 }
 
 /// `struct ionic_admin_create_mr` (45 bytes).
@@ -699,6 +748,37 @@ mod tests {
         let p = srq::modify::Packet::new_checked(&b[..]).unwrap();
         assert_eq!((p.id(), p.limit()), (1025, 3));
         assert!(srq::modify::Packet::new_checked(&b[..7]).is_err());
+    }
+
+    #[test]
+    fn the_query_qp_answers_are_big_endian_as_laid_out() {
+        let mut b = [0u8; query_qp::sq::LEN];
+        let mut p = query_qp::sq::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_access_perms_flags(0x0102);
+        p.set_qkey_dest_qpn(0x0304_0506);
+        p.set_rq_psn(0x0708_090a);
+        assert_eq!(
+            b,
+            [0, 0, 1, 2, 0, 0, 0, 0, 3, 4, 5, 6, 0, 0, 0, 0, 7, 8, 9, 10]
+        );
+        let p = query_qp::sq::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            (p.access_perms_flags(), p.qkey_dest_qpn(), p.rq_psn()),
+            (0x0102, 0x0304_0506, 0x0708_090a)
+        );
+        assert!(query_qp::sq::Packet::new_checked(&b[..19]).is_err());
+        let mut b = [0u8; query_qp::rq::LEN];
+        let mut p = query_qp::rq::Packet::new_checked(&mut b[..]).unwrap();
+        p.set_state_pmtu(0x3a);
+        p.set_rrq_depth(1);
+        p.set_rsq_depth(1);
+        p.set_sq_psn(0x0b0c_0d0e);
+        p.set_access_perms_flags(0x0f10);
+        assert_eq!(b, [0x3a, 0, 1, 1, 0xb, 0xc, 0xd, 0xe, 0xf, 0x10, 0, 0]);
+        let p = query_qp::rq::Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.state_pmtu(), p.rrq_depth(), p.rsq_depth()), (0x3a, 1, 1));
+        assert_eq!((p.sq_psn(), p.access_perms_flags()), (0x0b0c_0d0e, 0x0f10));
+        assert!(query_qp::rq::Packet::new_checked(&b[..11]).is_err());
     }
 
     #[test]

@@ -96,6 +96,30 @@ macro_rules! fields {
     };
 }
 
+/// As [`fields!`], big-endian.
+macro_rules! be_fields {
+    ($($(#[$doc:meta])* $get:ident / $set:ident : $ty:ident = $f:expr;)*) => {
+        impl<T: AsRef<[u8]>> Packet<T> {
+            $($(#[$doc])* pub fn $get(&self) -> $ty {
+                be_fields!(@get $ty, self.buffer.as_ref(), $f)
+            })*
+        }
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            $(#[doc = concat!("Sets what [`", stringify!($get), "`](Self::", stringify!($get), ") reads.")]
+            pub fn $set(&mut self, v: $ty) {
+                be_fields!(@set $ty, self.buffer.as_mut(), $f, v)
+            })*
+        }
+    };
+    (@get u8, $b:expr, $f:expr) => { $b[$f] };
+    (@get u16, $b:expr, $f:expr) => { $crate::fw::get_be16($b, $f) };
+    (@get u32, $b:expr, $f:expr) => { $crate::fw::get_be32($b, $f) };
+    (@set u8, $b:expr, $f:expr, $v:expr) => { $b[$f] = $v };
+    (@set $t:ident, $b:expr, $f:expr, $v:expr) => {
+        $crate::fw::set_bytes($b, $f, &$v.to_be_bytes())
+    };
+}
+
 pub mod admin_cqe;
 pub mod admin_wqe;
 pub mod cqe;

@@ -213,16 +213,20 @@ impl RdmaDev {
         } else {
             info.dest.map_or(0, |d| d.qpn.0)
         };
-        let mut sq = [0u8; 20];
-        sq[2..4].copy_from_slice(&flags.to_be_bytes());
-        sq[8..12].copy_from_slice(&qkey_dest.to_be_bytes());
-        sq[16..20].copy_from_slice(&info.rq_psn.to_be_bytes());
-        let mut rq = [0u8; 12];
-        rq[0] = state << 4 | fw::pmtu::from_bytes(info.path_mtu);
-        rq[2] = 1;
-        rq[3] = 1;
-        rq[4..8].copy_from_slice(&info.sq_psn.to_be_bytes());
-        rq[8..10].copy_from_slice(&flags.to_be_bytes());
+        use fw::query_qp::{rq as rq_answer, sq as sq_answer};
+        // Whole answers' arrays: no setter can run past them.
+        let mut sq = [0u8; sq_answer::LEN];
+        let mut p = sq_answer::Packet::new_unchecked(&mut sq);
+        p.set_access_perms_flags(flags);
+        p.set_qkey_dest_qpn(qkey_dest);
+        p.set_rq_psn(info.rq_psn);
+        let mut rq = [0u8; rq_answer::LEN];
+        let mut p = rq_answer::Packet::new_unchecked(&mut rq);
+        p.set_state_pmtu(state << 4 | fw::pmtu::from_bytes(info.path_mtu));
+        p.set_rrq_depth(1);
+        p.set_rsq_depth(1);
+        p.set_sq_psn(info.sq_psn);
+        p.set_access_perms_flags(flags);
         let ok = dma.write(c.sq_dma_addr(), &sq).is_ok() && dma.write(c.rq_dma_addr(), &rq).is_ok();
         if ok {
             st::OK
