@@ -9,7 +9,7 @@
 //! - [`wqe`]: send and receive queue WQEs;
 //! - [`cqe`]: work-request CQEs; [`admin_cqe`]: admin command CQEs;
 //! - [`eqe`]: event queue entries;
-//! - [`admin_wqe`]: admin WQEs and the commands they carry;
+//! - [`admin_wqe`]: admin WQEs; [`admin_cmd`]: the commands they carry;
 //! - [`dev_cmd`]: device commands (`ionic_if.h`) and their completions,
 //!   the RDMA bootstrap's among them.
 //!
@@ -120,6 +120,7 @@ macro_rules! be_fields {
     };
 }
 
+pub mod admin_cmd;
 pub mod admin_cqe;
 pub mod admin_wqe;
 pub mod cqe;
@@ -127,7 +128,7 @@ pub mod dev_cmd;
 pub mod eqe;
 pub mod wqe;
 
-pub use admin_wqe::{create_ah, create_cq, create_mr, create_qp, mod_qp, query_qp, srq, stats_hdr};
+pub use admin_cmd::{create_ah, create_cq, create_mr, create_qp, mod_qp, query_qp, srq, stats_hdr};
 pub use cqe::recv_op;
 
 /// A field: its byte range in its structure.
