@@ -86,7 +86,7 @@ pub fn run(
     if max > (16 << 20) {
         bail!("--device vfio-user: sizes up to 16M");
     }
-    let dev = ernic_ionic_driver::verbs::open(socket, 2 * max + (32 << 20), None)
+    let dev = ernic_ionic_driver::provider::open(socket, 2 * max + (32 << 20), None)
         .with_context(|| format!("attaching to {}", socket.display()))?;
     let pd = dev.alloc_pd()?;
     let cq = dev.create_cq(4096)?;

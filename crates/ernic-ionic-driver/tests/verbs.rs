@@ -28,7 +28,7 @@ fn native() -> (Device, Device) {
 /// on it, as two processes of one guest would be.
 fn ionic(name: &str, profile_spec: &str) -> (Device, Device) {
     let sock = common::serve(&format!("verbs-{name}"), profile_spec, "");
-    let d = ernic_ionic_driver::verbs::open(&sock, 32 << 20, None).unwrap();
+    let d = ernic_ionic_driver::provider::open(&sock, 32 << 20, None).unwrap();
     (d.clone(), d)
 }
 
@@ -593,8 +593,8 @@ fn ionic_on_a_mesh(name: &str) -> (Device, Device, Vec<Arc<Mesh>>) {
     assert!(worker.wait_registered(T).is_some());
     let pa = common::serve_on_mesh(&format!("verbs-{name}-a"), manager.clone(), ga);
     let pb = common::serve_on_mesh(&format!("verbs-{name}-b"), worker.clone(), gb);
-    let a = ernic_ionic_driver::verbs::open(&pa, 16 << 20, Some(ga)).unwrap();
-    let b = ernic_ionic_driver::verbs::open(&pb, 16 << 20, Some(gb)).unwrap();
+    let a = ernic_ionic_driver::provider::open(&pa, 16 << 20, Some(ga)).unwrap();
+    let b = ernic_ionic_driver::provider::open(&pb, 16 << 20, Some(gb)).unwrap();
     // Each server learns the other's guest GID through the mesh.
     let end = std::time::Instant::now() + T;
     while manager.owner(&gb).is_none() || worker.owner(&ga).is_none() {

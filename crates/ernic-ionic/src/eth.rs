@@ -123,15 +123,16 @@ pub const MAX_FRAME: usize = 9216 + 18;
 
 impl Bar0 {
     fn find_queue(&self, t: u8, qid: u32) -> Option<usize> {
-        self.queues
+        self.eth
+            .queues
             .iter()
             .position(|e| e.qtype == t && e.index == qid)
     }
 
     /// Writes the port statistics (`ethtool -S`) from the same counters.
     fn write_port_stats(&self, dma: &mut Dma) {
-        let Some(pa) = self.port_info else { return };
-        let s = &self.stats;
+        let Some(pa) = self.eth.port_info else { return };
+        let s = &self.eth.stats;
         let (rx_frames, rx_bytes) = s.rx.iter().fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.0));
         let (tx_frames, tx_bytes) = s.tx.iter().fold((0, 0), |a, t| (a.0 + t.1, a.1 + t.0));
         let mut b = [0u8; PS_LEN];
@@ -159,9 +160,9 @@ impl Bar0 {
     /// port's).
     fn write_stats(&self, dma: &mut Dma) {
         self.write_port_stats(dma);
-        let Some(pa) = self.lif_info else { return };
+        let Some(pa) = self.eth.lif_info else { return };
         let mut b = [0u8; ST_LEN];
-        let s = &self.stats;
+        let s = &self.eth.stats;
         for (i, (bytes, frames)) in s.rx.iter().enumerate() {
             b[ST_RX + 16 * i..ST_RX + 16 * i + 8].copy_from_slice(&bytes.to_le_bytes());
             b[ST_RX + 16 * i + 8..ST_RX + 16 * i + 16].copy_from_slice(&frames.to_le_bytes());
@@ -192,7 +193,7 @@ impl Bar0 {
         out: &mut dyn FnMut(&[u8]),
     ) -> Option<u16> {
         let at = self.find_queue(qtype::TXQ, qid)?;
-        let q = self.queues[at];
+        let q = self.eth.queues[at];
         if !q.enabled {
             return None;
         }
@@ -200,7 +201,7 @@ impl Bar0 {
         let mask = (depth - 1) as u16;
         let (mut head, mut color) = (q.head & mask, q.color);
         let target = p_index & mask;
-        let mut frame = std::mem::take(&mut self.frame);
+        let mut frame = std::mem::take(&mut self.eth.frame);
         let mut ran = 0;
         while head != target && ran < depth {
             let mut d = [0u8; 16];
@@ -208,19 +209,19 @@ impl Bar0 {
                 && self.gather(&q, head, &d, dma, &mut frame);
             if ok {
                 let k = cast(&frame);
-                self.stats.tx[k].0 += frame.len() as u64;
-                self.stats.tx[k].1 += 1;
+                self.eth.stats.tx[k].0 += frame.len() as u64;
+                self.eth.stats.tx[k].1 += 1;
                 out(&frame);
             } else {
-                self.stats.tx_desc_fetch_error += 1;
+                self.eth.stats.tx_desc_fetch_error += 1;
             }
             let mut comp = [0u8; 16];
             (head, color) = complete(dma, q.cq_ring_base, head, mask, color, &mut comp);
             ran += 1;
         }
-        self.frame = frame;
-        self.queues[at].head = head;
-        self.queues[at].color = color;
+        self.eth.frame = frame;
+        self.eth.queues[at].head = head;
+        self.eth.queues[at].color = color;
         if ran > 0 {
             self.write_stats(dma);
         }
@@ -278,8 +279,8 @@ impl Bar0 {
     /// `p_index`.
     pub fn rx_doorbell(&mut self, qid: u32, p_index: u16) {
         if let Some(at) = self.find_queue(qtype::RXQ, qid) {
-            let mask = ((1u32 << self.queues[at].ring_size) - 1) as u16;
-            self.queues[at].posted = p_index & mask;
+            let mask = ((1u32 << self.eth.queues[at].ring_size) - 1) as u16;
+            self.eth.queues[at].posted = p_index & mask;
         }
     }
 
@@ -289,17 +290,19 @@ impl Bar0 {
     /// Answers the vector to raise.
     pub fn rx_frame(&mut self, frame: &[u8], dma: &mut Dma) -> Option<u16> {
         let enabled: usize = self
+            .eth
             .queues
             .iter()
             .filter(|e| e.qtype == qtype::RXQ && e.enabled)
             .count();
         if enabled == 0 {
-            self.stats.rx_queue_disabled += 1;
+            self.eth.stats.rx_queue_disabled += 1;
             self.write_stats(dma);
             return None;
         }
         let pick = flow_hash(frame) as usize % enabled;
         let at = self
+            .eth
             .queues
             .iter()
             .enumerate()
@@ -307,11 +310,11 @@ impl Bar0 {
             .nth(pick)
             .map(|(i, _)| i)
             .expect("counted");
-        let q = self.queues[at];
+        let q = self.eth.queues[at];
         let mask = ((1u32 << q.ring_size) - 1) as u16;
         let head = q.head & mask;
         if head == q.posted {
-            self.stats.rx_queue_empty += 1;
+            self.eth.stats.rx_queue_empty += 1;
             self.write_stats(dma);
             return None;
         }
@@ -320,14 +323,14 @@ impl Bar0 {
             .read(q.ring_base + u64::from(head) * 16, &mut d)
             .is_err()
         {
-            self.stats.rx_desc_data_error += 1;
+            self.eth.stats.rx_desc_data_error += 1;
             self.write_stats(dma);
             return None;
         }
         let room = usize::from(le16(&d, 6));
         let addr = le64(&d, 8);
         if frame.len() > room || dma.write(addr, frame).is_err() {
-            self.stats.rx_desc_data_error += 1;
+            self.eth.stats.rx_desc_data_error += 1;
             self.write_stats(dma);
             return None;
         }
@@ -336,11 +339,11 @@ impl Bar0 {
         comp[12..14].copy_from_slice(&(frame.len() as u16).to_le_bytes());
         comp[15] = pkt_type(frame);
         let (next, color) = complete(dma, q.cq_ring_base, head, mask, q.color, &mut comp);
-        self.queues[at].head = next;
-        self.queues[at].color = color;
+        self.eth.queues[at].head = next;
+        self.eth.queues[at].color = color;
         let k = cast(frame);
-        self.stats.rx[k].0 += frame.len() as u64;
-        self.stats.rx[k].1 += 1;
+        self.eth.stats.rx[k].0 += frame.len() as u64;
+        self.eth.stats.rx[k].1 += 1;
         self.write_stats(dma);
         (q.flags & q_init::F_IRQ != 0 && self.raise(q.intr_index)).then_some(q.intr_index)
     }

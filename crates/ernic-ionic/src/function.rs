@@ -2,7 +2,6 @@
 //! space, BAR 0 (registers, MSI-X table and PBA), BAR 2 (doorbells), and
 //! its interrupts (INTx and the profile's MSI-X vectors).
 
-use ernic_vfio::dma::errno;
 use ernic_vfio::pci::{self, Bar, Config, Msix};
 use ernic_vfio::proto::{self, RegionInfo};
 use ernic_vfio::server::{Device, Io};
@@ -407,7 +406,7 @@ impl Device for IonicFunction {
             pci::region::CONFIG => self.config.read(offset, buf),
             // Doorbells are write-only; they read as zero.
             pci::region::BAR2 => buf.fill(0),
-            _ => return Err(errno::EINVAL),
+            _ => return Err(libc::EINVAL),
         }
         Ok(())
     }
@@ -434,7 +433,7 @@ impl Device for IonicFunction {
                     self.ring(io, d);
                 }
             }
-            _ => return Err(errno::EINVAL),
+            _ => return Err(libc::EINVAL),
         }
         Ok(())
     }

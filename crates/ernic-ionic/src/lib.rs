@@ -5,10 +5,11 @@
 //! - [`regs`] and [`fw`]: the layouts of Linux's `ionic_if.h`,
 //!   `ionic_regs.h` and `ionic_fw.h` (checked by `tests/layout.rs`);
 //! - [`bar0`]: the register file: device info, device commands, interrupt
-//!   control, the Ethernet admin and notify queues;
+//!   control, and the Ethernet LIF ([`bar0::EthLif`]: its queues, the
+//!   admin and notify queues, its statistics);
 //! - [`eth`] and [`tap`]: the Ethernet queues and the host TAP;
 //! - [`doorbell`]: BAR 2's doorbell decoding;
-//! - [`rdma`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
+//! - [`bootstrap`]: the RDMA bootstrap (commands 50-53); [`rdmadev`]: the RDMA
 //!   admin queues, event queues and the objects they create in
 //!   `ernic-core`;
 //! - [`profile`]: NIC profiles; [`limits`]: every limit on what a guest
@@ -17,6 +18,7 @@
 //!   and interrupts as a `ernic_vfio::server::Device`.
 
 pub mod bar0;
+pub mod bootstrap;
 pub mod bytes;
 pub mod doorbell;
 pub mod eth;
@@ -24,7 +26,6 @@ pub mod function;
 pub mod fw;
 pub mod limits;
 pub mod profile;
-pub mod rdma;
 #[allow(unsafe_code)]
 pub mod rdmadev;
 pub mod regs;

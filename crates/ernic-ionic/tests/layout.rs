@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use ernic_ionic::rdma::cmd as rq;
+use ernic_ionic::bootstrap::cmd as rq;
 use ernic_ionic::regs::{
     cmd, dev_identity as di, info, init_cmd, intr, lif_identity as li, lif_info, port_info,
     q_control, q_identify, q_init,
@@ -387,19 +387,19 @@ fn pairs() -> Vec<(&'static str, usize)> {
         ),
         (
             "IONIC_CMD_RDMA_RESET_LIF",
-            ernic_ionic::rdma::opcode::RESET_LIF as usize,
+            ernic_ionic::bootstrap::opcode::RESET_LIF as usize,
         ),
         (
             "IONIC_CMD_RDMA_CREATE_EQ",
-            ernic_ionic::rdma::opcode::CREATE_EQ as usize,
+            ernic_ionic::bootstrap::opcode::CREATE_EQ as usize,
         ),
         (
             "IONIC_CMD_RDMA_CREATE_CQ",
-            ernic_ionic::rdma::opcode::CREATE_CQ as usize,
+            ernic_ionic::bootstrap::opcode::CREATE_CQ as usize,
         ),
         (
             "IONIC_CMD_RDMA_CREATE_ADMINQ",
-            ernic_ionic::rdma::opcode::CREATE_ADMINQ as usize,
+            ernic_ionic::bootstrap::opcode::CREATE_ADMINQ as usize,
         ),
         (
             "IONIC_RC_ENOENT",
@@ -557,6 +557,23 @@ fn fw_pairs() -> Vec<(String, usize)> {
         v.push((format!("offsetof(struct {s}, {f})"), ours));
     };
     off("ionic_v1_admin_wqe", "op", admin_wqe::OP);
+    for (f, o) in [
+        ("access_perms_flags", query_qp::sq::ACCESS_PERMS_FLAGS_BE),
+        ("qkey_dest_qpn", query_qp::sq::QKEY_DEST_QPN_BE),
+        ("rq_psn", query_qp::sq::RQ_PSN_BE),
+    ] {
+        off("ionic_v1_admin_query_qp_sq", f, o);
+    }
+    for (f, o) in [
+        ("state_pmtu", query_qp::rq::STATE_PMTU),
+        ("rrq_depth", query_qp::rq::RRQ_DEPTH),
+        ("rsq_depth", query_qp::rq::RSQ_DEPTH),
+        ("sq_psn", query_qp::rq::SQ_PSN_BE),
+        ("access_perms_flags", query_qp::rq::ACCESS_PERMS_FLAGS_BE),
+    ] {
+        off("ionic_v1_admin_query_qp_rq", f, o);
+    }
+
     off("ionic_v1_admin_wqe", "len", admin_wqe::LEN);
     off("ionic_v1_admin_wqe", "cmd", admin_wqe::CMD);
     for (f, o) in [
@@ -770,6 +787,14 @@ fn fw_pairs() -> Vec<(String, usize)> {
         ("sizeof(struct ionic_admin_create_ah)", create_ah::LEN),
         ("sizeof(struct ionic_admin_stats_hdr)", stats_hdr::LEN),
         ("sizeof(struct ionic_v1_cqe)", cqe::LEN),
+        (
+            "sizeof(struct ionic_v1_admin_query_qp_sq)",
+            query_qp::sq::LEN,
+        ),
+        (
+            "sizeof(struct ionic_v1_admin_query_qp_rq)",
+            query_qp::rq::LEN,
+        ),
         ("sizeof(struct ionic_v1_eqe)", eqe::LEN),
         ("ADMIN_WQE_STRIDE", admin_wqe::STRIDE),
         ("ADMIN_WQE_HDR_LEN", admin_wqe::HDR_LEN),

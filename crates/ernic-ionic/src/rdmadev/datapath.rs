@@ -17,45 +17,22 @@ use ernic_core::{
 use ernic_vfio::dma::Dma;
 
 use super::{Qp, RdmaDev};
-use crate::bytes::{be16, be32, be64, le64};
+use crate::bootstrap::Bootstrap;
 use crate::fw::{cqe, op, recv_op, status, wqe};
-use crate::rdma::Bootstrap;
 
 /// The largest WQE stride read (LIF_IDENTIFY's `max_stride`, 4 KiB).
 const MAX_WQE: usize = 4096;
 /// SGEs one WQE may carry (what a 4 KiB stride holds).
 const MAX_SGES: usize = (MAX_WQE - wqe::PLD) / wqe::SGE_LEN;
 
-/// The core's status as ionic numbers it in a CQE.
-pub fn ionic_status(s: WcStatus) -> u32 {
-    match s {
-        WcStatus::Success => status::OK,
-        WcStatus::LocLenErr => status::LOCAL_LEN_ERR,
-        WcStatus::LocQpOpErr => status::LOCAL_QP_OPER_ERR,
-        WcStatus::LocProtErr => status::LOCAL_PROT_ERR,
-        WcStatus::WrFlushErr => status::WQE_FLUSHED_ERR,
-        WcStatus::RemInvReqErr => status::REMOTE_INV_REQ_ERR,
-        WcStatus::RemAccessErr => status::REMOTE_ACC_ERR,
-        WcStatus::RemOpErr => status::REMOTE_OPER_ERR,
-        WcStatus::RetryExcErr => status::RETRY_EXCEEDED,
-        WcStatus::RnrRetryExcErr => status::RNR_RETRY_EXCEEDED,
-        WcStatus::GeneralErr => status::BAD_RESP_ERR,
-    }
-}
-
 /// Reads `n` SGEs from `w` at `at` into `out`; `None` if they run past the
 /// WQE.
-fn sges(w: &[u8], at: usize, n: usize, out: &mut [Sge; MAX_SGES]) -> Option<usize> {
-    if n > MAX_SGES || at + n * wqe::SGE_LEN > w.len() {
+fn sges(w: &wqe::Packet<&[u8]>, at: usize, n: usize, out: &mut [Sge; MAX_SGES]) -> Option<usize> {
+    if n > MAX_SGES || !w.holds_sges(at, n) {
         return None;
     }
     for (i, s) in out.iter_mut().take(n).enumerate() {
-        let o = at + i * wqe::SGE_LEN;
-        *s = Sge {
-            addr: be64(w, o),
-            len: be32(w, o + 8),
-            lkey: Lkey(be32(w, o + 12)),
-        };
+        *s = w.sge(at, i)?;
     }
     Some(n)
 }
@@ -71,22 +48,27 @@ fn sgl_at(flags: u16) -> usize {
 }
 
 /// Decodes a send WQE `w` into a work request whose buffers are in `sgl`;
-/// what cannot be decoded comes back with `decode_error` set.
+/// what cannot be decoded (a buffer shorter than the smallest WQE among
+/// it) comes back with `decode_error` set.
 pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> {
-    let wr_id = le64(w, wqe::WQE_ID);
-    let flags = be16(w, wqe::FLAGS_BE);
-    let imm_key = be32(w, wqe::IMM_DATA_KEY_BE);
+    let Ok(w) = wqe::Packet::new_checked(w) else {
+        let mut wr = SendWr::new(0, SendOp::Send);
+        wr.decode_error = Some(WcStatus::LocLenErr);
+        return wr;
+    };
+    let wr_id = w.wqe_id();
+    let flags = w.flags();
+    let imm_key = w.imm_data_key();
     let remote = RemoteAddr {
-        addr: u64::from(be32(w, wqe::REMOTE_VA_HIGH_BE)) << 32
-            | u64::from(be32(w, wqe::REMOTE_VA_LOW_BE)),
-        rkey: Rkey(be32(w, wqe::REMOTE_RKEY_BE)),
+        addr: w.remote_va(),
+        rkey: Rkey(w.remote_rkey()),
     };
     let failed = |s: WcStatus| {
         let mut wr = SendWr::new(wr_id, SendOp::Send);
         wr.decode_error = Some(s);
         wr
     };
-    let op = match w[wqe::OP] {
+    let op = match w.op() {
         op::SEND => SendOp::Send,
         op::SEND_INV => SendOp::SendInv(Rkey(imm_key)),
         op::SEND_IMM => SendOp::SendImm(imm_key),
@@ -94,11 +76,9 @@ pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> 
         op::RDMA_WRITE => SendOp::Write(remote),
         op::RDMA_WRITE_IMM => SendOp::WriteImm(remote, imm_key),
         op::ATOMIC_CS | op::ATOMIC_FA => {
-            let swap_add = u64::from(be32(w, wqe::SWAP_ADD_HIGH_BE)) << 32
-                | u64::from(be32(w, wqe::SWAP_ADD_LOW_BE));
-            let compare = u64::from(be32(w, wqe::COMPARE_HIGH_BE)) << 32
-                | u64::from(be32(w, wqe::COMPARE_LOW_BE));
-            let op = if w[wqe::OP] == op::ATOMIC_CS {
+            let swap_add = w.swap_add();
+            let compare = w.compare();
+            let op = if w.op() == op::ATOMIC_CS {
                 SendOp::AtomicCas {
                     remote,
                     compare,
@@ -110,7 +90,7 @@ pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> 
                     add: swap_add,
                 }
             };
-            let Some(n) = sges(w, wqe::ATOMIC_SGE, 1, sgl) else {
+            let Some(n) = sges(&w, wqe::ATOMIC_SGE, 1, sgl) else {
                 return failed(WcStatus::LocLenErr);
             };
             let mut wr = SendWr::new(wr_id, op).sgl(&sgl[..n]);
@@ -118,26 +98,26 @@ pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> 
             return wr;
         }
         op::REG_MR => {
-            let count = be32(w, wqe::REG_MAP_COUNT_BE);
-            let dma = be64(w, wqe::REG_DMA_ADDR_BE);
+            let count = w.reg_map_count();
+            let dma = w.reg_dma_addr();
             let pages = if count <= 1 {
                 PageSource::Contiguous { dma }
             } else {
-                let Ok(first_offset) = u32::try_from(be64(w, wqe::REG_OFFSET_BE)) else {
+                let Ok(first_offset) = u32::try_from(w.reg_offset()) else {
                     return failed(WcStatus::LocQpOpErr);
                 };
                 PageSource::Table {
                     table: dma,
                     count,
-                    page_shift: w[wqe::REG_PAGE_SIZE_LOG2],
+                    page_shift: w.reg_page_size_log2(),
                     first_offset,
                 }
             };
-            let access = crate::fw::mrf::to_access(be16(w, wqe::REG_FLAGS_BE));
+            let access = crate::fw::mrf::to_access(w.reg_flags());
             SendOp::RegMr(RegMr {
                 key: Lkey(imm_key),
-                iova: be64(w, wqe::REG_VA_BE),
-                len: be64(w, wqe::REG_LENGTH_BE),
+                iova: w.reg_va(),
+                len: w.reg_length(),
                 access,
                 pages,
             })
@@ -151,14 +131,13 @@ pub fn decode_send<'a>(w: &'a [u8], sgl: &'a mut [Sge; MAX_SGES]) -> SendWr<'a> 
         return wr;
     }
     if flags & wqe::FLAG_INL != 0 {
-        let len = be32(w, wqe::LENGTH_BE) as usize;
-        if wqe::PLD + len > w.len() {
+        let Some(data) = w.inline_data() else {
             return failed(WcStatus::LocLenErr);
-        }
-        wr.inline_data = &w[wqe::PLD..wqe::PLD + len];
+        };
+        wr.inline_data = data;
     } else {
-        let n = usize::from(w[wqe::NUM_SGE_KEY]);
-        let Some(n) = sges(w, sgl_at(flags), n, sgl) else {
+        let n = usize::from(w.num_sge_key());
+        let Some(n) = sges(&w, sgl_at(flags), n, sgl) else {
             return failed(WcStatus::LocLenErr);
         };
         wr.sgl = &sgl[..n];
@@ -175,21 +154,25 @@ fn send_flags(flags: u16) -> SendFlags {
     }
 }
 
-/// The destination of a UD or GSI send WQE.
-fn ud_dest(w: &[u8]) -> UdDest {
-    UdDest {
-        ah: AhId(be32(w, wqe::AH_ID_BE)),
-        remote_qpn: Qpn(be32(w, wqe::DEST_QPN_BE) & 0xff_ffff),
-        remote_qkey: be32(w, wqe::DEST_QKEY_BE),
-    }
+/// The destination of a UD or GSI send WQE (`None` for a buffer shorter
+/// than a WQE).
+fn ud_dest(w: &[u8]) -> Option<UdDest> {
+    let w = wqe::Packet::new_checked(w).ok()?;
+    Some(UdDest {
+        ah: AhId(w.ah_id()),
+        remote_qpn: Qpn(w.dest_qpn() & 0xff_ffff),
+        remote_qkey: w.dest_qkey(),
+    })
 }
 
-/// Decodes a receive WQE: its id and SGEs (`None` when they do not fit).
+/// Decodes a receive WQE: its id and SGEs (`None` when they do not fit,
+/// or the buffer is shorter than a WQE).
 pub fn decode_recv(w: &[u8], sgl: &mut [Sge; MAX_SGES]) -> (u64, Option<usize>) {
-    let wr_id = le64(w, wqe::WQE_ID);
-    let flags = be16(w, wqe::FLAGS_BE);
-    let n = usize::from(w[wqe::NUM_SGE_KEY]);
-    (wr_id, sges(w, sgl_at(flags), n, sgl))
+    let Ok(w) = wqe::Packet::new_checked(w) else {
+        return (0, None);
+    };
+    let n = usize::from(w.num_sge_key());
+    (w.wqe_id(), sges(&w, sgl_at(w.flags()), n, sgl))
 }
 
 /// Walks a receive ring from `*prod` up to `p_index`, handing each
@@ -256,7 +239,7 @@ impl RdmaDev {
                     let wr = if read {
                         let mut wr = decode_send(w, &mut sgl);
                         if datagram {
-                            wr.ud = Some(ud_dest(w));
+                            wr.ud = ud_dest(w);
                         }
                         wr
                     } else {
@@ -355,7 +338,7 @@ impl RdmaDev {
         let mut b = [0u8; cqe::LEN];
         let recv = matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
         let flushed = c.status == WcStatus::WrFlushErr;
-        let st = ionic_status(c.status);
+        let st = status::from_wc(c.status);
         let mut qtf = qid << cqe::QID_SHIFT;
         if c.status != WcStatus::Success {
             qtf |= cqe::ERROR;
@@ -377,11 +360,12 @@ impl RdmaDev {
         } else {
             st
         };
-        b[cqe::STATUS_LENGTH_BE..cqe::STATUS_LENGTH_BE + 4]
-            .copy_from_slice(&status_length.to_be_bytes());
+        // A whole CQE's array: no setter can run past it.
+        let mut p = cqe::Packet::new_unchecked(&mut b);
+        p.set_status_length(status_length);
         if recv {
             qtf |= cqe::TYPE_RECV << cqe::TYPE_SHIFT;
-            b[cqe::RECV_WQE_ID..cqe::RECV_WQE_ID + 8].copy_from_slice(&c.wr_id.to_le_bytes());
+            p.set_recv_wqe_id(c.wr_id);
             let (rop, word) = match (c.opcode, c.imm, c.invalidated) {
                 (WcOpcode::RecvRdmaWithImm, imm, _) => (recv_op::RDMA_IMM, imm.unwrap_or(0)),
                 (_, Some(imm), _) => (recv_op::SEND_IMM, imm),
@@ -390,19 +374,10 @@ impl RdmaDev {
             };
             let src = c.src_qpn.0 & 0xff_ffff;
             let v4 = if c.grh_ipv4 { recv_op::IS_IPV4 } else { 0 };
-            b[cqe::RECV_SRC_QPN_OP_BE..cqe::RECV_SRC_QPN_OP_BE + 4]
-                .copy_from_slice(&(rop << recv_op::SHIFT | src | v4).to_be_bytes());
+            p.set_recv_src_qpn_op(rop << recv_op::SHIFT | src | v4);
             // A source MAC made from the sending QP (seed 001).
-            b[cqe::RECV_SRC_MAC..cqe::RECV_SRC_MAC + 6].copy_from_slice(&[
-                0x02,
-                0,
-                0,
-                (src >> 16) as u8,
-                (src >> 8) as u8,
-                src as u8,
-            ]);
-            b[cqe::RECV_IMM_DATA_RKEY_BE..cqe::RECV_IMM_DATA_RKEY_BE + 4]
-                .copy_from_slice(&word.to_be_bytes());
+            p.set_recv_src_mac([0x02, 0, 0, (src >> 16) as u8, (src >> 8) as u8, src as u8]);
+            p.set_recv_imm_data_rkey(word);
         } else {
             let local = matches!(c.opcode, WcOpcode::RegMr | WcOpcode::LocalInv);
             let by_msn = qp.qp_type.is_connected() && !local && !flushed;
@@ -418,12 +393,10 @@ impl RdmaDev {
             if by_msn {
                 qp.msn = qp.msn.wrapping_add(1);
                 qtf |= cqe::TYPE_SEND_MSN << cqe::TYPE_SHIFT;
-                b[cqe::SEND_MSG_MSN_BE..cqe::SEND_MSG_MSN_BE + 4]
-                    .copy_from_slice(&qp.msn.to_be_bytes());
+                p.set_send_msg_msn(qp.msn);
             } else {
                 qtf |= cqe::TYPE_SEND_NPG << cqe::TYPE_SHIFT;
-                b[cqe::SEND_NPG_WQE_ID..cqe::SEND_NPG_WQE_ID + 8]
-                    .copy_from_slice(&c.wr_id.to_le_bytes());
+                p.set_send_npg_wqe_id(c.wr_id);
             }
         }
         self.post_cqe(cqid, &mut b, qtf, dma, fire);
@@ -433,6 +406,7 @@ impl RdmaDev {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bytes::be16;
     use proptest::prelude::*;
 
     proptest! {

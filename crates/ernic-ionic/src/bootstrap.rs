@@ -8,7 +8,7 @@
 //! `cid` (an interrupt for an EQ, an EQ for a CQ, a CQ for an admin
 //! queue), `dbid`, `depth_log2`, `stride_log2`, `dma_addr`.
 
-use crate::bytes::{le16, le32, le64};
+use crate::fw::dev_cmd;
 use crate::regs::status;
 
 /// Offsets in `struct ionic_rdma_queue_cmd`.
@@ -81,6 +81,33 @@ pub struct Limits {
     pub aqs: u32,
 }
 
+impl RdmaQueue {
+    /// The queue a CREATE_EQ, CREATE_CQ or CREATE_ADMINQ command
+    /// describes (unchecked: [`Bootstrap::run`] bounds it).
+    pub fn parse<T: AsRef<[u8]>>(c: &dev_cmd::Packet<T>) -> RdmaQueue {
+        let qid_ver = c.rdma_qid_ver();
+        RdmaQueue {
+            qid: qid_ver & 0xff_ffff,
+            version: (qid_ver >> 24) as u8,
+            cid: c.rdma_cid(),
+            dbid: c.rdma_dbid(),
+            depth_log2: c.rdma_depth_log2(),
+            stride_log2: c.rdma_stride_log2(),
+            dma_addr: c.rdma_dma_addr(),
+        }
+    }
+
+    /// Writes this queue into command `c` (its opcode is the caller's).
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, c: &mut dev_cmd::Packet<T>) {
+        c.set_rdma_qid_ver(self.qid & 0xff_ffff | u32::from(self.version) << 24);
+        c.set_rdma_cid(self.cid);
+        c.set_rdma_dbid(self.dbid);
+        c.set_rdma_depth_log2(self.depth_log2);
+        c.set_rdma_stride_log2(self.stride_log2);
+        c.set_rdma_dma_addr(self.dma_addr);
+    }
+}
+
 impl Bootstrap {
     /// Forgets every queue.
     pub fn reset(&mut self) {
@@ -96,16 +123,7 @@ impl Bootstrap {
             self.reset();
             return status::SUCCESS;
         }
-        let qid_ver = le32(c, cmd::QID_VER);
-        let q = RdmaQueue {
-            qid: qid_ver & 0xff_ffff,
-            version: (qid_ver >> 24) as u8,
-            cid: le32(c, cmd::CID),
-            dbid: le16(c, cmd::DBID),
-            depth_log2: c[cmd::DEPTH_LOG2],
-            stride_log2: c[cmd::STRIDE_LOG2],
-            dma_addr: le64(c, cmd::DMA_ADDR),
-        };
+        let q = RdmaQueue::parse(&dev_cmd::Packet::new_unchecked(c));
         // Bounded before anything shifts by them.
         if q.depth_log2 > MAX_DEPTH_LOG2 || !STRIDE_LOG2.contains(&q.stride_log2) {
             return status::EINVAL;
@@ -155,6 +173,27 @@ mod tests {
         c[cmd::STRIDE_LOG2] = stride;
         c[cmd::DMA_ADDR..cmd::DMA_ADDR + 8].copy_from_slice(&0x1000u64.to_le_bytes());
         c
+    }
+
+    #[test]
+    fn a_queue_emits_the_bytes_it_parses_from() {
+        let c = queue(52, 7, 3, 9, 5);
+        let q = RdmaQueue::parse(&dev_cmd::Packet::new_checked(&c[..]).unwrap());
+        assert_eq!(
+            (
+                q.qid,
+                q.version,
+                q.cid,
+                q.depth_log2,
+                q.stride_log2,
+                q.dma_addr
+            ),
+            (7, 2, 3, 9, 5, 0x1000)
+        );
+        let mut b = [0u8; 64];
+        b[0] = 52;
+        q.emit(&mut dev_cmd::Packet::new_checked(&mut b[..]).unwrap());
+        assert_eq!(b, c);
     }
 
     const L: Limits = Limits {
