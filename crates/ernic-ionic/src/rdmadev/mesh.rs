@@ -1,15 +1,46 @@
-//! The RDMA side on a mesh: attaching to one, and the pass loop that
-//! moves the mesh's traffic through the engine. Kept apart so it can be
-//! replaced by the mesh's own loop (`ernic-mesh`) in one place.
+//! The RDMA side on a mesh: attaching to one, and the device's pass over
+//! it, which is the mesh's own ([`ernic_mesh::Mesh::pass`], shared with
+//! the native fabric) with the guest's CQs as where completions go.
 
 use std::time::Instant;
 
-use ernic_core::Gid;
+use ernic_core::{Engine, Gid};
+use ernic_mesh::{PassOptions, PassTarget};
 use ernic_vfio::dma::Dma;
 
+use super::{GuestMemory, RdmaDev};
 use crate::bootstrap::Bootstrap;
 
-use super::RdmaDev;
+/// How this device's passes differ from the native fabric's. The server's
+/// loop does not poll the connections itself (the receive threads do), so
+/// it must not tell them to stand aside; it writes the replies at the end
+/// of each pass; and it applies every queued message in one pass (a guest
+/// has no application thread waiting to see a completion mid-pass).
+const PASS: PassOptions = PassOptions {
+    yield_after_by_ref: false,
+    flush: true,
+    poller: false,
+};
+
+/// The device as a mesh pass sees it: its engine, and the guest's rings
+/// its completions go to.
+struct MeshTarget<'a> {
+    dev: &'a mut RdmaDev,
+    dma: &'a mut Dma,
+    fire: &'a mut Vec<u16>,
+}
+
+impl PassTarget for MeshTarget<'_> {
+    type Memory = GuestMemory;
+
+    fn engine(&mut self) -> &mut Engine<GuestMemory> {
+        &mut self.dev.engine
+    }
+
+    fn complete(&mut self) {
+        self.dev.complete(self.dma, self.fire);
+    }
+}
 
 impl RdmaDev {
     /// Puts the device on the TCP mesh: requests for QPs in other servers'
@@ -41,26 +72,12 @@ impl RdmaDev {
             return false;
         }
         self.sync(boot, dma);
-        let now = Instant::now();
-        mesh.begin_pass();
-        while let Some(m) = mesh.pop() {
-            self.engine.apply_remote(m.from, m.buf, m.start, now);
-            self.engine.take_released(|b| mesh.release(b));
-        }
-        // Receive threads kept out of a full queue by SENDs waiting for
-        // receives: give up on those (seed 001).
-        if mesh
-            .starved_for()
-            .is_some_and(|d| d >= std::time::Duration::from_millis(500))
-            && self.engine.has_held()
-        {
-            self.engine.expire_held(now);
-        }
-        self.engine.poll(now);
-        self.engine.take_released(|b| mesh.release(b));
-        self.complete(dma, fire);
-        mesh.flush();
-        mesh.end_pass();
+        let mut target = MeshTarget {
+            dev: self,
+            dma,
+            fire,
+        };
+        mesh.pass(&mut target, Instant::now(), PASS);
         true
     }
 }
