@@ -13,8 +13,8 @@
 //! command count never goes back.
 
 use arbitrary::Arbitrary;
-use ernic_ionic::fw::{admin_op, create_cq, create_mr, create_qp, mod_qp, op, wqe};
 use ernic_ionic::bootstrap::{Bootstrap, Limits};
+use ernic_ionic::fw::{admin_op, create_cq, create_mr, create_qp, mod_qp, op, wqe};
 use ernic_ionic::rdmadev::{RdmaDev, RdmaLimits};
 use ernic_vfio::dma::Dma;
 use ernic_vfio::proto::{DMA_READ, DMA_WRITE};

@@ -8,7 +8,7 @@
 //! accessor panics.
 
 use super::cqe::{self, ERROR, QID_SHIFT, TYPE_ADMIN, TYPE_SHIFT};
-use super::{Error, Field, get_be16, get_be32, get_le32, set_bytes};
+use super::{Field, get_be16, get_be32, get_le32, set_bytes};
 
 /// Bytes of an admin CQE (a CQE).
 pub const LEN: usize = cqe::LEN;
@@ -26,43 +26,9 @@ pub mod field {
     pub const RESULT1: Field = 8..12;
 }
 
-/// A view of an admin CQE's bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!("admin CQE", LEN);
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without a length check; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a buffer that holds a whole CQE.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>, Error> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Whether the buffer holds a whole CQE.
-    pub fn check_len(&self) -> Result<(), Error> {
-        let len = self.buffer.as_ref().len();
-        if len < LEN {
-            return Err(Error::Truncated {
-                format: "admin CQE",
-                need: LEN,
-                len,
-            });
-        }
-        Ok(())
-    }
-
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// `admin.cmd_idx`.
     pub fn cmd_idx(&self) -> u16 {
         get_be16(self.buffer.as_ref(), field::CMD_IDX)

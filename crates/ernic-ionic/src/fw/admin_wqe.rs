@@ -7,7 +7,7 @@
 
 #![allow(missing_docs)]
 
-use super::{Error, Field, get_le16, set_bytes};
+use super::{Field, get_le16, set_bytes};
 
 pub const OP: usize = 0;
 pub const LEN: usize = 2;
@@ -26,43 +26,9 @@ pub mod field {
     pub const CMD: Field = 4..64;
 }
 
-/// A view of an admin WQE's first stride.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!("admin WQE", STRIDE);
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without a length check; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a buffer that holds a whole stride.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>, Error> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Whether the buffer holds a whole stride.
-    pub fn check_len(&self) -> Result<(), Error> {
-        let len = self.buffer.as_ref().len();
-        if len < STRIDE {
-            return Err(Error::Truncated {
-                format: "admin WQE",
-                need: STRIDE,
-                len,
-            });
-        }
-        Ok(())
-    }
-
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// `op` (`super::admin_op`, or ernic's `super::srq_op`).
     pub fn op(&self) -> u8 {
         self.buffer.as_ref()[field::OP]

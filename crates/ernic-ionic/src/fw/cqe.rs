@@ -10,7 +10,7 @@
 
 #![allow(missing_docs)]
 
-use super::{Error, Field, get_be32, get_le64, set_bytes};
+use super::{Field, get_be32, get_le64, set_bytes};
 
 pub const LEN: usize = 32;
 pub const ADMIN_CMD_IDX_BE: usize = 0;
@@ -60,43 +60,9 @@ pub mod field {
     pub const TAIL: Field = 24..32;
 }
 
-/// A view of a CQE's bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!("CQE", LEN);
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without a length check; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a buffer that holds a whole CQE.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>, Error> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Whether the buffer holds a whole CQE.
-    pub fn check_len(&self) -> Result<(), Error> {
-        let len = self.buffer.as_ref().len();
-        if len < LEN {
-            return Err(Error::Truncated {
-                format: "CQE",
-                need: LEN,
-                len,
-            });
-        }
-        Ok(())
-    }
-
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// `qid_type_flags`: queue id, CQE type, error and color bits.
     pub fn qid_type_flags(&self) -> u32 {
         get_be32(self.buffer.as_ref(), field::QID_TYPE_FLAGS)
@@ -224,6 +190,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fw::Error;
 
     /// A receive CQE for QP 5 (immediate data 0x1234_5678 from QP 0x0a0b0c,
     /// 300 bytes, color set) as `ionic_fw.h` lays it out.

@@ -5,7 +5,7 @@
 
 #![allow(missing_docs)]
 
-use super::{Error, Field, get_be32, set_bytes};
+use super::{Field, get_be32, set_bytes};
 
 pub const LEN: usize = 4;
 pub const COLOR: u32 = 1 << 0;
@@ -22,43 +22,9 @@ pub mod field {
     pub const EVT: Field = 0..4;
 }
 
-/// A view of an EQE's bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!("EQE", LEN);
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without a length check; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a buffer that holds a whole EQE.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>, Error> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Whether the buffer holds a whole EQE.
-    pub fn check_len(&self) -> Result<(), Error> {
-        let len = self.buffer.as_ref().len();
-        if len < LEN {
-            return Err(Error::Truncated {
-                format: "EQE",
-                need: LEN,
-                len,
-            });
-        }
-        Ok(())
-    }
-
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// The whole `evt` word.
     pub fn evt(&self) -> u32 {
         get_be32(self.buffer.as_ref(), field::EVT)

@@ -17,7 +17,7 @@
 
 use ernic_core::{Lkey, Sge};
 
-use super::{Error, Field, get_be16, get_be32, get_be64, get_le64, set_bytes};
+use super::{Field, get_be16, get_be32, get_be64, get_le64, set_bytes};
 
 pub const WQE_ID: usize = 0;
 pub const OP: usize = 8;
@@ -98,11 +98,7 @@ pub mod field {
     pub const SGE_LKEY: Field = 12..16;
 }
 
-/// A view of a WQE's bytes (one ring stride).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!("WQE", MIN_LEN);
 
 /// The byte range of SGE `i` of an SGE list starting at `at`, if it can
 /// be named without overflow.
@@ -112,36 +108,6 @@ fn sge_range(at: usize, i: usize) -> Option<Field> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without a length check; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a buffer of at least [`MIN_LEN`] bytes.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>, Error> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Whether the buffer holds the smallest WQE.
-    pub fn check_len(&self) -> Result<(), Error> {
-        let len = self.buffer.as_ref().len();
-        if len < MIN_LEN {
-            return Err(Error::Truncated {
-                format: "WQE",
-                need: MIN_LEN,
-                len,
-            });
-        }
-        Ok(())
-    }
-
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Bytes of the WQE (its stride).
     pub fn len(&self) -> usize {
         self.buffer.as_ref().len()
