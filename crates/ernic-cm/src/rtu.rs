@@ -48,7 +48,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
-/// A RTU. Reserved bits and the MAD's `attr_mod` are emitted as 0.
+/// An RTU. Reserved bits and the MAD's `attr_mod` are emitted as 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Repr {
     /// The MAD's transaction id.
@@ -62,7 +62,7 @@ pub struct Repr {
 }
 
 impl Repr {
-    /// Reads a RTU: a CM MAD with the RTU attribute.
+    /// Reads an RTU: a CM MAD with the RTU attribute.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr, Error> {
         p.check_len()?;
         let hdr = parse_header(p.buffer.as_ref(), "CM RTU", AttrId::Rtu)?;
@@ -96,7 +96,7 @@ mod tests {
     use super::*;
     use crate::msg::testing::{TID, header, refuses_what_any_cm_message_refuses};
 
-    /// A RTU written by hand from Table 111 as `ibta_vol1_c12.h` lays
+    /// An RTU written by hand from Table 111 as `ibta_vol1_c12.h` lays
     /// it out (offsets from the end of the MAD header).
     fn bytes() -> [u8; MAD_LEN] {
         let mut b = [0u8; MAD_LEN];
@@ -120,7 +120,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rtu_reads_and_writes_as_table_111_lays_it_out() {
+    fn an_rtu_reads_and_writes_as_table_111_lays_it_out() {
         let b = bytes();
         let p = Packet::new_checked(&b[..]).unwrap();
         assert_eq!(p.private_data().len(), PRIVATE_DATA_LEN);
@@ -131,7 +131,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rtu_is_refused_like_any_cm_message() {
+    fn an_rtu_is_refused_like_any_cm_message() {
         refuses_what_any_cm_message_refuses(&bytes(), "CM RTU", 0x0014, |b| {
             Repr::parse(&Packet::new_checked(b)?).map(drop)
         });
