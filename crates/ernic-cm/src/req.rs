@@ -425,7 +425,8 @@ impl Repr {
         MAD_LEN
     }
 
-    /// Writes the whole MAD, header and reserved bytes included.
+    /// Writes the whole MAD into a checked view, header and reserved bytes
+    /// included.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
         let b = p.buffer.as_mut();
         b[..MAD_LEN].fill(0);
