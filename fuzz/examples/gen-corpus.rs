@@ -336,7 +336,163 @@ fn perf_wire() {
     }
 }
 
+/// A connection's CM MADs as Linux's CM and rdma_cm write them for an
+/// NVMe/RDMA host: the REQ (rdma_cm header, then the NVMe connect
+/// request), the REP (NVMe connect reply), the RTU, a REJ of a refused
+/// REQ (NVMe reject record) and the DREQ.
+fn cm_mad() {
+    use ernic_cm::mad::MAD_LEN;
+    use ernic_cm::msg::MsgResponse;
+    use ernic_cm::private_data::{cma, nvme};
+    use ernic_cm::{CmMessage, dreq, rej, rep, req, rtu};
+    use std::net::Ipv4Addr;
+
+    let emit = |name: &str, m: CmMessage| {
+        let mut b = [0u8; MAD_LEN];
+        m.emit(&mut b).expect("a MAD-sized buffer");
+        assert_eq!(CmMessage::parse(&b), Ok(m), "{name} parses back");
+        write("cm_mad", name, &b);
+    };
+    let tid = 0x0000_0001_0000_1234;
+    let (host_id, target_id) = (0x1234_5678, 0x9abc_def0);
+
+    let mut pd = [0u8; req::PRIVATE_DATA_LEN];
+    cma::Repr {
+        port: 50000,
+        addrs: cma::Addrs::V4 {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+        },
+    }
+    .emit(&mut cma::Packet::new_checked(&mut pd[..]).unwrap());
+    nvme::req::Repr {
+        qid: 1,
+        hrqsize: 128,
+        hsqsize: 127,
+    }
+    .emit(&mut nvme::req::Packet::new_checked(&mut pd[cma::LEN..]).unwrap());
+    let gid = |last: u8| {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&[10, 0, 0, last]);
+        g
+    };
+    emit(
+        "req-nvme-rdma",
+        CmMessage::Req(req::Repr {
+            tid,
+            attr_mod: 0,
+            local_comm_id: host_id,
+            vendor_id: 0,
+            service_id: cma::service_id(cma::RDMA_PS_TCP, nvme::IP_PORT),
+            local_ca_guid: 0x0202_c9ff_fe00_0001,
+            local_qkey: 0,
+            local_qpn: 0x11,
+            responder_resources: 16,
+            local_eecn: 0,
+            initiator_depth: 16,
+            remote_eecn: 0,
+            remote_cm_response_timeout: 20,
+            transport: req::Transport::Rc,
+            end_to_end_flow_control: true,
+            starting_psn: 0x00ab_cdef,
+            local_cm_response_timeout: 20,
+            retry_count: 7,
+            partition_key: 0xffff,
+            path_mtu: 3,
+            rdc_exists: false,
+            rnr_retry_count: 7,
+            max_cm_retries: 15,
+            srq: false,
+            extended_transport_type: 0,
+            primary: req::Path {
+                local_lid: 0xffff,
+                remote_lid: 0xffff,
+                local_gid: gid(1),
+                remote_gid: gid(2),
+                flow_label: 0,
+                packet_rate: 0,
+                traffic_class: 0,
+                hop_limit: 64,
+                sl: 0,
+                subnet_local: false,
+                local_ack_timeout: 18,
+            },
+            alternate: req::Path::default(),
+            sap_supported: false,
+            private_data: pd,
+        }),
+    );
+
+    let mut pd = [0u8; rep::PRIVATE_DATA_LEN];
+    nvme::rep::Repr { crqsize: 128 }
+        .emit(&mut nvme::rep::Packet::new_checked(&mut pd[..]).unwrap());
+    emit(
+        "rep-nvme-rdma",
+        CmMessage::Rep(rep::Repr {
+            tid,
+            attr_mod: 0,
+            local_comm_id: target_id,
+            remote_comm_id: host_id,
+            local_qkey: 0,
+            local_qpn: 0x22,
+            vendor_id: 0,
+            local_eecn: 0,
+            starting_psn: 0x0012_3456,
+            responder_resources: 16,
+            initiator_depth: 16,
+            target_ack_delay: 15,
+            failover_accepted: 0,
+            end_to_end_flow_control: true,
+            rnr_retry_count: 7,
+            srq: false,
+            local_ca_guid: 0x0202_c9ff_fe00_0002,
+            private_data: pd,
+        }),
+    );
+    emit(
+        "rtu",
+        CmMessage::Rtu(rtu::Repr {
+            tid,
+            local_comm_id: host_id,
+            remote_comm_id: target_id,
+            private_data: [0; rtu::PRIVATE_DATA_LEN],
+        }),
+    );
+
+    let mut pd = [0u8; rej::PRIVATE_DATA_LEN];
+    nvme::rej::Repr {
+        sts: nvme::rej::Status::InvalidHsqsize,
+    }
+    .emit(&mut nvme::rej::Packet::new_checked(&mut pd[..]).unwrap());
+    emit(
+        "rej-nvme-rdma",
+        CmMessage::Rej(rej::Repr {
+            tid,
+            local_comm_id: target_id,
+            remote_comm_id: host_id,
+            message_rejected: MsgResponse::Req,
+            ari_len: 0,
+            reason: rej::RejReason::ConsumerDefined,
+            ari: [0; rej::ARI_LEN],
+            private_data: pd,
+        }),
+    );
+    emit(
+        "dreq",
+        CmMessage::Dreq(dreq::Repr {
+            tid: tid + 1,
+            local_comm_id: host_id,
+            remote_comm_id: target_id,
+            remote_qpn: 0x22,
+            private_data: [0; dreq::PRIVATE_DATA_LEN],
+        }),
+    );
+}
+
 fn main() {
+    cm_mad();
     perf_wire();
     vfio_proto();
     ionic_profile();
