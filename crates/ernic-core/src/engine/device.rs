@@ -109,7 +109,6 @@ impl<M: DmaMemory> Engine<M> {
         d.queue_bytes = 0;
         self.stalled.retain(|(dv, _)| *dv != dev);
         self.remote.held_qps.retain(|(dv, _)| *dv != dev);
-        self.remote.held_qps.retain(|(dv, _)| *dv != dev);
         self.outbox.retain(|e| e.device != dev);
         Ok(())
     }
