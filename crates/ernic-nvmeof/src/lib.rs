@@ -1,0 +1,15 @@
+//! ernic's NVMe over Fabrics target (seed 001, "NVMe over Fabrics"): a
+//! controller that serves NVMe commands carried over RDMA. This first part
+//! holds only the [`wire`] formats of NVMe (`include/linux/nvme.h`): the
+//! submission and completion queue entries, SGL descriptors and the Fabrics
+//! commands. It has no controller, no state and no I/O.
+//!
+//! What it promises: every decoder reads untrusted bytes from a host, checks
+//! the buffer's length before any field is read, and never panics; a short
+//! buffer is an [`Error`], an unknown opcode or descriptor type is a value
+//! (`Unknown(u8)`, `Other`), not a failure.
+
+pub mod wire;
+
+mod error;
+pub use error::Error;
