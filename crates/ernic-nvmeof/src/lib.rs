@@ -1,8 +1,9 @@
 //! ernic's NVMe over Fabrics target (seed 001, "NVMe over Fabrics"): a
 //! controller that serves NVMe commands carried over RDMA. This first part
-//! holds only the [`wire`] formats of NVMe (`include/linux/nvme.h`): the
-//! submission and completion queue entries, SGL descriptors and the Fabrics
-//! commands. It has no controller, no state and no I/O.
+//! holds only the start of the [`wire`] formats of NVMe
+//! (`include/linux/nvme.h`): the submission queue entry and its opcodes.
+//! The completion entry, SGL descriptors and Fabrics commands come next; it
+//! has no controller, no state and no I/O yet.
 //!
 //! What it promises: every decoder reads untrusted bytes from a host, checks
 //! the buffer's length before any field is read, and never panics; a short
