@@ -81,7 +81,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn metadata(&self) -> u64 {
         get_le64(self.buffer.as_ref(), field::METADATA)
     }
-    /// `dptr`, the 16 bytes (decode with [`super::sgl`] when
+    /// `dptr`, the 16 bytes (decode with an SGL descriptor decoder, still to come, when
     /// [`is_sgl`](Self::is_sgl)).
     pub fn dptr(&self) -> [u8; 16] {
         array(self.buffer.as_ref(), field::DPTR)
