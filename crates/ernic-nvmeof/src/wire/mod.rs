@@ -9,6 +9,7 @@
 //! bytes.
 
 pub mod cqe;
+pub mod fabrics;
 pub mod sgl;
 pub mod sqe;
 pub mod status;
