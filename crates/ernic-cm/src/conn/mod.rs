@@ -49,7 +49,7 @@ pub use state::State;
 pub use timers::{ack_timeout, iba_time};
 
 use crate::mad::MAD_LEN;
-use crate::msg::CmMessage;
+use crate::msg::{CmMessage, MsgResponse};
 use crate::rej::RejReason;
 use crate::{rep, req};
 use state::Conn;
@@ -428,8 +428,8 @@ impl Cm {
             return;
         };
         match msg {
-            CmMessage::Req(r) => self.on_req(from, &r),
-            CmMessage::Rep(r) => self.on_rep(from, &r),
+            CmMessage::Req(r) => self.on_req(now, from, &r),
+            CmMessage::Rep(r) => self.on_rep(now, from, &r),
             CmMessage::Rtu(r) => self.on_rtu(from, &r),
             CmMessage::Rej(r) => self.on_rej(now, from, &r),
             CmMessage::Mra(r) => self.on_mra(now, from, &r),
@@ -466,7 +466,7 @@ impl Cm {
                 timeout,
             } if retries_left > 0 => {
                 c.timer = Some(timers::Timer {
-                    deadline: now + timeout,
+                    deadline: timers::after(now, timeout),
                     kind: TimerKind::Retransmit {
                         retries_left: retries_left - 1,
                         timeout,
@@ -573,6 +573,59 @@ impl Cm {
             .get(&local)
             .filter(|c| c.remote_id == remote && c.peer.gid == from.gid)
             .map(|c| c.local_id)
+    }
+
+    /// cm.c's `remote_qp_table`: the connection to QP `qpn` of the CA
+    /// `guid`, while it knows that QP and is not in TIMEWAIT.
+    fn find_remote_qp(&self, qpn: u32, guid: u64) -> Option<u32> {
+        self.conns
+            .values()
+            .find(|c| {
+                c.remote_qpn == qpn
+                    && c.remote_ca_guid == guid
+                    && !matches!(
+                        c.state,
+                        State::Idle | State::ReqSent | State::MraReqRcvd | State::Timewait
+                    )
+            })
+            .map(|c| c.local_id)
+    }
+
+    /// What cm.c does to the connection `old` a new REQ or REP showed
+    /// stale (its peer reuses the QP): a DREQ, if it is established.
+    fn disconnect_stale(&mut self, now: Instant, old: u32) {
+        if self
+            .conns
+            .get(&old)
+            .is_some_and(|c| c.state == State::Established)
+        {
+            // Established, so disconnect cannot refuse; no private data.
+            let _ = self.disconnect(now, ConnId(old), &[]);
+        }
+    }
+
+    /// `cm_issue_rej`: a REJ answering a MAD no connection takes, the
+    /// ids swapped from the message's.
+    fn issue_rej(
+        &mut self,
+        to: Peer,
+        tid: u64,
+        ids: (u32, u32),
+        what: MsgResponse,
+        reason: RejReason,
+    ) {
+        let (local, remote) = ids;
+        let r = crate::rej::Repr {
+            tid,
+            local_comm_id: local,
+            remote_comm_id: remote,
+            message_rejected: what,
+            ari_len: 0,
+            reason,
+            ari: [0; crate::rej::ARI_LEN],
+            private_data: [0; crate::rej::PRIVATE_DATA_LEN],
+        };
+        self.send(to, &CmMessage::Rej(r));
     }
 
     /// The connection of `from` whose remote id is `remote` (cm.c's

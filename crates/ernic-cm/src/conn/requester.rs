@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::timers::{Timer, TimerKind, ack_timeout, iba_time};
+use super::timers::{Timer, TimerKind, ack_timeout, after, iba_time};
 use super::{Cm, CmError, ConnId, ConnectParams, Event, Peer, State, private_data, state::Conn};
 use crate::msg::{CmMessage, MsgResponse};
 use crate::rej::{self, RejReason};
@@ -123,8 +123,9 @@ impl Cm {
     }
 
     /// `cm_rep_handler`: a REP answers the REQ of the connection whose
-    /// local id it names as remote, while that one knows no remote id yet.
-    pub(super) fn on_rep(&mut self, from: Peer, r: &rep::Repr) {
+    /// local id it names as remote, while that one knows no remote id yet;
+    /// one from a QP another connection still holds is refused as stale.
+    pub(super) fn on_rep(&mut self, now: Instant, from: Peer, r: &rep::Repr) {
         let Some(id) = self.find(r.remote_comm_id, 0, &from) else {
             self.on_dup_rep(from, r);
             return;
@@ -138,13 +139,24 @@ impl Cm {
             self.stats.duplicates += 1;
             return;
         }
-        let Some(c) = self.conns.get_mut(&id) else {
-            return;
-        };
-        if !matches!(c.state, State::ReqSent | State::MraReqRcvd) {
+        if !matches!(
+            self.conns.get(&id).map(|c| c.state),
+            Some(State::ReqSent | State::MraReqRcvd)
+        ) {
             self.stats.unexpected += 1;
             return;
         }
+        if let Some(old) = self.find_remote_qp(r.local_qpn, r.local_ca_guid) {
+            // cm_rep_handler's "stale connection": the peer answers from a
+            // QP we still hold another connection to.
+            let ids = (r.remote_comm_id, r.local_comm_id);
+            self.issue_rej(from, r.tid, ids, MsgResponse::Rep, RejReason::StaleConn);
+            self.disconnect_stale(now, old);
+            return;
+        }
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
         c.state = State::RepRcvd;
         c.remote_id = r.local_comm_id;
         c.remote_qpn = r.local_qpn;
@@ -206,7 +218,7 @@ impl Cm {
         let timeout = iba_time(m.service_timeout) + iba_time(c.av_timeout);
         if let Some(TimerKind::Retransmit { retries_left, .. }) = c.timer.map(|t| t.kind) {
             c.timer = Some(Timer {
-                deadline: now + timeout,
+                deadline: after(now, timeout),
                 kind: TimerKind::Retransmit {
                     retries_left,
                     timeout,

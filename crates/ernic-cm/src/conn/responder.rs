@@ -16,12 +16,14 @@ use crate::{rep, req, rtu};
 
 impl Cm {
     /// `cm_req_handler`: a REQ naming a (remote comm id, peer) pair
-    /// already held is a retransmission; otherwise it is a new connection
+    /// already held is a retransmission; one from a QP we still hold a
+    /// connection to is refused as stale (REJ STALE_CONN, and a DREQ for
+    /// the old connection); otherwise it is a new connection
     /// in [`State::ReqRcvd`] and an [`Event::Request`], unless
     /// `max_conns` are held: then a REJ with reason NO_RESOURCES (what
     /// Linux's SRP target sends when it has none; cm.c itself stays
     /// silent on a failed allocation).
-    pub(super) fn on_req(&mut self, from: Peer, r: &req::Repr) {
+    pub(super) fn on_req(&mut self, now: Instant, from: Peer, r: &req::Repr) {
         if r.local_comm_id == 0 {
             self.stats.malformed += 1;
             return;
@@ -30,10 +32,24 @@ impl Cm {
             self.on_dup_req(id);
             return;
         }
+        if let Some(old) = self.find_remote_qp(r.local_qpn, r.local_ca_guid) {
+            // cm_match_req's "stale connection": the peer reuses a QP we
+            // still hold a connection to.
+            self.issue_rej(
+                from,
+                r.tid,
+                (0, r.local_comm_id),
+                MsgResponse::Req,
+                RejReason::StaleConn,
+            );
+            self.disconnect_stale(now, old);
+            return;
+        }
         let free = self.conns.len() < self.cfg.max_conns;
         let Some(id) = free.then(|| self.alloc_id()).flatten() else {
             self.stats.rejected_full += 1;
-            self.refuse_req(from, r, RejReason::NoResources);
+            let ids = (0, r.local_comm_id);
+            self.issue_rej(from, r.tid, ids, MsgResponse::Req, RejReason::NoResources);
             return;
         };
         let mut c = Conn::new(id, from);
@@ -81,21 +97,6 @@ impl Cm {
             }
             _ => {}
         }
-    }
-
-    /// `cm_issue_rej`: refuses a REQ no connection was made for.
-    fn refuse_req(&mut self, to: Peer, r: &req::Repr, reason: RejReason) {
-        let rej = rej::Repr {
-            tid: r.tid,
-            local_comm_id: 0,
-            remote_comm_id: r.local_comm_id,
-            message_rejected: MsgResponse::Req,
-            ari_len: 0,
-            reason,
-            ari: [0; rej::ARI_LEN],
-            private_data: [0; rej::PRIVATE_DATA_LEN],
-        };
-        self.send(to, &CmMessage::Rej(rej));
     }
 
     /// Answers the REQ of `id` with a REP (`ib_send_cm_rep`), from

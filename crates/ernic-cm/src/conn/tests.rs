@@ -297,6 +297,32 @@ fn a_rej_timeout_frees_the_responders_connection() {
 }
 
 #[test]
+fn a_req_from_a_qp_still_connected_is_stale() {
+    // cm_match_req: a REQ from the (CA GUID, QPN) of a connection we hold
+    // gets REJ STALE_CONN, and the old connection a DREQ.
+    let t0 = Instant::now();
+    let mut p = Pair::new();
+    let (ida, idb) = p.establish(t0);
+    let mut a2 = Cm::new(config(A_GID, A_GUID, 77));
+    a2.connect(t0, B, &connect_params(&[])).unwrap();
+    let req = drain(&mut a2);
+    p.b.on_mad(t0, A, &req[0].mad);
+    assert!(events(&mut p.b).is_empty(), "no Request for a stale REQ");
+    let out = drain(&mut p.b);
+    assert_eq!(
+        out.iter().map(attr).collect::<Vec<_>>(),
+        [AttrId::Rej, AttrId::Dreq]
+    );
+    let r = rej::Repr::parse(&rej::Packet::new_checked(&out[0].mad[..]).unwrap()).unwrap();
+    assert_eq!(r.reason, RejReason::StaleConn);
+    assert_eq!(r.message_rejected, MsgResponse::Req);
+    assert_eq!(p.b.state(idb), Some(State::DreqSent));
+    assert_eq!(p.b.conn_count(), 1);
+    p.a.on_mad(t0, B, &out[1].mad);
+    assert_eq!(p.a.state(ida), Some(State::Timewait));
+}
+
+#[test]
 fn a_lost_rep_is_sent_again_and_a_duplicate_req_resends_it() {
     let t0 = Instant::now();
     let mut p = Pair::new();
@@ -576,8 +602,12 @@ fn a_req_beyond_max_conns_is_rejected_for_lack_of_resources() {
     });
     let mut a = Cm::new(config(A_GID, A_GUID, 1));
     let mut reqs = Vec::new();
-    for _ in 0..3 {
-        a.connect(t0, B, &connect_params(&[])).unwrap();
+    for qpn in 0x10..0x13 {
+        let p = ConnectParams {
+            local_qpn: qpn,
+            ..connect_params(&[])
+        };
+        a.connect(t0, B, &p).unwrap();
         reqs.extend(drain(&mut a));
     }
     for o in &reqs {
@@ -737,127 +767,7 @@ fn a_dreq_that_goes_unanswered_ends_in_timewait() {
     assert_eq!(p.a.stats().duplicates, 1);
 }
 
-mod hostile {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// One step of a hostile run.
-    #[derive(Clone, Debug)]
-    enum Step {
-        /// A CM MAD of attribute `attr` whose body is `body` (the comm
-        /// ids drawn from a small set, so that some name connections).
-        Mad {
-            attr: u16,
-            ids: (u32, u32),
-            body: Vec<u8>,
-            from: u8,
-        },
-        /// Bytes of any kind.
-        Garbage(Vec<u8>),
-        /// A consumer call on the `n`th connection held.
-        Accept(usize),
-        Reject(usize),
-        Mra(usize, u8),
-        Established(usize),
-        Disconnect(usize),
-        /// Time passes, then the timers run.
-        Poll(u64),
-    }
-
-    fn step() -> impl Strategy<Value = Step> {
-        let id = prop_oneof![Just(0u32), 1u32..4, any::<u32>()];
-        prop_oneof![
-            (
-                prop_oneof![0x0010u16..=0x0016, Just(0x0019)],
-                (id.clone(), id),
-                proptest::collection::vec(any::<u8>(), 0..232),
-                0u8..3,
-            )
-                .prop_map(|(attr, ids, body, from)| Step::Mad {
-                    attr,
-                    ids,
-                    body,
-                    from
-                }),
-            proptest::collection::vec(any::<u8>(), 0..300).prop_map(Step::Garbage),
-            (0usize..8).prop_map(Step::Accept),
-            (0usize..8).prop_map(Step::Reject),
-            (0usize..8, 0u8..40).prop_map(|(n, t)| Step::Mra(n, t)),
-            (0usize..8).prop_map(Step::Established),
-            (0usize..8).prop_map(Step::Disconnect),
-            (0u64..20_000).prop_map(Step::Poll),
-        ]
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
-        #[test]
-        fn a_responder_survives_any_sequence_within_its_bounds(
-            steps in proptest::collection::vec(step(), 1..120)
-        ) {
-            let cfg = CmConfig { max_conns: 4, max_outputs: 8, max_events: 8, ..config(B_GID, B_GUID, 5) };
-            let mut b = Cm::new(cfg);
-            let mut now = Instant::now();
-            let peers = [A, Peer { gid: [0xcc; 16], qpn: 1 }, Peer { gid: [0xdd; 16], qpn: 7 }];
-            // Comm ids a peer has used, so that MADs can name real ones.
-            let mut held: Vec<ConnId> = Vec::new();
-            for s in steps {
-                let s_was_poll = matches!(s, Step::Poll(_));
-                match s {
-                    Step::Mad { attr, ids, body, from } => {
-                        let mut m = [0u8; MAD_LEN];
-                        mad::Repr::cm(attr.into(), u64::from(ids.0), 0)
-                            .emit(&mut mad::Packet::new_unchecked(&mut m[..]));
-                        m[24..24 + body.len()].copy_from_slice(&body);
-                        // Name a held connection sometimes.
-                        let remote = held.get(ids.1 as usize % 4).map_or(ids.1, |c| c.0);
-                        m[24..28].copy_from_slice(&ids.0.to_be_bytes());
-                        m[28..32].copy_from_slice(&remote.to_be_bytes());
-                        b.on_mad(now, peers[usize::from(from)], &m);
-                    }
-                    Step::Garbage(g) => b.on_mad(now, A, &g),
-                    Step::Accept(n) => if let Some(&id) = held.get(n) {
-                        let _ = b.accept(now, id, &accept_params(&[]));
-                    },
-                    Step::Reject(n) => if let Some(&id) = held.get(n) {
-                        let _ = b.reject(now, id, RejReason::ConsumerDefined, &[1], &[2]);
-                    },
-                    Step::Mra(n, t) => if let Some(&id) = held.get(n) {
-                        let _ = b.send_mra(now, id, t);
-                    },
-                    Step::Established(n) => if let Some(&id) = held.get(n) {
-                        let _ = b.established(now, id);
-                    },
-                    Step::Disconnect(n) => if let Some(&id) = held.get(n) {
-                        let _ = b.disconnect(now, id, &[3]);
-                    },
-                    Step::Poll(ms) => {
-                        now += Duration::from_millis(ms);
-                        b.poll(now);
-                    }
-                }
-                prop_assert!(b.conn_count() <= 4);
-                prop_assert!(b.output_count() <= 8);
-                prop_assert!(b.event_count() <= 8);
-                if s_was_poll {
-                    // After poll(now) nothing is left due.
-                    prop_assert!(b.next_deadline().is_none_or(|d| d > now));
-                }
-                // Take some of the events, as a consumer would.
-                while let Some(e) = b.pop_event() {
-                    if let Event::Request { id, .. } = e {
-                        held.push(id);
-                    }
-                }
-                held.retain(|&id| b.state(id).is_some());
-                if b.output_count() > 4 {
-                    drain(&mut b);
-                }
-            }
-        }
-    }
-}
+mod hostile;
 
 #[test]
 fn mra_and_rtu_bodies_carry_both_ids() {

@@ -36,6 +36,12 @@ pub fn ack_timeout(ca_ack_delay: u8, packet_life_time: u8) -> u8 {
     t.min(i32::from(MAX_EXPONENT)) as u8
 }
 
+/// `now + d`, or `now` itself in the (unreachable in practice) case that
+/// the sum does not fit an `Instant`: a deadline must never panic.
+pub(crate) fn after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d).unwrap_or(now)
+}
+
 /// What a connection's timer does when it fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TimerKind {
@@ -66,7 +72,7 @@ impl Timer {
     /// A retransmission timer for a MAD sent at `now`.
     pub fn retransmit(now: Instant, timeout: Duration, retries: u8) -> Timer {
         Timer {
-            deadline: now + timeout,
+            deadline: after(now, timeout),
             kind: TimerKind::Retransmit {
                 retries_left: retries,
                 timeout,
@@ -78,7 +84,7 @@ impl Timer {
     /// vector timeout exponent is `av_timeout` (`cm_enter_timewait`).
     pub fn timewait(now: Instant, av_timeout: u8) -> Timer {
         Timer {
-            deadline: now + iba_time(av_timeout),
+            deadline: after(now, iba_time(av_timeout)),
             kind: TimerKind::Timewait,
         }
     }
