@@ -26,12 +26,21 @@
 //! touch a QP. Moving the QP through INIT/RTR/RTS with the values the
 //! events carry is the consumer's work.
 //!
+//! A connection in REQ_RCVD (or MRA_REQ_SENT) runs no timer: as in cm.c it
+//! waits for its consumer, which must answer every [`Event::Request`]
+//! with [`Cm::accept`] or [`Cm::reject`], or the REQs of a hostile peer
+//! hold `max_conns` connections.
+//!
 //! Where it departs from cm.c, on purpose: a REQ retransmitted while the
 //! REP is outstanding (REP_SENT, MRA_REP_RCVD) resends the REP at once
 //! (cm.c drops it and waits for the REP's own retransmission timer); the
 //! requester whose REQ went unanswered sends a REJ with reason TIMEOUT
-//! (cm.c does that when its consumer destroys the id, which rdma_cm does
-//! after the timeout); a DREQ transaction gets a fresh transaction id.
+//! (cm.c sends it only when its consumer destroys an id still in
+//! REQ_SENT); a REQ beyond `max_conns` gets REJ NO_RESOURCES (cm.c drops
+//! a REQ it cannot allocate for); a DREQ transaction gets a fresh
+//! transaction id (cm.c reuses the REQ's); the requester, too, gets
+//! [`Event::Established`] when it sends the RTU (as rdma_cm reports it);
+//! connections are keyed by the peer's GID where cm.c uses its CA GUID.
 
 mod requester;
 mod responder;
