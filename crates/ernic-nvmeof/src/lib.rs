@@ -10,7 +10,12 @@
 //! buffer is an [`Error`], an unknown opcode or descriptor type is a value
 //! (`Unknown(u8)`, `Other`), not a failure.
 
+pub mod config;
+pub mod namespace;
 pub mod wire;
 
 mod error;
 pub use error::Error;
+
+#[cfg(test)]
+mod test_util;
