@@ -1,9 +1,8 @@
 //! ernic's NVMe over Fabrics target (seed 001, "NVMe over Fabrics"): a
-//! controller that serves NVMe commands carried over RDMA. This first part
-//! holds only the start of the [`wire`] formats of NVMe
-//! (`include/linux/nvme.h`): the submission queue entry and its opcodes.
-//! The completion entry, SGL descriptors and Fabrics commands come next; it
-//! has no controller, no state and no I/O yet.
+//! controller that serves NVMe commands carried over RDMA. It holds NVMe's
+//! [`wire`] formats (`include/linux/nvme.h`): the submission queue entry and
+//! its opcodes, the completion queue entry and the completion status values.
+//! It has no controller, no state and no I/O.
 //!
 //! What it promises: every decoder reads untrusted bytes from a host, checks
 //! the buffer's length before any field is read, and never panics; a short
