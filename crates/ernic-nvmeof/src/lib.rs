@@ -10,6 +10,7 @@
 //! (`Unknown(u8)`, `Other`), not a failure.
 
 pub mod config;
+pub mod controller;
 pub mod namespace;
 pub mod wire;
 
