@@ -9,6 +9,8 @@
 //! bytes.
 
 pub mod cqe;
+pub mod fabrics;
+pub mod sgl;
 pub mod sqe;
 pub mod status;
 
