@@ -1,9 +1,8 @@
 //! Fabrics commands (`nvme_fabrics_command`, opcode 0x7f): Connect, which
 //! binds a queue and creates (admin queue) or joins (I/O queue) a
 //! controller, and Property Get/Set, the fabrics stand-in for the CAP, VS,
-//! CC and CSTS registers. Layouts are `struct nvmf_connect_command`,
-//! `struct nvmf_connect_data` and `struct nvmf_property_{get,set}_command`
-//! of `include/linux/nvme.h`; checks and statuses follow nvmet's
+//! CC and CSTS registers. The bytes are read through
+//! [`crate::wire::fabrics`]; checks and statuses follow nvmet's
 //! `fabrics-cmd.c` and `core.c`.
 
 use std::sync::Arc;
@@ -15,54 +14,27 @@ use super::{
 };
 use crate::config::DISCOVERY_NQN;
 use crate::wire::cqe;
+use crate::wire::fabrics::registers::{
+    REG_CAP, REG_CC, REG_CSTS, REG_VS, cc_ams, cc_css, cc_en, cc_iocqes, cc_iosqes, cc_mps, cc_shn,
+};
+use crate::wire::fabrics::{self as wf, FabricsType, connect, connect_data, property};
 use crate::wire::status::Status;
 
-/// `nvme_fabrics_type_property_set`.
-pub(super) const FCTYPE_PROPERTY_SET: u8 = 0x00;
-/// `nvme_fabrics_type_connect`.
-pub(super) const FCTYPE_CONNECT: u8 = 0x01;
-/// `nvme_fabrics_type_property_get`.
-pub(super) const FCTYPE_PROPERTY_GET: u8 = 0x04;
 /// `sizeof(struct nvmf_connect_data)`.
-pub const CONNECT_DATA_LEN: u32 = 1024;
+pub const CONNECT_DATA_LEN: u32 = connect_data::LEN as u32;
 /// `NVME_CNTLID_DYNAMIC`: an admin Connect asks for a new controller.
-pub const CNTLID_DYNAMIC: u16 = 0xffff;
+pub const CNTLID_DYNAMIC: u16 = connect::CNTLID_DYNAMIC;
 /// The highest controller id (`NVME_CNTLID_MAX`).
-pub const CNTLID_MAX: u16 = 0xffef;
+pub const CNTLID_MAX: u16 = connect::CNTLID_MAX;
 
-/// Byte offsets in `struct nvmf_connect_command` and
-/// `struct nvmf_property_*_command`.
-mod sqe_at {
-    pub const FCTYPE: usize = 4;
-    pub const RECFMT: usize = 40;
-    pub const QID: usize = 42;
-    pub const SQSIZE: usize = 44;
-    pub const CATTR: usize = 46;
-    pub const KATO: usize = 48;
-    pub const ATTRIB: usize = 40;
-    pub const OFFSET: usize = 44;
-    pub const VALUE: usize = 48;
+/// Byte offsets that IATTR/IPO point at.
+mod ipo {
+    pub const CONNECT_QID: usize = super::connect::field::QID.start;
+    pub const CONNECT_SQSIZE: usize = super::connect::field::SQSIZE.start;
+    pub const DATA_CNTLID: usize = super::connect_data::field::CNTLID.start;
+    pub const DATA_SUBSYSNQN: usize = super::connect_data::field::SUBSYSNQN.start;
+    pub const DATA_HOSTNQN: usize = super::connect_data::field::HOSTNQN.start;
 }
-
-/// Byte offsets in `struct nvmf_connect_data`.
-pub(super) mod data_at {
-    pub const CNTLID: usize = 16;
-    pub const SUBSYSNQN: usize = 256;
-    pub const HOSTNQN: usize = 512;
-    pub const NQN_LEN: usize = 256;
-}
-
-/// `NVME_CONNECT_DISABLE_SQFLOW`.
-const CATTR_DISABLE_SQFLOW: u8 = 1 << 2;
-
-/// Registers (`NVME_REG_*`).
-pub const REG_CAP: u32 = 0x00;
-/// Version.
-pub const REG_VS: u32 = 0x08;
-/// Controller Configuration.
-pub const REG_CC: u32 = 0x14;
-/// Controller Status.
-pub const REG_CSTS: u32 = 0x1c;
 
 /// IATTR/IPO for CONNECT_INVALID_PARAM: bit 16 says the offset is in the
 /// connect data (`IPO_IATTR_CONNECT_DATA`), else in the SQE.
@@ -80,17 +52,22 @@ pub(super) struct Connect {
     kato_ms: u32,
 }
 
+fn fctype(cmd: &Cmd) -> FabricsType {
+    FabricsType::from(cmd.byte(wf::field::FCTYPE))
+}
+
 /// The only command an unbound queue takes is Connect.
 pub(super) fn plan_unbound(cmd: &Cmd) -> Result<(Op, Xfer), Fail> {
-    if cmd.opcode != 0x7f || cmd.byte(sqe_at::FCTYPE) != FCTYPE_CONNECT {
+    if cmd.opcode != wf::OPCODE || fctype(cmd) != FabricsType::Connect {
         return Err(Fail::dnr(Status::INVALID_OPCODE));
     }
+    let p = connect::Packet::new_unchecked(&cmd.raw[..]);
     let c = Connect {
-        recfmt: cmd.le16(sqe_at::RECFMT),
-        qid: cmd.le16(sqe_at::QID),
-        sqsize: cmd.le16(sqe_at::SQSIZE),
-        cattr: cmd.byte(sqe_at::CATTR),
-        kato_ms: cmd.le32(sqe_at::KATO),
+        recfmt: p.recfmt(),
+        qid: p.qid(),
+        sqsize: p.sqsize(),
+        cattr: p.cattr(),
+        kato_ms: p.kato(),
     };
     Ok((Op::Connect(c), Xfer::FromHost(CONNECT_DATA_LEN)))
 }
@@ -98,24 +75,24 @@ pub(super) fn plan_unbound(cmd: &Cmd) -> Result<(Op, Xfer), Fail> {
 /// Fabrics commands on a bound admin queue: Property Get and Set. A second
 /// Connect is an invalid opcode here, as in nvmet.
 pub(super) fn plan_admin(cmd: &Cmd) -> Result<(Op, Xfer), Fail> {
-    match cmd.byte(sqe_at::FCTYPE) {
-        FCTYPE_PROPERTY_GET => Ok((
+    let p = property::Packet::new_unchecked(&cmd.raw[..]);
+    let eight = p.size() == property::Size::Eight;
+    match fctype(cmd) {
+        FabricsType::PropertyGet => Ok((
             Op::PropertyGet {
-                eight: cmd.byte(sqe_at::ATTRIB) & 1 != 0,
-                offset: cmd.le32(sqe_at::OFFSET),
+                eight,
+                offset: p.offset(),
             },
             Xfer::None,
         )),
-        FCTYPE_PROPERTY_SET => {
-            if cmd.byte(sqe_at::ATTRIB) & 1 != 0 {
+        FabricsType::PropertySet => {
+            if eight {
                 return Err(Fail::dnr(Status::INVALID_FIELD));
             }
-            let value =
-                u64::from(cmd.le32(sqe_at::VALUE)) | u64::from(cmd.le32(sqe_at::VALUE + 4)) << 32;
             Ok((
                 Op::PropertySet {
-                    offset: cmd.le32(sqe_at::OFFSET),
-                    value,
+                    offset: p.offset(),
+                    value: p.value(),
                 },
                 Xfer::None,
             ))
@@ -125,8 +102,7 @@ pub(super) fn plan_admin(cmd: &Cmd) -> Result<(Op, Xfer), Fail> {
 }
 
 /// The NQN in a 256-byte field, which must hold a NUL.
-fn nqn(data: &[u8], at: usize) -> Option<&[u8]> {
-    let field = data.get(at..at + data_at::NQN_LEN)?;
+fn nqn(field: &[u8]) -> Option<&[u8]> {
     let end = field.iter().position(|&b| b == 0)?;
     Some(&field[..end])
 }
@@ -158,14 +134,15 @@ impl Target {
             return Err(Fail::dnr(Status::CONNECT_FORMAT));
         }
         let invalid = |at| Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(ipo_data(at));
-        let subnqn = nqn(data, data_at::SUBSYSNQN).ok_or(invalid(data_at::SUBSYSNQN))?;
-        let hostnqn = nqn(data, data_at::HOSTNQN).ok_or(invalid(data_at::HOSTNQN))?;
+        let field = |f| data.get(f).and_then(nqn);
+        let subnqn = field(connect_data::field::SUBSYSNQN).ok_or(invalid(ipo::DATA_SUBSYSNQN))?;
+        let hostnqn = field(connect_data::field::HOSTNQN).ok_or(invalid(ipo::DATA_HOSTNQN))?;
         let subsys = if subnqn == self.cfg.nqn.as_bytes() {
             Subsys::Nvm
         } else if subnqn == DISCOVERY_NQN.as_bytes() {
             Subsys::Discovery
         } else {
-            return Err(invalid(data_at::SUBSYSNQN));
+            return Err(invalid(ipo::DATA_SUBSYSNQN));
         };
         Ok((subsys, hostnqn))
     }
@@ -174,11 +151,11 @@ impl Target {
     fn check_sqsize(&self, c: &Connect) -> Result<(), Fail> {
         let sqe_param = |at: usize| Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(at as u64);
         if c.sqsize == 0 {
-            return Err(sqe_param(sqe_at::SQSIZE));
+            return Err(sqe_param(ipo::CONNECT_SQSIZE));
         }
         // MQES bounds the I/O queues only.
         if c.qid != 0 && c.sqsize > self.cfg.depth - 1 {
-            return Err(sqe_param(sqe_at::SQSIZE));
+            return Err(sqe_param(ipo::CONNECT_SQSIZE));
         }
         Ok(())
     }
@@ -191,10 +168,9 @@ impl Target {
         data: &[u8],
     ) -> Result<u16, Fail> {
         let (subsys, hostnqn) = self.connect_common(&c, data)?;
-        let cntlid = u16::from_le_bytes([data[data_at::CNTLID], data[data_at::CNTLID + 1]]);
-        if cntlid != CNTLID_DYNAMIC {
+        if data_cntlid(data) != CNTLID_DYNAMIC {
             return Err(
-                Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(ipo_data(data_at::CNTLID))
+                Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(ipo_data(ipo::DATA_CNTLID))
             );
         }
         self.check_sqsize(&c)?;
@@ -264,9 +240,9 @@ impl Target {
 
     fn connect_io(&mut self, q: &mut QueueState, c: Connect, data: &[u8]) -> Result<u16, Fail> {
         let (subsys, hostnqn) = self.connect_common(&c, data)?;
-        let cntlid = u16::from_le_bytes([data[data_at::CNTLID], data[data_at::CNTLID + 1]]);
+        let cntlid = data_cntlid(data);
         let no_ctrl =
-            Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(ipo_data(data_at::CNTLID));
+            Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(ipo_data(ipo::DATA_CNTLID));
         let ctrl = self.controllers.get(&cntlid).ok_or(no_ctrl)?;
         let host_matches = ctrl.hostnqn.get(..hostnqn.len()) == Some(hostnqn)
             && ctrl.hostnqn.get(hostnqn.len()) == Some(&0);
@@ -274,7 +250,9 @@ impl Target {
             return Err(no_ctrl);
         }
         if c.qid > ctrl.granted {
-            return Err(Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(sqe_at::QID as u64));
+            return Err(
+                Fail::dnr(Status::CONNECT_INVALID_PARAM).with_result(ipo::CONNECT_QID as u64)
+            );
         }
         self.check_sqsize(&c)?;
         let instance = ctrl.instance;
@@ -316,27 +294,20 @@ impl Target {
     }
 }
 
+/// The connect data's cntlid (the caller checked the length).
+fn data_cntlid(data: &[u8]) -> u16 {
+    connect_data::Packet::new_checked(data).map_or(0, |d| d.cntlid())
+}
+
 fn bind(q: &mut QueueState, cntlid: u16, instance: u64, c: &Connect) {
     q.bound = Some(Binding {
         cntlid,
         instance,
         qid: c.qid,
         size: u32::from(c.sqsize) + 1,
-        sqflow_disabled: c.cattr & CATTR_DISABLE_SQFLOW != 0,
+        sqflow_disabled: c.cattr & connect::CATTR_DISABLE_SQFLOW != 0,
     });
     q.head.store(0, std::sync::atomic::Ordering::Relaxed);
-}
-
-const CC_EN: u32 = 1;
-const CC_CSS_SHIFT: u32 = 4;
-const CC_MPS_SHIFT: u32 = 7;
-const CC_AMS_SHIFT: u32 = 11;
-const CC_SHN_SHIFT: u32 = 14;
-const CC_IOSQES_SHIFT: u32 = 16;
-const CC_IOCQES_SHIFT: u32 = 20;
-
-fn field(cc: u32, shift: u32, mask: u32) -> u32 {
-    (cc >> shift) & mask
 }
 
 /// nvmet_update_cc: EN 0→1 starts the controller (CSTS.RDY, or CSTS.CFS
@@ -345,14 +316,13 @@ fn field(cc: u32, shift: u32, mask: u32) -> u32 {
 pub(super) fn update_cc(ctrl: &mut Controller, now: Instant, new: u32) {
     let old = ctrl.cc;
     ctrl.cc = new;
-    let en = |v: u32| v & CC_EN != 0;
-    let shn = |v: u32| field(v, CC_SHN_SHIFT, 3) != 0;
+    let en = cc_en;
+    let shn = |v: u32| cc_shn(v) != 0;
     if en(new) && !en(old) {
-        let sizes_ok = ctrl.subsys == Subsys::Discovery
-            || (field(new, CC_IOSQES_SHIFT, 0xf) == 6 && field(new, CC_IOCQES_SHIFT, 0xf) == 4);
-        let rest_ok = field(new, CC_MPS_SHIFT, 0xf) == 0
-            && field(new, CC_AMS_SHIFT, 7) == 0
-            && field(new, CC_CSS_SHIFT, 7) == 0;
+        // Only an I/O controller checks the queue entry sizes (nvmet).
+        let sizes_ok =
+            ctrl.subsys == Subsys::Discovery || (cc_iosqes(new) == 6 && cc_iocqes(new) == 4);
+        let rest_ok = cc_mps(new) == 0 && cc_ams(new) == 0 && cc_css(new) == 0;
         if sizes_ok && rest_ok {
             ctrl.csts = CSTS_RDY;
             keepalive::refresh(ctrl, now);

@@ -54,9 +54,10 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConfigError, NamespaceSpec};
 pub use crate::config::{DISCOVERY_NQN, MAX_QUEUES};
 use crate::namespace::Namespace;
-use crate::wire::cqe;
+use crate::wire::fabrics::registers::{CAP_CSS_NVM, CSTS_CFS, CSTS_RDY, CSTS_SHST_CMPLT, Cap};
 use crate::wire::sqe::{self, AdminOpcode, IoOpcode};
 use crate::wire::status::Status;
+use crate::wire::{cqe, sgl};
 
 /// The most controllers the target keeps at once (live or dead-but-not-gone).
 pub const MAX_CONTROLLERS: usize = 64;
@@ -405,10 +406,16 @@ impl Target {
 
     /// CAP as Property Get reports it.
     fn cap(&self) -> u64 {
-        let mqes = u64::from(self.cfg.depth - 1);
-        // MQES, CQR (bit 16), TO = 15 x 500 ms (bits 24..32), CSS NVM
-        // (bit 37); MPSMIN = MPSMAX = 0 (4 KiB).
-        mqes | 1 << 16 | 15 << 24 | 1 << 37
+        // TO = 15 x 500 ms as nvmet; MPSMIN = MPSMAX = 0 (4 KiB pages).
+        Cap {
+            mqes: self.cfg.depth - 1,
+            cqr: true,
+            to: 15,
+            css: CAP_CSS_NVM,
+            mpsmin: 0,
+            mpsmax: 0,
+        }
+        .to_bits()
     }
 
     /// Decides, before any data moves, what the command needs. An `Err` is
@@ -627,13 +634,6 @@ impl Target {
     }
 }
 
-/// CSTS.RDY.
-const CSTS_RDY: u32 = 1 << 0;
-/// CSTS.CFS.
-const CSTS_CFS: u32 = 1 << 1;
-/// CSTS.SHST = shutdown complete.
-const CSTS_SHST_CMPLT: u32 = 2 << 2;
-
 /// Builds the completion of `cmd` on `q`, counting its SQ entry.
 fn complete(q: &QueueState, cmd: &Cmd, status: Status, result: u64) -> cqe::Repr {
     cqe::Repr {
@@ -646,15 +646,14 @@ fn complete(q: &QueueState, cmd: &Cmd, status: Status, result: u64) -> cqe::Repr
 }
 
 /// nvmet_check_transfer_len: the SGL's length must be the length the command
-/// moves. Keyed data blocks (type 4) carry a 24-bit length, data blocks
-/// (type 0, in-capsule with the offset subtype) and transport data blocks
-/// (type 5) a 32-bit one.
+/// moves. Keyed data blocks, data blocks (in-capsule data at an offset) and
+/// transport data blocks carry a length; other descriptor types are refused.
 fn check_sgl(cmd: &Cmd, xfer: Xfer) -> Result<(), Fail> {
-    let d = &cmd.dptr;
-    let len = match d[15] >> 4 {
-        0x4 => u32::from_le_bytes([d[8], d[9], d[10], 0]),
-        0x0 | 0x5 => u32::from_le_bytes([d[8], d[9], d[10], d[11]]),
-        _ => return Err(Fail::dnr(Status::SGL_INVALID_TYPE)),
+    let len = match sgl::Descriptor::from_dptr(&cmd.dptr) {
+        sgl::Descriptor::Keyed { len, .. }
+        | sgl::Descriptor::DataBlock { len, .. }
+        | sgl::Descriptor::Transport { len, .. } => len,
+        sgl::Descriptor::Other { .. } => return Err(Fail::dnr(Status::SGL_INVALID_TYPE)),
     };
     if len != xfer.len() {
         return Err(Fail::dnr(Status::SGL_INVALID_DATA));
