@@ -335,17 +335,6 @@ impl Cmd {
     fn byte(&self, i: usize) -> u8 {
         self.raw.get(i).copied().unwrap_or(0)
     }
-    fn le16(&self, i: usize) -> u16 {
-        u16::from_le_bytes([self.byte(i), self.byte(i + 1)])
-    }
-    fn le32(&self, i: usize) -> u32 {
-        u32::from_le_bytes([
-            self.byte(i),
-            self.byte(i + 1),
-            self.byte(i + 2),
-            self.byte(i + 3),
-        ])
-    }
 }
 
 impl Target {
