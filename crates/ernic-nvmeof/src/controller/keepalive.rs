@@ -28,9 +28,12 @@ pub(super) fn refresh(ctrl: &mut Controller, now: Instant) {
     if ctrl.dead {
         return;
     }
+    // A deadline too far to represent is no deadline.
     ctrl.ka_deadline = match ctrl.kato_secs {
         0 => None,
-        s => Some(now + secs(s) + grace(secs(s))),
+        s => now
+            .checked_add(secs(s))
+            .and_then(|t| t.checked_add(grace(secs(s)))),
     };
 }
 

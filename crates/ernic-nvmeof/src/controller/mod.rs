@@ -58,6 +58,7 @@ use crate::wire::fabrics::registers::{CAP_CSS_NVM, CSTS_CFS, CSTS_RDY, CSTS_SHST
 use crate::wire::sqe::{self, AdminOpcode, IoOpcode};
 use crate::wire::status::Status;
 use crate::wire::{cqe, sgl};
+pub use keepalive::grace as keep_alive_grace;
 
 /// The most controllers the target keeps at once (live or dead-but-not-gone).
 pub const MAX_CONTROLLERS: usize = 64;

@@ -910,6 +910,165 @@ fn shutdown_reports_complete() {
     expect(&c, Status::INVALID_FIELD.with_dnr());
 }
 
+#[test]
+fn identify_strings_and_discovery_fields() {
+    let cfg = config(",serial=SN-0042,model=Model X");
+    let mut h = Host::connect(Target::new(cfg, addr()).unwrap(), NQN, 0);
+    h.enable();
+    let (_, id) = h.ok(identify(2, 0x01, 0));
+    // sn[20], mn[40], fr[8]: ASCII, space padded.
+    assert_eq!(&id[4..24], b"SN-0042             ");
+    assert_eq!(&id[24..64], format!("{:<40}", "Model X").as_bytes());
+    assert_eq!(
+        &id[64..72],
+        format!("{:<8}", env!("CARGO_PKG_VERSION")).as_bytes()
+    );
+    let t = std::mem::replace(&mut h.t, Target::new(config(""), addr()).unwrap());
+    let mut d = Host::connect(t, DISCOVERY_NQN, 0);
+    d.ok(prop_set(2, 0x14, 1));
+    let (_, id) = d.ok(identify(3, 0x01, 0));
+    assert_eq!(id[261], 1 << 2, "lpa: extended data only");
+    assert_eq!(le32(&id, 92), 1 << 31, "oaes: discovery log changes");
+    assert_eq!(id[77], 0, "mdts: no limit");
+    // Only the keep-alive and event features.
+    let (c, _) = d.cmd(features(4, false, 0x07, 0), &[]);
+    expect(&c, Status::INVALID_FIELD.with_dnr());
+    let (c, _) = d.cmd(features(5, true, 0x0b, 1 << 8), &[]);
+    expect(&c, Status::INVALID_FIELD.with_dnr());
+    d.ok(features(6, true, 0x0b, 1 << 31));
+}
+
+#[test]
+fn admin_errors_and_edge_cases() {
+    let mut h = host();
+    // Get Log Page: unknown page, bad nsid for SMART, a command set other
+    // than NVM for the effects log, over MDTS.
+    let (c, _) = h.cmd(get_log(2, 0x0c, 0, 4096, 0), &[]);
+    expect(&c, Status::INVALID_FIELD.with_dnr());
+    let (c, _) = h.cmd(get_log(3, 0x02, 7, 512, 0), &[]);
+    expect(&c, Status::INVALID_NS.with_dnr());
+    let mut s = get_log(4, 0x05, 0, 4096, 0);
+    set_cdw(&mut s, 14, 2 << 24);
+    let (c, _) = h.cmd(s, &[]);
+    expect(&c, Status::INVALID_LOG_PAGE);
+    let mut s = get_log(5, 0x02, 0, 4, 0);
+    set_cdw(&mut s, 11, 0x10);
+    let (c, _) = h.cmd(s, &[]);
+    expect(&c, Status::INVALID_FIELD.with_dnr());
+    // The error log is one empty entry; reading more gives zeros.
+    let (_, e) = h.ok(get_log(6, 0x01, 0, 256, 0));
+    assert!(e.iter().all(|&b| b == 0));
+    // Events outside what the controller offers.
+    let (c, _) = h.cmd(features(7, true, 0x0b, 1 << 11), &[]);
+    expect(&c, Status::INVALID_FIELD.with_dnr());
+    // Unknown admin opcode (Format NVM), and Create I/O SQ (PCIe only).
+    for op in [0x80u8, 0x01] {
+        let (c, _) = h.cmd(sqe(op, 8, 0, 0), &[]);
+        expect(&c, Status::INVALID_OPCODE.with_dnr());
+    }
+    // Fabrics commands other than Connect are not I/O queue commands.
+    expect(&h.connect_io(1, 31), Status::SUCCESS);
+    let (c, _) = h.io(0, prop_get(9, false, 0x1c), &[]);
+    expect(&c, Status::INVALID_OPCODE.with_dnr());
+    // A transport that fails the data transfer, or hands the wrong buffer.
+    let s = rw(0x02, 10, 1, 0, 1, 512);
+    assert_eq!(h.t.plan(&h.io[0], &s), Ok(Xfer::ToHost(512)));
+    let c = h.t.fail(&h.io[0], &s, Status::DATA_XFER_ERROR);
+    expect(&c, Status::DATA_XFER_ERROR);
+    let mut short = vec![0u8; 511];
+    let Outcome::Done(c) = h.t.execute(&mut h.io[0], h.now, &s, &mut short) else {
+        panic!("deferred");
+    };
+    expect(&c, Status::DATA_XFER_ERROR.with_dnr());
+    // A DSM without the deallocate attribute keeps the data.
+    let data = pattern(512, 3);
+    expect(
+        &h.io(0, rw(0x01, 11, 1, 5, 1, 512), &data).0,
+        Status::SUCCESS,
+    );
+    let mut s = sqe(0x09, 12, 1, 16);
+    set_cdw(&mut s, 10, 0);
+    let mut range = vec![0u8; 16];
+    range[4..8].copy_from_slice(&1u32.to_le_bytes());
+    range[8..16].copy_from_slice(&5u64.to_le_bytes());
+    expect(&h.io(0, s, &range).0, Status::SUCCESS);
+    assert_eq!(h.io(0, rw(0x02, 13, 1, 5, 1, 512), &[]).1, data);
+    // A forced-unit-access write is read back like any other.
+    let mut s = rw(0x01, 14, 1, 6, 1, 512);
+    set_cdw(&mut s, 12, 1 << 30);
+    expect(&h.io(0, s, &data).0, Status::SUCCESS);
+    assert_eq!(h.io(0, rw(0x02, 15, 1, 6, 1, 512), &[]).1, data);
+}
+
+#[test]
+fn sq_flow_control_disabled_reports_ffff() {
+    let mut h = host();
+    let mut q = h.t.new_queue();
+    let mut s = connect_sqe(1, 1, 31, 0);
+    s[46] = 1 << 2; // cattr: NVME_CONNECT_DISABLE_SQFLOW
+    let (c, _) = run(
+        &mut h.t,
+        &mut q,
+        h.now,
+        &s,
+        &connect_data(h.cntlid, NQN, HOSTNQN),
+    );
+    assert_eq!(c.unwrap().sq_head, 0xffff);
+    let (c, _) = run(&mut h.t, &mut q, h.now, &rw(0x00, 2, 1, 0, 1, 512), &[]);
+    assert_eq!(c.unwrap().sq_head, 0xffff);
+}
+
+#[test]
+fn controller_table_is_bounded() {
+    let mut t = Target::new(config(""), addr()).unwrap();
+    let now = Instant::now();
+    let mut queues = Vec::new();
+    for i in 0..MAX_CONTROLLERS {
+        let mut q = t.new_queue();
+        let (c, _) = run(
+            &mut t,
+            &mut q,
+            now,
+            &connect_sqe(1, 0, 31, 0),
+            &connect_data(0xffff, NQN, HOSTNQN),
+        );
+        expect(&c.unwrap(), Status::SUCCESS);
+        queues.push(q);
+        assert_eq!(t.controllers(), i + 1);
+    }
+    let mut q = t.new_queue();
+    let (c, _) = run(
+        &mut t,
+        &mut q,
+        now,
+        &connect_sqe(1, 0, 31, 0),
+        &connect_data(0xffff, NQN, HOSTNQN),
+    );
+    expect(&c.unwrap(), Status::CONNECT_CTRL_BUSY.with_dnr());
+    // A gone admin queue frees its slot.
+    t.queue_gone(&queues[3]);
+    let (c, _) = run(
+        &mut t,
+        &mut q,
+        now,
+        &connect_sqe(1, 0, 31, 0),
+        &connect_data(0xffff, NQN, HOSTNQN),
+    );
+    let c = c.unwrap();
+    expect(&c, Status::SUCCESS);
+    assert_ne!(c.result, 0);
+}
+
+#[test]
+fn a_missing_backing_file_is_a_config_error() {
+    let dir = TempDir::new("ctrl_missing_file");
+    let cfg = Config::parse(&format!("ns=file:{}", dir.0.join("nope.img").display())).unwrap();
+    match Target::new(cfg, addr()) {
+        Err(ConfigError::Namespace { nsid: 1, .. }) => {}
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
 mod prop {
     use super::*;
     use proptest::prelude::*;
