@@ -13,6 +13,13 @@ use crate::wire::status::Status;
 
 /// `sizeof(struct nvme_dsm_range)`.
 pub const DSM_RANGE_LEN: usize = 16;
+/// The most a DSM payload may carry: 256 ranges. Linux's
+/// `nvme_setup_discard` always sends a buffer of `NVME_DSM_MAX_RANGES`
+/// ranges whatever NR says ("some devices do not consider the DSM 'Number
+/// of Ranges' field"), so a payload longer than NR + 1 ranges is accepted,
+/// as nvmet does (`nvmet_check_data_len_lte`), up to this bound; only the
+/// first NR + 1 ranges count.
+pub const DSM_MAX_PAYLOAD: u32 = 256 * DSM_RANGE_LEN as u32;
 /// `NVME_DSMGMT_AD` in CDW11.
 const DSMGMT_AD: u32 = 1 << 2;
 /// `NVME_RW_FUA` in CDW12.
@@ -43,6 +50,8 @@ pub(super) enum IoOp {
     Dsm {
         ns: usize,
         ad: bool,
+        /// Ranges in the command (NR + 1); the payload may hold more bytes.
+        nr: usize,
     },
 }
 
@@ -112,9 +121,14 @@ pub(super) fn plan(namespaces: &[Namespace], cmd: &Cmd) -> Result<(IoOp, Xfer), 
             let nr = (cmd.cdw(10) & 0xff) + 1;
             let ad = cmd.cdw(11) & DSMGMT_AD != 0;
             // NR is 8 bits, 0's based: at most 256 ranges (NVME_DSM_MAX_RANGES),
-            // 4 KiB.
+            // 4 KiB. This is the least the host must send: see
+            // DSM_MAX_PAYLOAD.
             Ok((
-                IoOp::Dsm { ns: i, ad },
+                IoOp::Dsm {
+                    ns: i,
+                    ad,
+                    nr: nr as usize,
+                },
                 Xfer::FromHost(nr * DSM_RANGE_LEN as u32),
             ))
         }
@@ -158,18 +172,15 @@ impl Target {
             IoOp::WriteZeroes { ns, slba, nlb } => {
                 self.namespaces[ns].write_zeroes(slba, nlb).map_err(fail)?
             }
-            IoOp::Dsm { ns, ad } => {
+            IoOp::Dsm { ns, ad, nr } => {
                 let n = &mut self.namespaces[ns];
+                let ranges = || data.chunks_exact(DSM_RANGE_LEN).take(nr).map(dsm_range);
                 // Every range is checked before any is applied.
-                if data
-                    .chunks_exact(DSM_RANGE_LEN)
-                    .map(dsm_range)
-                    .any(|(slba, nlb)| !n.contains(slba, nlb))
-                {
+                if ranges().any(|(slba, nlb)| !n.contains(slba, nlb)) {
                     return Err(lba_range());
                 }
                 if ad {
-                    for (slba, nlb) in data.chunks_exact(DSM_RANGE_LEN).map(dsm_range) {
+                    for (slba, nlb) in ranges() {
                         if nlb != 0 {
                             n.deallocate(slba, nlb).map_err(fail)?;
                         }

@@ -442,8 +442,17 @@ impl Target {
                 }
             }
         };
-        check_sgl(cmd, xfer)?;
-        Ok((op, xfer))
+        let len = sgl_len(cmd)?;
+        match (op, xfer) {
+            // A DSM payload may be longer than its ranges (see DSM_MAX_PAYLOAD).
+            (Op::Io(io::IoOp::Dsm { .. }), Xfer::FromHost(least))
+                if (least..=io::DSM_MAX_PAYLOAD).contains(&len) =>
+            {
+                Ok((op, Xfer::FromHost(len)))
+            }
+            _ if len == xfer.len() => Ok((op, xfer)),
+            _ => Err(Fail::dnr(Status::SGL_INVALID_DATA)),
+        }
     }
 
     fn bound_controller(&self, b: &Binding) -> Result<&Controller, Fail> {
@@ -635,20 +644,17 @@ fn complete(q: &QueueState, cmd: &Cmd, status: Status, result: u64) -> cqe::Repr
     }
 }
 
-/// nvmet_check_transfer_len: the SGL's length must be the length the command
-/// moves. Keyed data blocks, data blocks (in-capsule data at an offset) and
-/// transport data blocks carry a length; other descriptor types are refused.
-fn check_sgl(cmd: &Cmd, xfer: Xfer) -> Result<(), Fail> {
-    let len = match sgl::Descriptor::from_dptr(&cmd.dptr) {
+/// The length the SGL describes: keyed data blocks, data blocks (in-capsule
+/// data at an offset) and transport data blocks carry one; other descriptor
+/// types are refused. nvmet_check_transfer_len then wants it to be the
+/// length the command moves.
+fn sgl_len(cmd: &Cmd) -> Result<u32, Fail> {
+    match sgl::Descriptor::from_dptr(&cmd.dptr) {
         sgl::Descriptor::Keyed { len, .. }
         | sgl::Descriptor::DataBlock { len, .. }
-        | sgl::Descriptor::Transport { len, .. } => len,
-        sgl::Descriptor::Other { .. } => return Err(Fail::dnr(Status::SGL_INVALID_TYPE)),
-    };
-    if len != xfer.len() {
-        return Err(Fail::dnr(Status::SGL_INVALID_DATA));
+        | sgl::Descriptor::Transport { len, .. } => Ok(len),
+        sgl::Descriptor::Other { .. } => Err(Fail::dnr(Status::SGL_INVALID_TYPE)),
     }
-    Ok(())
 }
 
 /// Copies `src` into `out` as the window `[offset, offset + out.len())` of

@@ -986,13 +986,23 @@ fn admin_errors_and_edge_cases() {
         &h.io(0, rw(0x01, 11, 1, 5, 1, 512), &data).0,
         Status::SUCCESS,
     );
-    let mut s = sqe(0x09, 12, 1, 16);
+    // Linux sends DSM payloads of 256 ranges whatever NR says
+    // (nvme_setup_discard); only the first NR + 1 count.
+    let mut s = sqe(0x09, 12, 1, 4096);
     set_cdw(&mut s, 10, 0);
-    let mut range = vec![0u8; 16];
+    assert_eq!(h.t.plan(&h.io[0], &s), Ok(Xfer::FromHost(4096)));
+    let mut range = vec![0xffu8; 4096];
+    range[..16].fill(0);
     range[4..8].copy_from_slice(&1u32.to_le_bytes());
     range[8..16].copy_from_slice(&5u64.to_le_bytes());
     expect(&h.io(0, s, &range).0, Status::SUCCESS);
     assert_eq!(h.io(0, rw(0x02, 13, 1, 5, 1, 512), &[]).1, data);
+    // Shorter than the ranges, or longer than 256 ranges, is refused.
+    for len in [8, 4112] {
+        let mut s = sqe(0x09, 16, 1, len);
+        set_cdw(&mut s, 10, 0);
+        expect(&h.io(0, s, &[]).0, Status::SGL_INVALID_DATA.with_dnr());
+    }
     // A forced-unit-access write is read back like any other.
     let mut s = rw(0x01, 14, 1, 6, 1, 512);
     set_cdw(&mut s, 12, 1 << 30);
