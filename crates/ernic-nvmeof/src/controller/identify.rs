@@ -112,7 +112,7 @@ const NMIC_SHARED: u8 = 1 << 0;
 /// `NVME_NSTAT_NRDY`: the namespace is ready.
 const NSTAT_NRDY: u8 = 1 << 0;
 /// Firmware revision: the crate version, space-padded to 8.
-const FIRMWARE: &str = env!("CARGO_PKG_VERSION");
+pub(super) const FIRMWARE: &str = env!("CARGO_PKG_VERSION");
 
 /// A decoded Identify command (`struct nvme_identify`).
 #[derive(Debug, Clone, Copy)]

@@ -136,8 +136,13 @@ impl Target {
                 self.smart(cmd.nsid, &mut page)?;
                 SMART_LEN
             }
-            // One firmware slot, always active: an all-zero page (nvmet).
-            (Subsys::Nvm, lid::FW_SLOT) => 512,
+            // struct nvme_fw_slot_info_log: slot 1 active (AFI = 1), its
+            // revision in frs[0], as Identify's FR reports it.
+            (Subsys::Nvm, lid::FW_SLOT) => {
+                page[0] = 1;
+                super::put_ascii(&mut page[8..16], super::identify::FIRMWARE);
+                512
+            }
             (Subsys::Nvm, lid::CHANGED_NS) => {
                 let ctrl = self.ctrl_mut(b)?;
                 ctrl.changed_ns.take(&mut page);

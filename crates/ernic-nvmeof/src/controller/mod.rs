@@ -35,6 +35,7 @@
 //! first write (see [`crate::namespace`]).
 
 mod aer;
+mod cmd;
 mod fabrics;
 mod features;
 mod identify;
@@ -54,10 +55,11 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConfigError, NamespaceSpec};
 pub use crate::config::{DISCOVERY_NQN, MAX_QUEUES};
 use crate::namespace::Namespace;
+use crate::wire::cqe;
 use crate::wire::fabrics::registers::{CAP_CSS_NVM, CSTS_CFS, CSTS_RDY, CSTS_SHST_CMPLT, Cap};
 use crate::wire::sqe::{self, AdminOpcode, IoOpcode};
 use crate::wire::status::Status;
-use crate::wire::{cqe, sgl};
+use cmd::{Cmd, complete, put_ascii, put16, put32, put64, sgl_len, window};
 pub use keepalive::grace as keep_alive_grace;
 
 /// The most controllers the target keeps at once (live or dead-but-not-gone).
@@ -300,47 +302,9 @@ pub struct Target {
     last_now: Option<Instant>,
 }
 
-/// The parts of an SQE the controller reads, copied out of the 64 bytes.
-#[derive(Debug, Clone, Copy)]
-struct Cmd {
-    opcode: u8,
-    flags: u8,
-    cid: u16,
-    nsid: u32,
-    dptr: [u8; 16],
-    cdw: [u32; 6],
-    raw: [u8; 64],
-}
-
-impl Cmd {
-    fn new(sqe: &[u8; 64]) -> Cmd {
-        let p = sqe::Packet::new_unchecked(&sqe[..]);
-        let mut cdw = [0u32; 6];
-        for (i, c) in cdw.iter_mut().enumerate() {
-            *c = p.cdw(10 + i).unwrap_or(0);
-        }
-        Cmd {
-            opcode: p.opcode(),
-            flags: p.flags(),
-            cid: p.command_id(),
-            nsid: p.nsid(),
-            dptr: p.dptr(),
-            cdw,
-            raw: *sqe,
-        }
-    }
-    /// `cdw{n}` for n in 10..=15.
-    fn cdw(&self, n: usize) -> u32 {
-        self.cdw.get(n.wrapping_sub(10)).copied().unwrap_or(0)
-    }
-    fn byte(&self, i: usize) -> u8 {
-        self.raw.get(i).copied().unwrap_or(0)
-    }
-}
-
 impl Target {
-    /// A target for `cfg`, listening at `addr`: opens or creates every
-    /// namespace.
+    /// A target for `cfg`, listening at `addr`: sets up every namespace
+    /// (a `file:` namespace's file must exist).
     pub fn new(cfg: Config, addr: TransportAddr) -> Result<Target, ConfigError> {
         let mut namespaces = Vec::with_capacity(cfg.namespaces.len());
         for (i, spec) in cfg.namespaces.iter().enumerate() {
@@ -631,56 +595,6 @@ impl Target {
             c.io_queues &= !(1u128 << b.qid);
         }
     }
-}
-
-/// Builds the completion of `cmd` on `q`, counting its SQ entry.
-fn complete(q: &QueueState, cmd: &Cmd, status: Status, result: u64) -> cqe::Repr {
-    cqe::Repr {
-        result,
-        sq_head: q.consume(),
-        sq_id: q.bound.map_or(0, |b| b.qid),
-        command_id: cmd.cid,
-        status,
-    }
-}
-
-/// The length the SGL describes: keyed data blocks, data blocks (in-capsule
-/// data at an offset) and transport data blocks carry one; other descriptor
-/// types are refused. nvmet_check_transfer_len then wants it to be the
-/// length the command moves.
-fn sgl_len(cmd: &Cmd) -> Result<u32, Fail> {
-    match sgl::Descriptor::from_dptr(&cmd.dptr) {
-        sgl::Descriptor::Keyed { len, .. }
-        | sgl::Descriptor::DataBlock { len, .. }
-        | sgl::Descriptor::Transport { len, .. } => Ok(len),
-        sgl::Descriptor::Other { .. } => Err(Fail::dnr(Status::SGL_INVALID_TYPE)),
-    }
-}
-
-/// Copies `src` into `out` as the window `[offset, offset + out.len())` of
-/// a log page; bytes past the page's end are zeros.
-fn window(out: &mut [u8], offset: u64, src: &[u8]) {
-    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(src.len());
-    let n = (src.len() - start).min(out.len());
-    out[..n].copy_from_slice(&src[start..start + n]);
-    out[n..].fill(0);
-}
-
-/// Writes `s` into `field`, space-padded (Identify's ASCII strings).
-fn put_ascii(field: &mut [u8], s: &str) {
-    field.fill(b' ');
-    let n = s.len().min(field.len());
-    field[..n].copy_from_slice(&s.as_bytes()[..n]);
-}
-
-fn put16(b: &mut [u8], at: usize, v: u16) {
-    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
-}
-fn put32(b: &mut [u8], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-fn put64(b: &mut [u8], at: usize, v: u64) {
-    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
 /// The KATO from milliseconds to whole seconds, rounded up (nvmet).

@@ -955,6 +955,14 @@ fn admin_errors_and_edge_cases() {
     set_cdw(&mut s, 11, 0x10);
     let (c, _) = h.cmd(s, &[]);
     expect(&c, Status::INVALID_FIELD.with_dnr());
+    // Firmware slot 1 is active and holds FR (struct nvme_fw_slot_info_log:
+    // afi at 0, frs[0] at 8), which nvme_get_fw_slot_info copies.
+    let (_, fw) = h.ok(get_log(60, 0x03, u32::MAX, 512, 0));
+    assert_eq!(fw[0] & 7, 1);
+    assert_eq!(
+        &fw[8..16],
+        format!("{:<8}", env!("CARGO_PKG_VERSION")).as_bytes()
+    );
     // The error log is one empty entry; reading more gives zeros.
     let (_, e) = h.ok(get_log(6, 0x01, 0, 256, 0));
     assert!(e.iter().all(|&b| b == 0));
