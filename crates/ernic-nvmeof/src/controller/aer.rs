@@ -121,6 +121,8 @@ impl Target {
         }
         ctrl.aers[ctrl.nr_aers] = cmd.cid;
         ctrl.nr_aers += 1;
+        // The held command has taken its SQ entry.
+        q.consume();
         self.deliver_events();
         Ok(())
     }

@@ -758,6 +758,8 @@ fn aer_limit_and_event_delivery() {
     }
     let (c, _) = h.cmd(sqe(0x0c, 44, 0, 0), &[]);
     expect(&c, Status::ASYNC_LIMIT.with_dnr());
+    // Connect, 3 property commands of enable(), 4 held AERs, this one.
+    assert_eq!(c.sq_head, 9, "held AERs took their SQ entries");
     let mut out = Vec::new();
     h.t.poll(h.now, &mut out);
     assert!(out.is_empty(), "no event yet");
@@ -776,6 +778,11 @@ fn aer_limit_and_event_delivery() {
     assert_eq!(cntlid, h.cntlid);
     // Notice (2), namespace attribute changed (0), log page 0x04.
     assert_eq!(cqe.result, 0x04_00_02);
+    assert_eq!(
+        (cqe.sq_head, cqe.sq_id),
+        (9, 0),
+        "the admin queue's head now"
+    );
     assert!(cqe.status.is_success());
     assert!((40..44).contains(&cqe.command_id));
     // Masked until the log is read: a second change raises no event.
