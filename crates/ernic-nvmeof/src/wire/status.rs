@@ -167,7 +167,7 @@ impl Status {
     /// `status` word holds in bits 1..16, shifted down by one. Only the low
     /// 3 bits of `sct` are written; CRD is 0.
     pub const fn to_field(self) -> u16 {
-        let mut v = self.sc as u16 | ((self.sct as u16) << SCT_SHIFT) & SCT_MASK;
+        let mut v = self.sc as u16 | (((self.sct as u16) << SCT_SHIFT) & SCT_MASK);
         if self.more {
             v |= FIELD_MORE;
         }
