@@ -12,9 +12,18 @@
 //!   subsystem and the discovery subsystem, dynamic controllers, and every
 //!   command Linux's host needs (Connect, properties, Identify, features,
 //!   log pages incl. discovery, keep-alive, AER, Abort, Read, Write, Flush,
-//!   Write Zeroes, Dataset Management). The RDMA transport that carries
-//!   capsules and moves data is not here: it calls `plan`, moves the bytes,
-//!   and calls `execute`.
+//!   Write Zeroes, Dataset Management). The transport calls `plan`, moves
+//!   the bytes, and calls `execute`.
+//! - [`rdma`]: the NVMe/RDMA transport, an RDMA consumer of the fabric as
+//!   nvmet-rdma is: a device of its own, a GSI QP answering rdma_cm's
+//!   connection requests through [`ernic_cm`], an RC QP per queue numbered
+//!   from `0xc0xxxx`, data moved by RDMA READ and WRITE against the host's
+//!   keys, responses by SEND (with invalidate when asked).
+//! - [`serve`]: a target on a thread: on a fabric, or beside a front end
+//!   with an engine of its own (`ernic-server --backend nvmeof`).
+//! - [`host`]: the initiator (`ernic nvme perf`, `identify`, `discover`):
+//!   queues connected through the IB CM as Linux's nvme-rdma connects
+//!   them, data buffers fast-registered per command.
 //!
 //! What it promises: every decoder reads untrusted bytes from a host, checks
 //! the buffer's length before any field is read, and never panics; a short
@@ -24,7 +33,10 @@
 
 pub mod config;
 pub mod controller;
+pub mod host;
 pub mod namespace;
+pub mod rdma;
+pub mod serve;
 pub mod wire;
 
 mod error;
