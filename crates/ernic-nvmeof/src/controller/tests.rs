@@ -166,18 +166,6 @@ fn run(
     }
 }
 
-/// Like [`run`], with host data of whatever length the plan asks for.
-fn run_any(t: &mut Target, q: &mut QueueState, now: Instant, s: &[u8; 64]) -> Option<cqe::Repr> {
-    let mut buf = match t.plan(q, s) {
-        Err(c) => return Some(c),
-        Ok(x) => vec![0x5a; x.len() as usize],
-    };
-    match t.execute(q, now, s, &mut buf) {
-        Outcome::Done(c) => Some(c),
-        Outcome::Deferred => None,
-    }
-}
-
 fn status(c: &cqe::Repr) -> (u8, u8, bool) {
     (c.status.sct, c.status.sc, c.status.dnr)
 }
