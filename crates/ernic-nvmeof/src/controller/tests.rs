@@ -406,6 +406,9 @@ fn sq_head_advances_modulo_the_queue_size() {
     let mut h = host();
     let c = h.connect_io(1, 15);
     expect(&c, Status::SUCCESS);
+    assert_eq!(h.io[0].sq_size(), Some(16));
+    assert_eq!(h.io[0].binding(), Some((h.cntlid, 1)));
+    assert_eq!(h.t.new_queue().sq_size(), None);
     let mut heads = vec![c.sq_head];
     for i in 0..20u16 {
         let (c, _) = h.io(0, rw(0x00, 100 + i, 1, 0, 1, 512), &[]);
