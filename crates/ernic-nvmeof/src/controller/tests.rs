@@ -823,7 +823,7 @@ fn discovery_controller_and_its_log() {
         // struct nvmf_disc_rsp_page_entry.
         assert_eq!(
             (e[0], e[1], e[2], e[3]),
-            (1, 1, subtype, 0),
+            (1, 1, subtype, 4),
             "trtype adrfam subtype treq"
         );
         assert_eq!(
