@@ -342,6 +342,14 @@ fn linux_bring_up_sequence() {
     // nvme_scan_ns_list, then per namespace descs and Identify Namespace.
     let (_, list) = h.ok(identify(13, 0x02, 0));
     assert_eq!((le32(&list, 0), le32(&list, 4), le32(&list, 8)), (1, 2, 0));
+    // The list starts after the nsid given (nvme_scan_ns_list pages on).
+    let (_, list) = h.ok(identify(13, 0x02, 1));
+    assert_eq!((le32(&list, 0), le32(&list, 4)), (2, 0));
+    let (c, _) = h.cmd(identify(13, 0x02, 0xffff_fffe), &[]);
+    expect(&c, Status::INVALID_NS.with_dnr());
+    // struct nvme_id_ns_cs_indep: nmic at 1, nstat at 14 (ready).
+    let (_, indep) = h.ok(identify(13, 0x08, 2));
+    assert_eq!((indep[1], indep[14]), (1, 1));
     let (_, descs) = h.ok(identify(14, 0x03, 1));
     // struct nvme_ns_id_desc: nidt, nidl, reserved, then the value.
     assert_eq!((descs[0], descs[1]), (0x03, 16), "UUID");
