@@ -53,7 +53,10 @@ const TRTYPE_RDMA: u8 = 1;
 const ADRFAM_IP4: u8 = 1;
 const SUBTYPE_NVME: u8 = 2;
 const SUBTYPE_CURRENT_DISCOVERY: u8 = 3;
-const TREQ_NOT_SPECIFIED: u8 = 0;
+/// TREQ: secure channel not specified, SQ flow control disable supported
+/// (`NVMF_TREQ_DISABLE_SQFLOW`), what nvmet writes for a new port; the
+/// controller honours a Connect's CATTR bit 2 by reporting SQ head 0xffff.
+const TREQ_DISABLE_SQFLOW: u8 = 1 << 2;
 const RDMA_QPTYPE_CONNECTED: u8 = 1;
 const RDMA_PRTYPE_NOT_SPECIFIED: u8 = 1;
 const RDMA_CMS_RDMA_CM: u8 = 1;
@@ -202,7 +205,7 @@ impl Target {
         e[disc_at::TRTYPE] = TRTYPE_RDMA;
         e[disc_at::ADRFAM] = ADRFAM_IP4;
         e[disc_at::SUBTYPE] = subtype;
-        e[disc_at::TREQ] = TREQ_NOT_SPECIFIED;
+        e[disc_at::TREQ] = TREQ_DISABLE_SQFLOW;
         put16(e, disc_at::PORTID, self.addr.portid);
         // Only dynamic controllers.
         put16(e, disc_at::CNTLID, super::fabrics::CNTLID_DYNAMIC);

@@ -27,6 +27,15 @@
 //! the call that produces its completion (`plan`'s `Err`, `execute`,
 //! `fail`), or by `execute` for a held AER.
 //!
+//! What the transport owes the controller: a `ToHost` buffer goes to the
+//! host only when the completion is a success; the SGL in the SQE's `dptr`
+//! has already been checked against the planned length (keyed descriptors
+//! name host memory for RDMA READ/WRITE, offset data blocks name in-capsule
+//! data), so the transport resolves it but need not re-check its length.
+//! Linux sends admin capsules without in-capsule data and I/O capsules of up
+//! to IOCCSZ x 16 = 64 + [`INLINE_DATA_BYTES`] bytes, the receive buffer size
+//! an I/O queue needs.
+//!
 //! Limits: at most [`MAX_CONTROLLERS`] controllers, [`MAX_QUEUES`] I/O queues
 //! each, [`MDTS_BYTES`] per command, [`AER_LIMIT`] held AERs per controller.
 //! Nothing here reads the clock; `now` is passed in. The I/O path
@@ -189,6 +198,11 @@ impl QueueState {
     /// The controller and queue this queue is bound to since its Connect.
     pub fn binding(&self) -> Option<(u16, u16)> {
         self.bound.map(|b| (b.cntlid, b.qid))
+    }
+
+    /// The submission queue's entries (the Connect's SQSIZE + 1), once bound.
+    pub fn sq_size(&self) -> Option<u32> {
+        self.bound.map(|b| b.size)
     }
 
     /// The current SQ head as completions report it.
