@@ -84,9 +84,10 @@ struct Args {
     /// What stands behind the device's RDMA side: loopback (one server),
     /// tcp (several servers joined by --mesh), nvmeof[:OPTS] (an NVMe-oF
     /// target in this process that the guest reaches over RDMA; OPTS as
-    /// for `ernic nvme serve`, e.g. nvmeof:ns=64M,addr=192.0.2.10); none is
-    /// accepted for bring-up scripts and serves as loopback does. s3 is
-    /// named by the design and not built yet.
+    /// for `ernic nvme serve`, e.g. nvmeof:ns=64M,addr=192.0.2.10; the
+    /// guest's GIDs in ERNIC_TCP_GUEST_GIDS); none is accepted for
+    /// bring-up scripts and serves as loopback does. s3 is named by the
+    /// design and not built yet.
     #[arg(long, default_value = "loopback", value_parser = parse_backend)]
     backend: String,
     /// With --backend tcp: tcp:manager:listen:PORT or tcp:worker:HOST:PORT

@@ -204,7 +204,7 @@ fn a_wrong_subsystem_is_refused_and_others_are_served() {
         ..HostConfig::default()
     };
     let err = Controller::connect(&dev, Gid::from_ipv4(TARGET), &cfg).expect_err("refused");
-    assert!(matches!(err, HostError::Status { .. }), "{err}");
+    assert!(err.to_string().contains("no such subsystem"), "{err}");
     let mut c = host(&fabric, 3, 1).expect("the next host connects");
     c.keep_alive().expect("served");
     c.disconnect().expect("disconnects");

@@ -20,7 +20,7 @@ use ernic_verbs::{Device, Gid, Pd, Qpn, WcStatus};
 
 use crate::rdma::gsi::Gsi;
 use crate::wire::cqe;
-use crate::wire::fabrics::connect::{CNTLID_DYNAMIC, result_cntlid};
+use crate::wire::fabrics::connect::{CNTLID_DYNAMIC, InvalidParam, result_cntlid};
 use crate::wire::fabrics::registers::{
     CC_CSS_NVM, CC_ENABLE, CC_IOCQES_SHIFT, CC_IOSQES_SHIFT, CC_SHN_NORMAL, CSTS_RDY, NVM_IOCQES,
     NVM_IOSQES, REG_CAP, REG_CC, REG_CSTS,
@@ -83,6 +83,16 @@ pub enum HostError {
         /// Its status.
         status: Status,
     },
+    /// The target refused a Fabrics Connect.
+    #[error("queue {qid}: the target refused Connect: {}", refusal(.status, .param))]
+    ConnectRefused {
+        /// The queue.
+        qid: u16,
+        /// Its status.
+        status: Status,
+        /// For an invalid parameter: which one.
+        param: Option<InvalidParam>,
+    },
     /// A transfer larger than the queue's buffers.
     #[error("a transfer of {len} bytes is larger than the {max} a command may move")]
     TooLong {
@@ -94,6 +104,39 @@ pub enum HostError {
     /// A CM call failed.
     #[error("connection manager: {0}")]
     Cm(#[from] ernic_cm::conn::CmError),
+}
+
+/// Words for a refused Connect (`nvmf_log_connect_error`'s cases).
+fn refusal(status: &Status, param: &Option<InvalidParam>) -> String {
+    let field = match param {
+        Some(p) if *p == InvalidParam::SUBSYSNQN => "no such subsystem (subsysnqn)".into(),
+        Some(p) if *p == InvalidParam::HOSTNQN => "this host is not allowed (hostnqn)".into(),
+        Some(p) if *p == InvalidParam::CNTLID => "no such controller (cntlid)".into(),
+        Some(p) if *p == InvalidParam::QID => "the queue id (qid)".into(),
+        Some(p) if *p == InvalidParam::SQSIZE => "the queue size (sqsize)".into(),
+        Some(p) => format!(
+            "the field at byte {} of the {}",
+            p.offset,
+            if p.in_data { "data" } else { "command" }
+        ),
+        None => return format!("status SCT {:#x} SC {:#x}", status.sct, status.sc),
+    };
+    format!("invalid parameter: {field}")
+}
+
+/// A Connect's completion as an error when it is not a success.
+fn check_connect(qid: u16, cqe: &cqe::Repr) -> Result<(), HostError> {
+    if cqe.status == Status::SUCCESS {
+        return Ok(());
+    }
+    let invalid = Status::CONNECT_INVALID_PARAM;
+    let param = (cqe.status.sct == invalid.sct && cqe.status.sc == invalid.sc)
+        .then(|| InvalidParam::from_result(cqe.result as u32));
+    Err(HostError::ConnectRefused {
+        qid,
+        status: cqe.status,
+        param,
+    })
 }
 
 /// How to reach and use a controller.
@@ -211,7 +254,8 @@ impl Controller {
         self.conns.push(id);
         let connect = Command::connect(0, ADMIN_DEPTH - 1, self.cfg.kato_ms);
         let data = commands::connect_data(&self.cfg, CNTLID_DYNAMIC)?;
-        let cqe = self.admin_cmd("Connect (admin)", connect, Dir::ToTarget, &data, &mut [])?;
+        let cqe = self.admin_raw(connect, Dir::ToTarget, &data, &mut [])?;
+        check_connect(0, &cqe)?;
         self.cntlid = result_cntlid(cqe.result as u32);
         let cap = self.property_get(REG_CAP, true)?;
         let mqes = (cap & 0xffff) as u16;
@@ -261,14 +305,8 @@ impl Controller {
             self.conns.push(id);
             let data = commands::connect_data(&self.cfg, self.cntlid)?;
             let cmd = Command::connect(qid, depth - 1, 0);
-            self.io_cmd_sync(
-                "Connect (I/O)",
-                usize::from(qid - 1),
-                cmd,
-                Dir::ToTarget,
-                &data,
-                &mut [],
-            )?;
+            let cqe = self.io_raw(usize::from(qid - 1), cmd, Dir::ToTarget, &data, &mut [])?;
+            check_connect(qid, &cqe)?;
         }
         Ok(())
     }
@@ -472,10 +510,31 @@ impl Controller {
         }
     }
 
-    /// Runs one command on I/O queue `i` to completion.
+    /// Runs one command on I/O queue `i` to completion; a status other
+    /// than success is an error.
     pub fn io_cmd_sync(
         &mut self,
         what: &'static str,
+        i: usize,
+        cmd: Command,
+        dir: Dir,
+        data: &[u8],
+        out: &mut [u8],
+    ) -> Result<cqe::Repr, HostError> {
+        let c = self.io_raw(i, cmd, dir, data, out)?;
+        if c.status != Status::SUCCESS {
+            return Err(HostError::Status {
+                what,
+                status: c.status,
+            });
+        }
+        Ok(c)
+    }
+
+    /// Runs one command on I/O queue `i` and answers its completion,
+    /// whatever its status.
+    pub fn io_raw(
+        &mut self,
         i: usize,
         cmd: Command,
         dir: Dir,
@@ -488,8 +547,7 @@ impl Controller {
             out.len()
         };
         let mut sqe = cmd.0;
-        let q = &mut self.io[i];
-        let Some(cid) = q.submit(&mut sqe, dir, len, data)? else {
+        let Some(cid) = self.io[i].submit(&mut sqe, dir, len, data)? else {
             return Err(HostError::Protocol {
                 what: "the I/O queue is full",
             });
@@ -503,19 +561,13 @@ impl Controller {
                 if dir == Dir::FromTarget {
                     self.io[i].read_data(cid, out)?;
                 }
-                if c.status != Status::SUCCESS {
-                    return Err(HostError::Status {
-                        what,
-                        status: c.status,
-                    });
-                }
                 return Ok(c);
             }
             let now = Instant::now();
             self.service(now)?;
             if now > deadline {
                 return Err(HostError::Timeout {
-                    what,
+                    what: "an I/O command",
                     ms: self.cfg.timeout.as_millis(),
                 });
             }
