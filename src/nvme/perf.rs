@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use ernic_nvmeof::host::{Command, Controller, Dir, Done, HostConfig};
+use ernic_nvmeof::rdma::RdmaTarget;
 use serde_json::json;
 
 use super::latency::Histogram;
@@ -79,9 +80,15 @@ pub struct PerfArgs {
     /// Our own IPv4 address on the fabric.
     #[arg(long, default_value = "192.0.2.99")]
     pub host_addr: Ipv4Addr,
-    /// Run a target with these options in this process first.
+    /// Run a target with these options in this process first. While I/O
+    /// is measured, this thread polls it between submissions (one core
+    /// for both, as an SPDK application with a target and an initiator on
+    /// one reactor); --target-thread keeps it on a thread of its own.
     #[arg(long, value_name = "OPTS")]
     pub serve: Option<String>,
+    /// With --serve: poll the target on a thread of its own throughout.
+    #[arg(long, requires = "serve")]
+    pub target_thread: bool,
     /// The fabric.
     #[command(flatten)]
     pub fabric: FabricArgs,
@@ -150,7 +157,7 @@ pub fn run(a: &PerfArgs) -> Result<()> {
             "nothing to reach: give --serve OPTS for a target in this process, or --mesh SPEC for one on the mesh"
         );
     }
-    let _serving = match &a.serve {
+    let mut serving = match &a.serve {
         Some(o) => Some(start_target(&fabric, o, trid.addr, trid.port)?),
         None => None,
     };
@@ -192,7 +199,15 @@ pub fn run(a: &PerfArgs) -> Result<()> {
     if a.verify {
         verify(&mut c, a, &ns, nlb, span)?;
     }
-    let (reads, writes, elapsed) = workload(&mut c, a, nlb, span, queues)?;
+    let mut inline = match serving.as_mut() {
+        Some(s) if !a.target_thread => Some(s.pause()?),
+        _ => None,
+    };
+    let result = workload(&mut c, a, nlb, span, queues, inline.as_mut());
+    if let (Some(s), Some(t)) = (serving.as_mut(), inline) {
+        s.resume(t)?;
+    }
+    let (reads, writes, elapsed) = result?;
     report(a, &trid, &reads, &writes, elapsed);
     c.disconnect()?;
     Ok(())
@@ -254,6 +269,7 @@ fn workload(
     nlb: u32,
     span: u64,
     queues: usize,
+    mut target: Option<&mut RdmaTarget>,
 ) -> Result<(Side, Side, Duration)> {
     let random = matches!(
         a.pattern,
@@ -301,7 +317,7 @@ fn workload(
                 let Some(cid) = q.submit(&mut sqe, dir, a.size as usize, &payload)? else {
                     break;
                 };
-                started[qi][usize::from(cid)] = (Instant::now(), read);
+                started[qi][usize::from(cid)] = (now, read);
             }
             done.clear();
             q.poll(&mut done)
@@ -319,6 +335,9 @@ fn workload(
                 }
             }
             in_flight += q.in_flight();
+        }
+        if let Some(t) = target.as_deref_mut() {
+            t.poll(now)?;
         }
         if now.duration_since(last_pump) > Duration::from_millis(10) {
             c.tick(now)?;

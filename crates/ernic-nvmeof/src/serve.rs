@@ -107,10 +107,14 @@ impl ServeOptions {
     }
 }
 
-/// A target polled by a thread of its own until this is dropped.
+/// A target polled by a thread of its own until this is dropped. The
+/// thread can be paused, handing the target to the caller to poll on a
+/// thread of its own choosing (an initiator in the same process that
+/// polls both, as an SPDK application runs a target and an initiator on
+/// one reactor), and resumed.
 pub struct Serving {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<TransportStats, RdmaError>>>,
+    thread: Option<JoinHandle<Result<RdmaTarget, RdmaError>>>,
     /// Where it listens.
     pub addr: Ipv4Addr,
     /// Its port.
@@ -138,27 +142,45 @@ impl Serving {
             portid: 1,
         };
         let target = Target::new(opts.config.clone(), addr)?;
-        let mut rdma = RdmaTarget::new(dev, target, listen)?;
+        let rdma = RdmaTarget::new(dev, target, listen)?;
+        let mut serving = Serving {
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+            addr: opts.addr,
+            port: opts.port,
+        };
+        serving.resume(rdma)?;
+        Ok(serving)
+    }
+
+    /// Stops the thread and hands the target over, to be polled by the
+    /// caller ([`RdmaTarget::poll`]) until [`resume`](Self::resume).
+    pub fn pause(&mut self) -> Result<RdmaTarget, RdmaError> {
+        self.halt().unwrap_or(Err(RdmaError::Protocol {
+            what: "the target is not running on its thread",
+        }))
+    }
+
+    /// Polls `target` on a thread of its own again.
+    pub fn resume(&mut self, mut target: RdmaTarget) -> Result<(), ServeError> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let thread = std::thread::Builder::new()
             .name("ernic-nvmeof".into())
-            .spawn(move || rdma.serve(&s).map(|()| rdma.stats()))?;
-        Ok(Serving {
-            stop,
-            thread: Some(thread),
-            addr: opts.addr,
-            port: opts.port,
-        })
+            .spawn(move || target.serve(&s).map(|()| target))?;
+        self.stop = stop;
+        self.thread = Some(thread);
+        Ok(())
     }
 
     /// Stops the target and answers what its transport counted, or why
     /// its thread stopped early.
     pub fn stop(mut self) -> Result<TransportStats, RdmaError> {
-        self.halt().unwrap_or(Ok(TransportStats::default()))
+        self.halt()
+            .map_or(Ok(TransportStats::default()), |r| r.map(|t| t.stats()))
     }
 
-    fn halt(&mut self) -> Option<Result<TransportStats, RdmaError>> {
+    fn halt(&mut self) -> Option<Result<RdmaTarget, RdmaError>> {
         self.stop.store(true, Ordering::Relaxed);
         let t = self.thread.take()?;
         Some(t.join().unwrap_or(Err(RdmaError::Protocol {

@@ -198,6 +198,9 @@ pub struct Controller {
     done: Vec<Done>,
     /// When the last Keep Alive went.
     last_keep_alive: Instant,
+    /// The command id of a Keep Alive [`tick`](Self::tick) sent and has
+    /// not seen answered.
+    keep_alive_cid: Option<u16>,
     /// The controller's Identify data.
     pub id_ctrl: Box<[u8; 4096]>,
 }
@@ -243,6 +246,7 @@ impl Controller {
             cntlid: 0xffff,
             done: Vec::new(),
             last_keep_alive: Instant::now(),
+            keep_alive_cid: None,
             id_ctrl: Box::new([0; 4096]),
         };
         c.bring_up()?;
@@ -583,12 +587,28 @@ impl Controller {
 
     /// What a host does now and then while it drives its I/O queues: the
     /// CM's MADs and timers, and a Keep Alive every half keep-alive timeout
-    /// (Linux's `nvme_keep_alive_work` cadence).
+    /// (Linux's `nvme_keep_alive_work` cadence), sent without waiting for
+    /// it: its completion is taken by a later call.
     pub fn tick(&mut self, now: Instant) -> Result<(), HostError> {
         self.service(now)?;
+        self.done.clear();
+        self.admin.poll(&mut self.done)?;
+        for d in &self.done {
+            if Some(d.cid) == self.keep_alive_cid.take() && d.cqe.status != Status::SUCCESS {
+                return Err(HostError::Status {
+                    what: "Keep Alive",
+                    status: d.cqe.status,
+                });
+            }
+        }
         let half = Duration::from_millis(u64::from(self.cfg.kato_ms) / 2);
-        if self.cfg.kato_ms > 0 && now.duration_since(self.last_keep_alive) >= half {
-            self.keep_alive()?;
+        if self.cfg.kato_ms > 0
+            && self.keep_alive_cid.is_none()
+            && now.duration_since(self.last_keep_alive) >= half
+        {
+            let mut sqe = Command::keep_alive().0;
+            self.keep_alive_cid = self.admin.submit(&mut sqe, Dir::None, 0, &[])?;
+            self.last_keep_alive = now;
         }
         Ok(())
     }

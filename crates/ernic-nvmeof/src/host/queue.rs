@@ -63,6 +63,8 @@ pub struct HostQueue {
     qid: u16,
     /// Whether small writes travel in the capsule.
     in_capsule: bool,
+    /// Completions polled at once (kept: an array a poll is costly to make).
+    wcs: Box<[Wc; 32]>,
 }
 
 const RECV: u64 = 1 << 32;
@@ -112,6 +114,7 @@ impl HostQueue {
             max_xfer,
             qid,
             in_capsule: qid != 0,
+            wcs: Box::new([Wc::EMPTY; 32]),
         };
         for i in 0..n {
             let sge = [q.responses.sge(i * CQE_LEN, CQE_LEN as u32)?];
@@ -266,9 +269,9 @@ impl HostQueue {
     /// Takes what completed; finished commands go to `out`. A failed
     /// request is an error: the queue is dead.
     pub fn poll(&mut self, out: &mut Vec<Done>) -> Result<usize, HostError> {
-        let mut wcs = [Wc::EMPTY; 32];
-        let n = self.cq.poll(&mut wcs)?;
-        for wc in &wcs[..n] {
+        let n = self.cq.poll(&mut self.wcs[..])?;
+        for k in 0..n {
+            let wc = &{ self.wcs[k] };
             if wc.status != WcStatus::Success {
                 return Err(HostError::Completion {
                     status: wc.status,

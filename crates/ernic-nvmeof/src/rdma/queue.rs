@@ -110,6 +110,8 @@ pub(crate) struct Queue {
     pub dead: bool,
     /// Capsules taken.
     pub commands: u64,
+    /// Completions polled at once (kept: an array a poll is costly to make).
+    wcs: Box<[Wc; 32]>,
 }
 
 impl Queue {
@@ -147,6 +149,7 @@ impl Queue {
             scratch: vec![0; max_xfer],
             dead: false,
             commands: 0,
+            wcs: Box::new([Wc::EMPTY; 32]),
         };
         q.qp.modify(&QpAttr {
             state: Some(QpState::Init),
@@ -192,13 +195,13 @@ impl Queue {
     /// Runs what completed on this queue. Answers how many completions
     /// there were; a failed QP marks the queue dead.
     pub fn poll(&mut self, target: &mut Target, now: Instant) -> Result<usize, RdmaError> {
-        let mut wcs = [Wc::EMPTY; 32];
-        let n = self.cq.poll(&mut wcs)?;
-        for wc in &wcs[..n] {
+        let n = self.cq.poll(&mut self.wcs[..])?;
+        for k in 0..n {
             if self.dead {
                 break;
             }
-            if let Err(e) = self.completed(target, now, wc) {
+            let wc = self.wcs[k];
+            if let Err(e) = self.completed(target, now, &wc) {
                 self.dead = true;
                 return Err(e);
             }
