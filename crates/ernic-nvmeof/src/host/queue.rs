@@ -259,6 +259,58 @@ impl HostQueue {
         Ok(Some(cid))
     }
 
+    /// Sends `sqe` as it is (only its command id is filled in), with
+    /// `capsule_data` after it in the capsule and nothing registered: what
+    /// a host that builds its own data pointers (or a hostile one) sends.
+    pub fn submit_raw(
+        &mut self,
+        sqe: &[u8; sqe::LEN],
+        capsule_data: &[u8],
+    ) -> Result<Option<u16>, HostError> {
+        if capsule_data.len() > IN_CAPSULE {
+            return Err(HostError::TooLong {
+                len: capsule_data.len(),
+                max: IN_CAPSULE,
+            });
+        }
+        let Some(cid) = self.free.pop() else {
+            return Ok(None);
+        };
+        let i = usize::from(cid);
+        let mut sqe = *sqe;
+        sqe::Packet::new_unchecked(&mut sqe[..]).set_command_id(cid);
+        let coff = i * CAPSULE_LEN;
+        self.capsules.write(coff, &sqe)?;
+        self.capsules.write(coff + sqe::LEN, capsule_data)?;
+        let len = (sqe::LEN + capsule_data.len()) as u32;
+        let sge = [self.capsules.sge(coff, len)?];
+        self.qp
+            .post_send(&SendWr::new(SEND | i as u64, SendOp::Send).sgl(&sge))?;
+        self.slots[i] = Slot {
+            busy: true,
+            ..Slot::default()
+        };
+        Ok(Some(cid))
+    }
+
+    /// Sends the first `len` bytes of `bytes` (at most a capsule) as one
+    /// SEND, outside any command slot: for tests of what the target does
+    /// with a capsule that is not one.
+    pub fn send_bytes(&mut self, bytes: &[u8]) -> Result<(), HostError> {
+        let Some(cid) = self.free.pop() else {
+            return Err(HostError::Protocol {
+                what: "the queue is full",
+            });
+        };
+        let coff = usize::from(cid) * CAPSULE_LEN;
+        let n = bytes.len().min(CAPSULE_LEN);
+        self.capsules.write(coff, &bytes[..n])?;
+        let sge = [self.capsules.sge(coff, n as u32)?];
+        self.qp
+            .post_send(&SendWr::new(SEND | u64::from(cid), SendOp::Send).sgl(&sge))?;
+        Ok(())
+    }
+
     /// Copies the data a finished command `cid` read into `out`.
     pub fn read_data(&self, cid: u16, out: &mut [u8]) -> Result<(), HostError> {
         self.data

@@ -336,7 +336,9 @@ impl Queue {
                 offset: true,
             } => {
                 if to_host {
-                    return Err(Status::SGL_INVALID_TYPE);
+                    // In-capsule data goes one way only (nvmet-rdma's
+                    // `nvmet_rdma_map_sgl_inline`: not a write, invalid field).
+                    return Err(Status::INVALID_FIELD.with_dnr());
                 }
                 let off = usize::try_from(addr).map_err(|_| Status::SGL_INVALID_OFFSET)?;
                 let end = off.checked_add(len as usize);
