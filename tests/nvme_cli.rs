@@ -183,3 +183,50 @@ fn perf_reaches_a_target_in_another_process_over_the_mesh() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"));
     assert!(v["iops"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+#[test]
+fn a_host_killed_mid_run_leaves_the_target_serving_the_next() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["nvme", "serve", "ns=16M", "--seconds", "40", "--mesh"])
+        .arg(format!("tcp:manager:listen:{port}"))
+        .env("ERNIC_TCP_LISTEN", "127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ernic nvme serve");
+    let worker = format!("tcp:worker:127.0.0.1:{port}");
+    let perf = |addr: &str, secs: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ernic"))
+            .args([
+                "nvme", "perf", "-r", TRID, "-q", "16", "-w", "randrw", "-t", secs, "-a", "0",
+            ])
+            .args(["--json", "--host-addr", addr, "--mesh", &worker])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ernic nvme perf")
+    };
+    // The first host is killed while its 16 commands are in flight.
+    let start = Instant::now();
+    let mut victim = perf("192.0.2.98", "20");
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = victim.kill();
+    let _ = victim.wait();
+    let mut out = String::new();
+    while start.elapsed() < Duration::from_secs(30) {
+        let o = perf("192.0.2.97", "1").wait_with_output().unwrap();
+        out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        if o.status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"));
+    assert!(v["iops"].as_f64().unwrap() > 0.0, "{v}");
+}

@@ -23,6 +23,10 @@ fn serve(fabric: &Fabric, opts: &str) -> Serving {
 }
 
 fn host(fabric: &Fabric, n: u8, queues: u16) -> Result<Controller, HostError> {
+    host_with(fabric, n, queues, 5000)
+}
+
+fn host_with(fabric: &Fabric, n: u8, queues: u16, kato_ms: u32) -> Result<Controller, HostError> {
     let dev = fabric
         .open_device(Gid::from_ipv4(Ipv4Addr::new(192, 0, 2, 100 + n)))
         .expect("a host device");
@@ -31,6 +35,7 @@ fn host(fabric: &Fabric, n: u8, queues: u16) -> Result<Controller, HostError> {
         hostnqn: format!("nqn.2014-08.org.nvmexpress:uuid:e2e-host-{n}"),
         io_queues: queues,
         depth: 16,
+        kato_ms,
         timeout: Duration::from_secs(5),
         ..HostConfig::default()
     };
@@ -216,8 +221,11 @@ fn a_host_that_vanishes_leaves_the_target_serving_others() {
     let t = serve(&fabric, "ns=1M");
     {
         // Connected, then gone without a word: its device, QPs and keys
-        // are destroyed while the target still holds its queues.
-        let c = host(&fabric, 4, 2).expect("connects");
+        // are destroyed while the target still holds its queues, until
+        // the keep-alive timeout lapses (300 ms is 1 s to the target,
+        // which counts KATO in seconds as nvmet does, and as much again of
+        // grace).
+        let c = host_with(&fabric, 4, 2, 300).expect("connects");
         drop(c);
     }
     let start = Instant::now();
@@ -244,7 +252,15 @@ fn a_host_that_vanishes_leaves_the_target_serving_others() {
     .expect("read");
     assert_eq!(got, data);
     assert!(start.elapsed() < Duration::from_secs(5));
+    // Past the vanished host's keep-alive timeout and grace, its three
+    // queues are gone; ours are not (we keep alive).
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(500));
+        c.keep_alive().expect("still served");
+    }
+    c.keep_alive().expect("still served");
     c.disconnect().expect("disconnects");
     let st = t.stop().expect("the target ran to the end");
     assert!(st.accepted >= 5, "{st:?}");
+    assert!(st.torn_down >= 3, "the vanished host's queues: {st:?}");
 }
