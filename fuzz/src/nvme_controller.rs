@@ -786,8 +786,10 @@ fn connect_admin(subsys: u8, kato: u32) -> Cmd {
 const CC_ENABLE: u32 = 0x0046_0001;
 
 /// Seeds: Linux's bring-up of an NVM controller (Connect admin, CAP, CC.EN,
-/// CSTS, Identify, queue count, Connect I/O, Write, Read, a log page, an
-/// AER answered by a namespace change, the admin queue going); a discovery
+/// CSTS, Identify of the controller, a namespace, the active namespace list
+/// and a namespace's descriptors, queue count, Connect I/O, Write, Read, a
+/// log page, an AER answered by a namespace change, the changed namespace
+/// log, the admin queue going); a discovery
 /// controller's log; a keep-alive that lapses; a flood of controllers; a
 /// DSM and Write Zeroes.
 pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
@@ -835,6 +837,25 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                     6,
                     Cmd::Identify {
                         cns: 0,
+                        nsid: 1,
+                        csi: 0,
+                    },
+                ),
+                // nvme_scan_ns_list and nvme_identify_ns_descs.
+                submit(
+                    0,
+                    5,
+                    Cmd::Identify {
+                        cns: 2,
+                        nsid: 0,
+                        csi: 0,
+                    },
+                ),
+                submit(
+                    0,
+                    6,
+                    Cmd::Identify {
+                        cns: 3,
                         nsid: 1,
                         csi: 0,
                     },
