@@ -55,6 +55,9 @@ const CNTLIDS: usize = 8;
 /// The most queues one flood connects: past `MAX_CONTROLLERS`.
 const FLOOD_MAX: usize = MAX_CONTROLLERS + 8;
 const OPCODE_AER: u8 = 0x0c;
+/// The most namespaces one `Notify` reports after its first: past the
+/// 1024 a Changed Namespace List holds.
+const NOTIFY_MAX: u32 = 1100;
 
 /// A step.
 #[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
@@ -72,8 +75,10 @@ pub enum Op {
     /// Queue `q`'s connection ends (`queue_gone`); a fresh queue takes
     /// its place.
     Gone { q: u8 },
-    /// Namespace `nsid` changed (`notify`).
-    Notify { nsid: u8 },
+    /// Namespaces `nsid` and the `more % (NOTIFY_MAX + 1)` after it changed
+    /// (`notify`): enough to overflow a controller's Changed Namespace
+    /// List.
+    Notify { nsid: u32, more: u16 },
     /// `n` more hosts each connect an admin queue that is then forgotten
     /// without `queue_gone` (a transport that lost them).
     Flood { n: u8, kato: u16 },
@@ -184,8 +189,8 @@ impl Op {
             Op::Gone { q } => {
                 e.variant(2, n).u8(*q);
             }
-            Op::Notify { nsid } => {
-                e.variant(3, n).u8(*nsid);
+            Op::Notify { nsid, more } => {
+                e.variant(3, n).u32(*nsid).u16(*more);
             }
             Op::Flood { n: k, kato } => {
                 e.variant(4, n).u8(*k).u16(*kato);
@@ -702,9 +707,12 @@ impl World {
                 self.t.queue_gone(&self.queues[i]);
                 self.queues[i] = self.t.new_queue();
             }
-            Op::Notify { nsid } => self.t.notify(AsyncEvent::NamespaceChanged {
-                nsid: u32::from(nsid),
-            }),
+            Op::Notify { nsid, more } => {
+                for k in 0..=u32::from(more) % (NOTIFY_MAX + 1) {
+                    let nsid = nsid.wrapping_add(k);
+                    self.t.notify(AsyncEvent::NamespaceChanged { nsid });
+                }
+            }
             Op::Flood { n, kato } => {
                 let cmd = Cmd::Connect {
                     qid: 0,
@@ -789,7 +797,8 @@ const CC_ENABLE: u32 = 0x0046_0001;
 /// CSTS, Identify of the controller, a namespace, the active namespace list
 /// and a namespace's descriptors, queue count, Connect I/O, Write, Read, a
 /// log page, an AER answered by a namespace change, the changed namespace
-/// log, the admin queue going); a discovery
+/// log, the admin queue going); more changed namespaces than the log
+/// holds; a discovery
 /// controller's log; a keep-alive that lapses; a flood of controllers; a
 /// DSM and Write Zeroes.
 pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
@@ -929,7 +938,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                         cdw11: 0,
                     },
                 ),
-                Op::Notify { nsid: 1 },
+                Op::Notify { nsid: 1, more: 0 },
                 Op::Advance { ms: 1, shift: 0 },
                 submit(
                     0,
@@ -987,6 +996,47 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                         nsid: 0,
                         cdw10: 0,
                         cdw11: 0,
+                    },
+                ),
+            ],
+        ),
+        (
+            "changed-ns-overflow",
+            vec![
+                submit(0, 1, connect_admin(0, 0)),
+                submit(
+                    0,
+                    2,
+                    Cmd::PropSet {
+                        eight: false,
+                        offset: 2,
+                        value: CC_ENABLE,
+                    },
+                ),
+                submit(
+                    0,
+                    3,
+                    Cmd::Admin {
+                        opcode: OPCODE_AER,
+                        nsid: 0,
+                        cdw10: 0,
+                        cdw11: 0,
+                    },
+                ),
+                Op::Notify {
+                    nsid: 1,
+                    more: NOTIFY_MAX as u16,
+                },
+                Op::Advance { ms: 0, shift: 0 },
+                submit(
+                    0,
+                    4,
+                    Cmd::GetLog {
+                        lid: 0x04,
+                        nsid: 0,
+                        numd: 1023,
+                        offset: 0,
+                        rae: false,
                     },
                 ),
             ],
