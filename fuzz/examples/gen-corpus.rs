@@ -10,8 +10,8 @@ use std::path::Path;
 
 use arbitrary::Arbitrary;
 use ernic_fuzz::{
-    Enc, core_engine, ionic_device, ionic_rdma, mesh_handshake, net_control, plugin_handle,
-    vfio_server,
+    Enc, cm_conn, core_engine, ionic_device, ionic_rdma, mesh_handshake, net_control,
+    nvme_controller, plugin_handle, vfio_server,
 };
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
@@ -681,6 +681,13 @@ fn main() {
         vfio_server::seeds(),
         vfio_server::Op::emit,
         vfio_server::run,
+    );
+    structured("cm_conn", cm_conn::seeds(), cm_conn::Op::emit, cm_conn::run);
+    structured(
+        "nvme_controller",
+        nvme_controller::seeds(),
+        nvme_controller::Op::emit,
+        nvme_controller::run,
     );
     println!("corpus written under {}/corpus", env!("CARGO_MANIFEST_DIR"));
 }

@@ -51,9 +51,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         assert!(!h.name.is_empty() && 1 + h.name.len() + 4 <= HANDLE_LEN);
         assert!(within(h.name, data));
     }
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Some(h) = Handle::from_hex(text) {
-            assert_eq!(h.to_hex(), text.to_ascii_lowercase(), "hex round-trips");
-        }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Some(h) = Handle::from_hex(text)
+    {
+        assert_eq!(h.to_hex(), text.to_ascii_lowercase(), "hex round-trips");
     }
 });

@@ -13,11 +13,13 @@
 //! bounded here before it sizes anything, so an oversized allocation that
 //! libFuzzer's `-malloc_limit_mb` reports is the code under test's.
 
+pub mod cm_conn;
 pub mod core_engine;
 pub mod ionic_device;
 pub mod ionic_rdma;
 pub mod mesh_handshake;
 pub mod net_control;
+pub mod nvme_controller;
 pub mod plugin_handle;
 pub mod vfio_server;
 
