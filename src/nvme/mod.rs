@@ -253,18 +253,8 @@ fn identify(a: &ClientArgs) -> Result<()> {
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .take_while(|&n| n != 0)
     {
-        let mut ns = [0u8; 4096];
-        c.admin_cmd(
-            "Identify (namespace)",
-            ernic_nvmeof::host::Command::identify(0x00, nsid),
-            Dir::FromTarget,
-            &[],
-            &mut ns,
-        )?;
-        let nsze = u64::from_le_bytes(ns[0..8].try_into()?);
-        let lbaf = usize::from(ns[26] & 0x0f);
-        let lbads = ns[128 + 4 * lbaf + 2];
-        let bs = 1u64 << lbads;
+        let ns = perf::namespace(&mut c, nsid)?;
+        let (nsze, bs) = (ns.blocks, ns.bs);
         println!(
             "  namespace {nsid}: {nsze} blocks of {bs} bytes ({} MiB)",
             (nsze * bs) >> 20

@@ -106,13 +106,14 @@ impl Rng {
     }
 }
 
-/// What a namespace is.
-struct Ns {
-    blocks: u64,
-    bs: u64,
+/// What a namespace is: its size in blocks, and the block size.
+pub(super) struct Ns {
+    pub blocks: u64,
+    pub bs: u64,
 }
 
-fn namespace(c: &mut Controller, nsid: u32) -> Result<Ns> {
+/// Identify Namespace `nsid`, read as far as perf and identify need it.
+pub(super) fn namespace(c: &mut Controller, nsid: u32) -> Result<Ns> {
     let mut id = [0u8; 4096];
     c.admin_cmd(
         "Identify (namespace)",

@@ -124,6 +124,17 @@ fn refusal(status: &Status, param: &Option<InvalidParam>) -> String {
     format!("invalid parameter: {field}")
 }
 
+/// A completion, or the error its status is.
+fn succeeded(what: &'static str, c: cqe::Repr) -> Result<cqe::Repr, HostError> {
+    if c.status != Status::SUCCESS {
+        return Err(HostError::Status {
+            what,
+            status: c.status,
+        });
+    }
+    Ok(c)
+}
+
 /// A Connect's completion as an error when it is not a success.
 fn check_connect(qid: u16, cqe: &cqe::Repr) -> Result<(), HostError> {
     if cqe.status == Status::SUCCESS {
@@ -463,14 +474,7 @@ impl Controller {
         data: &[u8],
         out: &mut [u8],
     ) -> Result<cqe::Repr, HostError> {
-        let c = self.admin_raw(cmd, dir, data, out)?;
-        if c.status != Status::SUCCESS {
-            return Err(HostError::Status {
-                what,
-                status: c.status,
-            });
-        }
-        Ok(c)
+        succeeded(what, self.run(None, cmd, dir, data, out)?)
     }
 
     /// Runs an admin command and answers its completion, whatever its status.
@@ -481,37 +485,7 @@ impl Controller {
         data: &[u8],
         out: &mut [u8],
     ) -> Result<cqe::Repr, HostError> {
-        let len = if dir == Dir::ToTarget {
-            data.len()
-        } else {
-            out.len()
-        };
-        let mut sqe = cmd.0;
-        let Some(cid) = self.admin.submit(&mut sqe, dir, len, data)? else {
-            return Err(HostError::Protocol {
-                what: "the admin queue is full",
-            });
-        };
-        let deadline = Instant::now() + self.cfg.timeout;
-        loop {
-            self.done.clear();
-            self.admin.poll(&mut self.done)?;
-            if let Some(d) = self.done.iter().find(|d| d.cid == cid) {
-                let c = d.cqe;
-                if dir == Dir::FromTarget {
-                    self.admin.read_data(cid, out)?;
-                }
-                return Ok(c);
-            }
-            let now = Instant::now();
-            self.service(now)?;
-            if now > deadline {
-                return Err(HostError::Timeout {
-                    what: "an admin command",
-                    ms: self.cfg.timeout.as_millis(),
-                });
-            }
-        }
+        self.run(None, cmd, dir, data, out)
     }
 
     /// Runs one command on I/O queue `i` to completion; a status other
@@ -525,14 +499,7 @@ impl Controller {
         data: &[u8],
         out: &mut [u8],
     ) -> Result<cqe::Repr, HostError> {
-        let c = self.io_raw(i, cmd, dir, data, out)?;
-        if c.status != Status::SUCCESS {
-            return Err(HostError::Status {
-                what,
-                status: c.status,
-            });
-        }
-        Ok(c)
+        succeeded(what, self.run(Some(i), cmd, dir, data, out)?)
     }
 
     /// Runs one command on I/O queue `i` and answers its completion,
@@ -545,25 +512,49 @@ impl Controller {
         data: &[u8],
         out: &mut [u8],
     ) -> Result<cqe::Repr, HostError> {
+        self.run(Some(i), cmd, dir, data, out)
+    }
+
+    /// The admin queue (`None`) or I/O queue `i`.
+    fn queue(&mut self, which: Option<usize>) -> &mut HostQueue {
+        match which {
+            None => &mut self.admin,
+            Some(i) => &mut self.io[i],
+        }
+    }
+
+    /// Submits `cmd` on a queue and waits for its completion, keeping the
+    /// CM serviced meanwhile.
+    fn run(
+        &mut self,
+        which: Option<usize>,
+        cmd: Command,
+        dir: Dir,
+        data: &[u8],
+        out: &mut [u8],
+    ) -> Result<cqe::Repr, HostError> {
         let len = if dir == Dir::ToTarget {
             data.len()
         } else {
             out.len()
         };
         let mut sqe = cmd.0;
-        let Some(cid) = self.io[i].submit(&mut sqe, dir, len, data)? else {
+        let Some(cid) = self.queue(which).submit(&mut sqe, dir, len, data)? else {
             return Err(HostError::Protocol {
-                what: "the I/O queue is full",
+                what: "the queue is full",
             });
         };
         let deadline = Instant::now() + self.cfg.timeout;
         loop {
-            self.done.clear();
-            self.io[i].poll(&mut self.done)?;
-            if let Some(d) = self.done.iter().find(|d| d.cid == cid) {
-                let c = d.cqe;
+            let mut done = std::mem::take(&mut self.done);
+            done.clear();
+            let polled = self.queue(which).poll(&mut done);
+            let found = done.iter().find(|d| d.cid == cid).map(|d| d.cqe);
+            self.done = done;
+            polled?;
+            if let Some(c) = found {
                 if dir == Dir::FromTarget {
-                    self.io[i].read_data(cid, out)?;
+                    self.queue(which).read_data(cid, out)?;
                 }
                 return Ok(c);
             }
@@ -571,7 +562,11 @@ impl Controller {
             self.service(now)?;
             if now > deadline {
                 return Err(HostError::Timeout {
-                    what: "an I/O command",
+                    what: if which.is_none() {
+                        "an admin command"
+                    } else {
+                        "an I/O command"
+                    },
                     ms: self.cfg.timeout.as_millis(),
                 });
             }

@@ -153,18 +153,7 @@ impl HostQueue {
 
     /// Connects the QP to the target's QP `qpn` at `gid`.
     pub fn connect(&self, gid: Gid, qpn: Qpn, rq_psn: u32, sq_psn: u32) -> Result<(), HostError> {
-        self.qp.modify(&QpAttr {
-            state: Some(QpState::Rtr),
-            dest: Some((gid, qpn)),
-            rq_psn: Some(rq_psn),
-            ..QpAttr::default()
-        })?;
-        self.qp.modify(&QpAttr {
-            state: Some(QpState::Rts),
-            sq_psn: Some(sq_psn),
-            ..QpAttr::default()
-        })?;
-        Ok(())
+        Ok(crate::rdma::connect_rc(&self.qp, gid, qpn, rq_psn, sq_psn)?)
     }
 
     /// Submits `sqe` (its command id and data pointer are filled in here)

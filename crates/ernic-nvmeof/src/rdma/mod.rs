@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ernic_cm::conn::{Cm, CmConfig, ConnId, Event};
-use ernic_verbs::{Device, Pd};
+use ernic_verbs::{Device, Gid, Pd, Qp, QpAttr, QpState, Qpn};
 
 use crate::controller::{Action, Target};
 
@@ -40,6 +40,29 @@ pub const DEFAULT_PORT: u16 = ernic_cm::private_data::nvme::IP_PORT;
 /// controller's admin queue and I/O queues). A connection request past it
 /// is rejected for want of resources.
 pub const MAX_QUEUES: usize = 1024;
+
+/// Takes an RC QP in INIT through RTR and RTS, talking to QP `qpn` at
+/// `gid` whose first PSN is `rq_psn`; ours is `sq_psn`. What rdma_cm does
+/// with the numbers a REQ and a REP carry, on either side.
+pub(crate) fn connect_rc(
+    qp: &Qp,
+    gid: Gid,
+    qpn: Qpn,
+    rq_psn: u32,
+    sq_psn: u32,
+) -> Result<(), ernic_verbs::Error> {
+    qp.modify(&QpAttr {
+        state: Some(QpState::Rtr),
+        dest: Some((gid, qpn)),
+        rq_psn: Some(rq_psn),
+        ..QpAttr::default()
+    })?;
+    qp.modify(&QpAttr {
+        state: Some(QpState::Rts),
+        sq_psn: Some(sq_psn),
+        ..QpAttr::default()
+    })
+}
 
 /// Why the transport failed.
 #[derive(Debug, thiserror::Error)]

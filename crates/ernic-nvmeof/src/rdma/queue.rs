@@ -165,18 +165,7 @@ impl Queue {
     /// Connects the QP to the host's QP `qpn` at `gid`, whose first PSN
     /// is `rq_psn`; ours is `sq_psn`.
     pub fn connect(&self, gid: Gid, qpn: Qpn, rq_psn: u32, sq_psn: u32) -> Result<(), RdmaError> {
-        self.qp.modify(&QpAttr {
-            state: Some(QpState::Rtr),
-            dest: Some((gid, qpn)),
-            rq_psn: Some(rq_psn),
-            ..QpAttr::default()
-        })?;
-        self.qp.modify(&QpAttr {
-            state: Some(QpState::Rts),
-            sq_psn: Some(sq_psn),
-            ..QpAttr::default()
-        })?;
-        Ok(())
+        Ok(crate::rdma::connect_rc(&self.qp, gid, qpn, rq_psn, sq_psn)?)
     }
 
     /// The QP's number.
