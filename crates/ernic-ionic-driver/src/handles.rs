@@ -29,6 +29,12 @@ impl Cq {
     pub fn depth(&self) -> u32 {
         self.ring.depth()
     }
+
+    /// CQEs the driver has taken from the ring so far (a test of the
+    /// device counts what it wrote, beside what a poll reports).
+    pub fn cqes_taken(&self) -> u32 {
+        self.cons
+    }
 }
 
 /// A queue pair: its rings and where the driver is in them. What its

@@ -299,6 +299,46 @@ fn an_unsized_fast_registration_mr_binds_what_linux_registers() {
     assert_eq!(&got, b"four pages");
 }
 
+/// A request no MSN covers has a CQE of its own even unsignaled: Linux's
+/// `ionic_poll_send` retires the send queue in order and stops at a local
+/// WQE until a CQE names it, so nvme-rdma's unsignaled REG_MR before each
+/// capsule's signaled SEND must get one (or the SEND never completes).
+#[test]
+fn an_unsignaled_fast_registration_still_writes_its_cqe() {
+    let path = serve("npg", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(6).unwrap();
+    let (mut a, mut b) = rc_pair(&mut d, &cq, 5);
+    let buf = d.alloc(8192).unwrap();
+    let mr = d.reg_mr(buf).unwrap();
+    d.post_recv(&mut b, 30, mr.sge(4096, 64)).unwrap();
+    let fast = d.alloc_fast_mr(0).unwrap();
+    let key = fast & !0xff | 0x11;
+    let reg = SendOp::RegMr(ernic_core::RegMr {
+        key: ernic_core::Lkey(key),
+        iova: buf.addr(),
+        len: 4096,
+        access: ernic_core::Access::ALL,
+        pages: ernic_core::PageSource::Contiguous { dma: buf.addr() },
+    });
+    let before = cq.cqes_taken();
+    d.post_send(&mut a, &SendWr::new(31, reg).signaled(false))
+        .unwrap();
+    let sge = [mr.sge(0, 8)];
+    d.post_send(&mut a, &SendWr::new(32, SendOp::Send).sgl(&sge))
+        .unwrap();
+    let mut wcs = wait(&mut d, &mut cq, 2);
+    wcs.sort_by_key(|w| w.wr_id);
+    assert_eq!(
+        wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![(30, WcStatus::Success), (32, WcStatus::Success)],
+        "the unsignaled REG_MR is not reported"
+    );
+    // Three CQEs: the REG_MR's (by WQE index), the SEND's (by MSN), the
+    // receive's.
+    assert_eq!(cq.cqes_taken().wrapping_sub(before), 3);
+}
+
 /// Datagrams: a UD QP sends through an address handle to another UD QP
 /// (and the GSI QP, QP 1, to it as well); each receive starts with a
 /// 40-byte GRH in RoCE v2's IPv4 form naming the two GIDs, the completion

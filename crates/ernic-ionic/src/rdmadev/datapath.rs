@@ -381,13 +381,16 @@ impl RdmaDev {
         } else {
             let local = matches!(c.opcode, WcOpcode::RegMr | WcOpcode::LocalInv);
             let by_msn = qp.qp_type.is_connected() && !local && !flushed;
-            if !c.signaled && c.status == WcStatus::Success {
-                // No CQE for an unsignaled request that succeeded, as on
-                // the hardware: a later MSN covers it, and the driver's CQ
-                // is sized for the signaled ones.
-                if by_msn {
-                    qp.msn = qp.msn.wrapping_add(1);
-                }
+            if !c.signaled && c.status == WcStatus::Success && by_msn {
+                // No CQE for an unsignaled message request that succeeded,
+                // as on the hardware: a later MSN covers it, and the
+                // driver's CQ is sized for the signaled ones. A request
+                // no MSN covers (REG_MR, LOCAL_INV, a datagram) has its
+                // own NPG CQE signaled or not: Linux's `ionic_poll_send`
+                // retires the send queue in order and waits at such a
+                // WQE until its CQE names it (nvme-rdma's unsignaled
+                // REG_MR before each capsule's SEND).
+                qp.msn = qp.msn.wrapping_add(1);
                 return;
             }
             if by_msn {
