@@ -70,7 +70,10 @@ nvme_fail() {
     return 1
 }
 # Runs step $1's tool for at most $2 s, its output in /tmp/nvme-$1; when
-# it fails, the step's marker says how, and what it ran.
+# it fails, the step's marker says how, and what it ran. (A fabrics
+# command the target never answers ends after the kernel's 60 s admin
+# timeout whatever the signal, so the connecting steps allow 90 s and the
+# tool prints the kernel's error.)
 nvme_run() {
     step=$1 secs=$2
     shift 2
@@ -81,14 +84,16 @@ nvme_run() {
         *) nvme_fail "$step" "exit $rc: $*" /tmp/nvme-$step ;;
     esac
 }
-# The block device of namespace $1 (nvme0n1 for the first), once it is
-# there (waiting up to $2 s); the per-path devices of native multipath
-# (nvme0c0n1) are hidden.
+# The block device of namespace ID $1, once it is there (waiting up to
+# $2 s). By its nsid, not its name: the kernel scans namespaces in
+# parallel, so nvme0n1 is whichever came first (the per-path devices of
+# native multipath, nvme0c0n1, are hidden).
 nvme_disk() {
     for _ in $(seq "$2"); do
-        for b in /sys/block/nvme*n$1; do
+        for b in /sys/block/nvme*; do
             case "${b##*/}" in *c*) continue ;; esac
-            [ -e "/dev/${b##*/}" ] && { echo "${b##*/}"; return 0; }
+            [ "$(cat $b/nsid 2>/dev/null)" = "$1" ] && [ -e "/dev/${b##*/}" ] \
+                && { echo "${b##*/}"; return 0; }
         done
         sleep 1
     done
@@ -99,7 +104,7 @@ nvme_disk() {
 # connection fails I/O after 10 s instead of retrying for the default
 # 600 s, so a broken target ends in a marker, not in QEMU's timeout.
 nvme_connect() {
-    nvme_run "$1" 60 nvme connect -t rdma -a "$nvme_addr" -s "$nvme_port" -n "$nvme_nqn" \
+    nvme_run "$1" 90 nvme connect -t rdma -a "$nvme_addr" -s "$nvme_port" -n "$nvme_nqn" \
         --nr-io-queues=2 --queue-size=32 --ctrl-loss-tmo=10 --reconnect-delay=2 || return 1
     ns1=$(nvme_disk 1 30) || { nvme_fail "$1" "no block device for namespace 1" /tmp/nvme-$1; return 1; }
     # The kernel scans the namespaces together: a second one comes with
@@ -110,7 +115,7 @@ nvme_connect() {
         [ "$(cat $c/subsysnqn 2>/dev/null)" = "$nvme_nqn" ] && ctrl=${c##*/}
     done
     c=/sys/class/nvme/$ctrl
-    echo "ERNIC-VM: ok nvme-$1 $(tr '\n' ' ' < /tmp/nvme-$1)namespaces $ns1 $ns2"
+    echo "ERNIC-VM: ok nvme-$1 $(tr '\n' ' ' < /tmp/nvme-$1)nsid 1 $ns1${ns2:+, nsid 2 $ns2}"
     echo "ERNIC-VM: nvme-ctrl $ctrl transport $(cat $c/transport) state $(cat $c/state)" \
         "queue_count $(cat $c/queue_count) sqsize $(cat $c/sqsize) $(cat $c/address)"
 }
@@ -140,7 +145,7 @@ nvme_steps() {
         || { nvme_fail tools "nvme-cli or fio does not run" /tmp/nvme-tools; return 1; }
     echo "ERNIC-VM: ok nvme-tools $(tr '\n' ' ' < /tmp/nvme-tools)"
     # The discovery controller lists the subsystem.
-    nvme_run discover 30 nvme discover -t rdma -a "$nvme_addr" -s "$nvme_port" || return 1
+    nvme_run discover 90 nvme discover -t rdma -a "$nvme_addr" -s "$nvme_port" || return 1
     grep -E '^(trtype|subtype|subnqn|traddr|trsvcid):' /tmp/nvme-discover | sed 's/^/ERNIC-VM: nvme-discover /'
     grep '^subnqn:' /tmp/nvme-discover | grep -q -F "$nvme_nqn" \
         || { nvme_fail discover "$nvme_nqn is not in the discovery log" /tmp/nvme-discover; return 1; }
@@ -149,25 +154,27 @@ nvme_steps() {
     # Sizes as the block layer has them (512-byte sectors); the lane
     # compares them with the namespaces it gave the server.
     for d in $ns1 $ns2; do
-        echo "ERNIC-VM: ok nvme-size $d $(( $(cat /sys/block/$d/size) * 512 )) bytes" \
-            "lba $(cat /sys/block/$d/queue/logical_block_size)"
+        echo "ERNIC-VM: ok nvme-size nsid $(cat /sys/block/$d/nsid) $d" \
+            "$(( $(cat /sys/block/$d/size) * 512 )) bytes lba $(cat /sys/block/$d/queue/logical_block_size)"
     done
     # fio: two jobs (two processes, so two CPUs and both I/O queues), eight
     # in flight each, 4-128 KiB writes over 8 MiB each, then every block
     # read back and checked against its crc32c header.
-    fio_job="--name=nvme --filename=/dev/$ns1 --ioengine=libaio --direct=1 --rw=write
+    fio_job="--name=nvme --ioengine=libaio --direct=1 --rw=write
         --bsrange=4k-128k --size=8M --offset_increment=8M --numjobs=2 --iodepth=8
         --verify=crc32c --verify_fatal=1 --group_reporting"
-    nvme_run fio 120 fio $fio_job || return 1
+    nvme_run fio 120 fio --filename=/dev/$ns1 $fio_job || return 1
     grep -E 'err=|WRITE:|READ:' /tmp/nvme-fio | sed 's/^ */ERNIC-VM: nvme-fio /'
     grep -q 'err= 0' /tmp/nvme-fio || { nvme_fail fio "a job reported an error" /tmp/nvme-fio; return 1; }
     echo "ERNIC-VM: ok nvme-fio 2 jobs, iodepth 8, 16 MiB written and verified"
-    # dd and md5sum: 4 MiB at MiB 32 of namespace 1 (past fio's), 1 MiB at
-    # the start of namespace 2, each read back from the target.
+    # dd and md5sum: the last 4 MiB of namespace 1 (past fio's 16), 1 MiB
+    # at the start of namespace 2, each read back from the target.
+    at=$(( $(cat /sys/block/$ns1/size) / 2048 - 4 ))
+    [ "$at" -ge 16 ] || { nvme_fail dd "$ns1 is smaller than 20 MiB"; return 1; }
     dd if=/dev/urandom of=/tmp/pat1 bs=1M count=4 2>/dev/null
     want1=$(md5sum < /tmp/pat1 | cut -d' ' -f1)
-    nvme_run dd 60 dd if=/tmp/pat1 of=/dev/$ns1 bs=1M seek=32 conv=fsync || return 1
-    got=$(nvme_md5 $ns1 32 4)
+    nvme_run dd 60 dd if=/tmp/pat1 of=/dev/$ns1 bs=1M seek=$at conv=fsync || return 1
+    got=$(nvme_md5 $ns1 $at 4)
     [ "$got" = "$want1" ] || { nvme_fail dd "$ns1 read back $got, wrote $want1"; return 1; }
     want2=
     if [ -n "$ns2" ]; then
@@ -181,13 +188,13 @@ nvme_steps() {
     # Disconnect, connect again: the RAM namespaces kept what was written.
     nvme_disconnect disconnect || return 1
     nvme_connect reconnect || return 1
-    got=$(nvme_md5 $ns1 32 4)
+    got=$(nvme_md5 $ns1 $at 4)
     [ "$got" = "$want1" ] || { nvme_fail reread "$ns1 reads $got after reconnecting, was $want1"; return 1; }
     if [ -n "$ns2" ]; then
         got=$(nvme_md5 $ns2 0 1)
         [ "$got" = "$want2" ] || { nvme_fail reread "$ns2 reads $got after reconnecting, was $want2"; return 1; }
     fi
-    nvme_run reread 120 fio $fio_job --verify_only || return 1
+    nvme_run reread 120 fio --filename=/dev/$ns1 $fio_job --verify_only || return 1
     echo "ERNIC-VM: ok nvme-reread md5 $want1 $want2 and fio's 16 MiB verified again"
     nvme_disconnect final-disconnect
 }

@@ -98,7 +98,7 @@ grep -q "ERNIC-VM: ok nvme-discover $nqn\$" "$work/markers-nvme.log" || fail "th
 grep -E -q 'ERNIC-VM: nvme-ctrl .* transport rdma state live queue_count 3 ' "$work/markers-nvme.log" \
     || fail "the controller is not live over rdma with two I/O queues (queue_count 3)"
 for i in 1 2; do
-    grep -E -q "ERNIC-VM: ok nvme-size nvme[0-9]+n$i ${ns_bytes[i-1]} bytes" "$work/markers-nvme.log" \
+    grep -E -q "ERNIC-VM: ok nvme-size nsid $i nvme[0-9]+n[0-9]+ ${ns_bytes[i-1]} bytes" "$work/markers-nvme.log" \
         || fail "namespace $i is not ${ns_bytes[i-1]} bytes (${ns_sizes[i-1]}) in the guest"
 done
 say "passed: nvme discover lists $nqn at $target:$port; nvme connect over rdma (ionic_rdma)" \
