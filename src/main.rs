@@ -6,10 +6,13 @@
 //! - `perf`: perftest-style benchmarks (`write_bw`, `send_lat`, ...) over the
 //!   emulated fabric, in one process or across two over the TCP mesh.
 //! - `mesh`: a standalone mesh manager, or a scriptable mesh node.
+//! - `nvme`: an NVMe-oF target (`serve`), an initiator that measures one
+//!   (`perf`, like spdk_nvme_perf), `identify` and `discover`.
 
 #[allow(unsafe_code)]
 mod bench;
 mod mesh;
+mod nvme;
 mod perf;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +34,9 @@ enum Cmd {
     /// Run TCP mesh nodes: a standalone manager, or a scriptable node.
     #[command(subcommand)]
     Mesh(mesh::MeshCmd),
+    /// NVMe over Fabrics: serve a target, measure one (perf), identify, discover.
+    #[command(subcommand)]
+    Nvme(nvme::NvmeCmd),
 }
 
 fn main() {
@@ -39,6 +45,7 @@ fn main() {
         Cmd::Bench(args) => bench::run(&args),
         Cmd::Perf(args) => perf::run(&args),
         Cmd::Mesh(cmd) => mesh::run(&cmd),
+        Cmd::Nvme(cmd) => nvme::run(&cmd),
     };
     if let Err(e) = result {
         eprintln!("ernic: {e:#}");

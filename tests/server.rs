@@ -130,8 +130,25 @@ fn bad_flags_are_one_clear_line() {
             "invalid value 'loud'",
         ),
         (
-            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "nvmeof"],
+            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "s3"],
             "not built yet",
+        ),
+        (
+            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "nvmeof:ns=1Q"],
+            "--backend nvmeof",
+        ),
+        (
+            vec![
+                "--socket",
+                "/tmp/ernic-x.sock",
+                "--backend",
+                "nvmeof:addr=10.0.0",
+            ],
+            "addr=\"10.0.0\": not an IPv4 address",
+        ),
+        (
+            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "nvme"],
+            "expected loopback, tcp, none, nvmeof[:OPTS] or s3",
         ),
         (
             vec!["--socket", "/tmp/ernic-x.sock", "--backend", "tcp"],

@@ -491,8 +491,149 @@ fn cm_mad() {
     );
 }
 
+/// NVMe/RDMA capsules as Linux's host sends them (drivers/nvme/host/
+/// fabrics.c and rdma.c), from `ernic_nvmeof`'s encoders: the admin queue's
+/// Connect with a keyed descriptor and its 1024 bytes of data after the SQE,
+/// an I/O queue's Connect with the data in the capsule, an I/O Write with
+/// in-capsule data (an offset descriptor), a Property Get of CAP, a Property
+/// Set of CC, and a Connect's completion.
+fn nvme_capsule() {
+    use ernic_nvmeof::wire::fabrics::connect_data::Nqn;
+    use ernic_nvmeof::wire::fabrics::{connect, connect_data, property, registers};
+    use ernic_nvmeof::wire::{cqe, sgl::Descriptor, sqe, status::Status};
+
+    let data = |cntlid: u16| {
+        let r = connect_data::Repr {
+            hostid: *b"\x6b\x1d\x22\x09\x4e\x21\x4c\x33\x9a\x0f\x51\x7e\x0c\x3d\x88\x12",
+            cntlid,
+            subsysnqn: Nqn::new("nqn.2026-01.io.ernic:nvme0").expect("an NQN"),
+            hostnqn: Nqn::new(
+                "nqn.2014-08.org.nvmexpress:uuid:6b1d2209-4e21-4c33-9a0f-517e0c3d8812",
+            )
+            .expect("an NQN"),
+        };
+        let mut b = [0u8; connect_data::LEN];
+        r.emit(&mut connect_data::Packet::new_unchecked(&mut b[..]))
+            .expect("1024 bytes");
+        assert_eq!(
+            connect_data::Repr::parse(&connect_data::Packet::new_unchecked(&b[..])),
+            Ok(r)
+        );
+        b
+    };
+    let connect = |r: connect::Repr, cntlid: u16| {
+        let mut b = vec![0u8; sqe::LEN];
+        r.emit(&mut connect::Packet::new_unchecked(&mut b[..]))
+            .expect("an SQE");
+        assert_eq!(
+            connect::Repr::parse(&connect::Packet::new_unchecked(&b[..])),
+            Ok(r)
+        );
+        b.extend_from_slice(&data(cntlid));
+        b
+    };
+    let admin = connect(
+        connect::Repr {
+            command_id: 0x1f,
+            sgl: Descriptor::Keyed {
+                addr: 0x7b2a_1000,
+                len: connect_data::LEN as u32,
+                key: 0x0000_1234,
+                invalidate: false,
+            },
+            recfmt: 0,
+            qid: 0,
+            sqsize: 31,
+            cattr: 0,
+            kato: 5000,
+        },
+        connect::CNTLID_DYNAMIC,
+    );
+    write("nvme_capsule", "connect-admin", &admin);
+    let io = connect(
+        connect::Repr {
+            command_id: 0x7f,
+            sgl: Descriptor::DataBlock {
+                addr: 0,
+                len: connect_data::LEN as u32,
+                offset: true,
+            },
+            recfmt: 0,
+            qid: 1,
+            sqsize: 127,
+            cattr: 0,
+            kato: 0,
+        },
+        1,
+    );
+    write("nvme_capsule", "connect-io", &io);
+
+    let mut write_cmd = vec![0u8; sqe::LEN];
+    let mut p = sqe::Packet::new_unchecked(&mut write_cmd[..]);
+    p.set_opcode(u8::from(sqe::IoOpcode::Write));
+    p.set_flags(sqe::FLAGS_SGL_METABUF);
+    p.set_command_id(7);
+    p.set_nsid(1);
+    let mut dptr = [0u8; 16];
+    Descriptor::DataBlock {
+        addr: 0,
+        len: 512,
+        offset: true,
+    }
+    .emit(&mut ernic_nvmeof::wire::sgl::Packet::new_unchecked(
+        &mut dptr[..],
+    ))
+    .expect("16 bytes");
+    p.set_dptr(&dptr);
+    p.set_cdw(10, 2048); // SLBA, low half
+    p.set_cdw(12, 0); // one block (0's based)
+    write_cmd.extend((0..512u32).map(|i| (i * 7) as u8));
+    write("nvme_capsule", "write-inline", &write_cmd);
+
+    for (name, r) in [
+        (
+            "property-get-cap",
+            property::Repr::Get {
+                command_id: 2,
+                size: property::Size::Eight,
+                offset: registers::REG_CAP,
+            },
+        ),
+        (
+            "property-set-cc",
+            property::Repr::Set {
+                command_id: 3,
+                size: property::Size::Four,
+                offset: registers::REG_CC,
+                value: 0x0046_0001,
+            },
+        ),
+    ] {
+        let mut b = [0u8; property::LEN];
+        r.emit(&mut property::Packet::new_unchecked(&mut b[..]))
+            .expect("an SQE");
+        assert_eq!(
+            property::Repr::parse(&property::Packet::new_unchecked(&b[..])),
+            Ok(r)
+        );
+        write("nvme_capsule", name, &b);
+    }
+
+    let done = cqe::Repr {
+        result: u64::from(connect::success_result(1, 0)),
+        sq_head: 1,
+        sq_id: 0,
+        command_id: 0x1f,
+        status: Status::SUCCESS,
+    };
+    let mut b = [0u8; cqe::LEN];
+    done.emit(&mut cqe::Packet::new_unchecked(&mut b[..]));
+    write("nvme_capsule", "completion-connect", &b);
+}
+
 fn main() {
     cm_mad();
+    nvme_capsule();
     perf_wire();
     vfio_proto();
     ionic_profile();

@@ -23,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
+use ernic_nvmeof::serve::{ServeOptions, Serving};
 use ernic_verbs::{Gid, Mesh, MeshConfig, MeshSpec};
 use ernic_vfio::dma::Unsealed;
 use ernic_vfio::proto::Capabilities;
@@ -81,10 +82,13 @@ struct Args {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     client_stall_ms: u64,
     /// What stands behind the device's RDMA side: loopback (one server),
-    /// tcp (several servers joined by --mesh); none is accepted for
-    /// bring-up scripts and serves as loopback does. nvmeof and s3 are
-    /// named by the design and not built yet.
-    #[arg(long, default_value = "loopback", value_parser = ["loopback", "tcp", "none", "nvmeof", "s3"])]
+    /// tcp (several servers joined by --mesh), nvmeof[:OPTS] (an NVMe-oF
+    /// target in this process that the guest reaches over RDMA; OPTS as
+    /// for `ernic nvme serve`, e.g. nvmeof:ns=64M,addr=192.0.2.10; the
+    /// guest's GIDs in ERNIC_TCP_GUEST_GIDS); none is accepted for
+    /// bring-up scripts and serves as loopback does. s3 is named by the
+    /// design and not built yet.
+    #[arg(long, default_value = "loopback", value_parser = parse_backend)]
     backend: String,
     /// With --backend tcp: tcp:manager:listen:PORT or tcp:worker:HOST:PORT
     /// (IPv6 hosts in brackets). The guest's GIDs come from
@@ -220,14 +224,28 @@ fn guest_gids() -> Result<Vec<Gid>> {
         .collect()
 }
 
+/// Checks `--backend`'s value: one of the backends, `nvmeof` with options.
+fn parse_backend(s: &str) -> Result<String, String> {
+    match s {
+        "loopback" | "tcp" | "none" | "s3" | "nvmeof" => Ok(s.to_string()),
+        _ if s.starts_with("nvmeof:") => Ok(s.to_string()),
+        _ => Err(format!(
+            "{s:?}: expected loopback, tcp, none, nvmeof[:OPTS] or s3"
+        )),
+    }
+}
+
 /// Joins the mesh `--backend tcp` asks for, with the guest's GIDs; `None`
 /// for the other backends.
 fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
     match (a.backend.as_str(), &a.mesh) {
-        ("nvmeof" | "s3", _) => bail!(
-            "--backend {}: the in-process targets are not built yet; use loopback, tcp or none",
-            a.backend
-        ),
+        ("s3", _) => {
+            bail!("--backend s3: the S3 target is not built yet; use loopback, tcp, nvmeof or none")
+        }
+        (b, None) if b == "nvmeof" || b.starts_with("nvmeof:") => Ok(None),
+        (b, Some(_)) if b == "nvmeof" || b.starts_with("nvmeof:") => {
+            bail!("--mesh goes with --backend tcp; --backend nvmeof makes a mesh of its own")
+        }
         ("tcp", None) => {
             bail!("--backend tcp needs --mesh tcp:manager:listen:PORT or tcp:worker:HOST:PORT")
         }
@@ -266,7 +284,38 @@ fn run(a: &Args) -> Result<()> {
         check_stats_file(p)?;
     }
     let info = a.log_level != "error" && a.log_level != "warn";
-    let mesh = join_mesh(a, info)?;
+    let mut mesh = join_mesh(a, info)?;
+    // Kept alive for as long as the server serves.
+    let _target = match a.backend.strip_prefix("nvmeof") {
+        Some(opts) => {
+            let o =
+                ServeOptions::parse(opts.trim_start_matches(':')).context("--backend nvmeof")?;
+            let gids = guest_gids()?;
+            let (m, serving) =
+                Serving::beside(&o, gids.clone()).context("starting the NVMe-oF target")?;
+            if info {
+                eprintln!(
+                    "ernic-server: NVMe-oF target {} at {}:{} ({} namespace(s)); guest GIDs {}",
+                    o.config.nqn,
+                    o.addr,
+                    o.port,
+                    o.config.namespaces.len(),
+                    if gids.is_empty() {
+                        "none given (set ERNIC_TCP_GUEST_GIDS, or the target cannot answer)"
+                            .to_string()
+                    } else {
+                        gids.iter()
+                            .map(|g| g.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                );
+            }
+            mesh = Some((m, gids));
+            Some(serving)
+        }
+        None => None,
+    };
     let listener = bind(&a.socket)?;
     if info {
         eprintln!(

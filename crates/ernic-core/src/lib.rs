@@ -45,6 +45,7 @@ pub mod wr;
 pub use counters::{Counter, Counters};
 pub use engine::{
     AsyncEvent, Engine, EngineConfig, EngineError, Footprint, GSI_QKEY, MAX_SGE, MrSpec,
+    SERVICE_QPN_BASE,
 };
 pub use memory::{DmaMemory, MemError, ProcessMemory};
 pub use qp::{Dest, QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};

@@ -266,6 +266,39 @@ fn fast_registration_and_invalidation() {
     assert_eq!((wcs[0].wr_id, wcs[0].status), (13, WcStatus::RemAccessErr));
 }
 
+/// Linux's `ionic_alloc_mr` creates a fast-registration MR with no size
+/// (map_count 0, `IONIC_MRF_PHYS_MR`) and names the page list only in each
+/// REG_MR: such an MR binds a multi-page buffer (as nvme-rdma's do for
+/// every command), and a list past the unsized limit is refused.
+#[test]
+fn an_unsized_fast_registration_mr_binds_what_linux_registers() {
+    let path = serve("frmr0", "compat");
+    let mut d = Driver::attach(&path, 8 << 20).unwrap();
+    let mut cq = d.create_cq(6).unwrap();
+    let (mut a, mut b) = rc_pair(&mut d, &cq, 5);
+    let src = d.alloc(4096).unwrap();
+    let src_mr = d.reg_mr(src).unwrap();
+    let target = d.alloc(16384).unwrap();
+    let fast = d.alloc_fast_mr(0).unwrap();
+    let key = d
+        .post_reg_mr(&mut b, 20, fast, 0x07, &target, 16384)
+        .unwrap();
+    let wcs = wait(&mut d, &mut cq, 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (20, WcStatus::Success));
+    d.write(&src, 0, b"four pages");
+    let sge = [src_mr.sge(0, 10)];
+    let at = SendOp::Write(RemoteAddr {
+        addr: target.addr() + 3 * 4096 + 5,
+        rkey: Rkey(key),
+    });
+    d.post_send(&mut a, &SendWr::new(21, at).sgl(&sge)).unwrap();
+    let wcs = wait(&mut d, &mut cq, 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (21, WcStatus::Success));
+    let mut got = [0u8; 10];
+    d.read(&target, 3 * 4096 + 5, &mut got);
+    assert_eq!(&got, b"four pages");
+}
+
 /// Datagrams: a UD QP sends through an address handle to another UD QP
 /// (and the GSI QP, QP 1, to it as well); each receive starts with a
 /// 40-byte GRH in RoCE v2's IPv4 form naming the two GIDs, the completion

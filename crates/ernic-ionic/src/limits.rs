@@ -10,7 +10,7 @@
 //! |---|---|---|---|
 //! | page-table entries, all objects of a LIF | `rdma_ptes` = 2^20 (LIF_IDENTIFY `npts_per_lif`) | [`PageTables`] | BAD_INDEX |
 //! | page-table entries of one MR or ring | `rdma_ptes / 2` = 2^19 (the driver's `max_mr_size` and `max_fast_reg_page_list_len` are half the table) | [`PageTables`] | BAD_ATTR |
-//! | fast-registration pages | the MR's CREATE_MR `map_count`, within the two above | core `alloc_fast_mr_pages` | REG_MR fails, LOCAL_PROT_ERR |
+//! | fast-registration pages | the MR's CREATE_MR `map_count` (512 when it is 0, as Linux's `ionic_alloc_mr` sends it: `rdmadev::mr::UNSIZED_FAST_PAGES`), within the two above | core `alloc_fast_mr_pages` | REG_MR fails, LOCAL_PROT_ERR |
 //! | a page list a REG_MR names | the fast-reg MR's pages; the list must be readable | core `exec_reg_mr` | REG_MR fails, LOCAL_PROT_ERR |
 //! | a page table's entries vs. its geometry | exactly what the length needs | `rdmadev::read_page_table` | BAD_ATTR |
 //! | ring depth, stride | 2^16 entries, 4 KiB WQEs (the driver's `IONIC_MAX_DEPTH`, LIF_IDENTIFY `max_stride`) | `rdmadev::Ring` | BAD_ATTR |

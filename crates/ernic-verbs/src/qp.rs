@@ -104,6 +104,31 @@ impl Pd {
         caps: QpCaps,
         sq_sig_all: bool,
     ) -> Result<Qp, Error> {
+        self.create_qp_init(qp_type, (send_cq, recv_cq), srq, caps, sq_sig_all, None)
+    }
+
+    /// Creates a queue pair with the number `qpn`, as a device's own
+    /// services take numbers from a range of their own (the NVMe-oF
+    /// target's `0xc0xxxx`). Refused when the number is in use or reserved.
+    pub fn create_qp_numbered(
+        &self,
+        qpn: Qpn,
+        qp_type: QpType,
+        cq: &Cq,
+        caps: QpCaps,
+    ) -> Result<Qp, Error> {
+        self.create_qp_init(qp_type, (cq, cq), None, caps, false, Some(qpn))
+    }
+
+    fn create_qp_init(
+        &self,
+        qp_type: QpType,
+        (send_cq, recv_cq): (&Cq, &Cq),
+        srq: Option<&Srq>,
+        caps: QpCaps,
+        sq_sig_all: bool,
+        qpn: Option<Qpn>,
+    ) -> Result<Qp, Error> {
         let init = QpInit {
             qp_type,
             pd: self.id(),
@@ -112,7 +137,7 @@ impl Pd {
             srq: srq.map(|s| s.inner.id),
             caps,
             sq_sig_all,
-            qpn: None,
+            qpn,
         };
         let qpn = self.dev().provider().create_qp(&init)?;
         Ok(Qp {

@@ -1,5 +1,5 @@
 //! The engine's limits and behaviour ([`EngineConfig`]) and the constants
-//! every front end shares ([`MAX_SGE`], [`GSI_QKEY`]).
+//! every front end shares ([`MAX_SGE`], [`GSI_QKEY`], [`SERVICE_QPN_BASE`]).
 //!
 //! Plain data: nothing here acts on an engine.
 
@@ -11,6 +11,12 @@ pub const MAX_SGE: usize = 32;
 /// The Q_Key of the GSI QP, which a datagram may name only through a
 /// privileged (controlled) key.
 pub const GSI_QKEY: u32 = 0x8001_0000;
+
+/// The first QP number of the window a device's own services choose their
+/// QPs' numbers from (the seed's `0xc0xxxx`: the NVMe-oF target's queues),
+/// above every number a front end hands out, so the two never collide. A
+/// device takes chosen numbers from here up to here plus its `max_qp`.
+pub const SERVICE_QPN_BASE: u32 = 0xc0_0000;
 
 /// Limits and behaviour of an engine.
 #[derive(Clone, Debug)]

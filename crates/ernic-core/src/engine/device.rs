@@ -2,7 +2,7 @@
 //! forgetting all its objects at once (the ionic RESET_LIF), and the checks
 //! objects of every kind pass at creation (sizes, the queue budget).
 
-use super::{Device, Engine, EngineError, Slab};
+use super::{Device, Engine, EngineError, SERVICE_QPN_BASE, Slab};
 use crate::counters::Counters;
 use crate::memory::DmaMemory;
 use crate::mr::MrTable;
@@ -18,7 +18,7 @@ impl<M: DmaMemory> Engine<M> {
             mrs: MrTable::new(c.max_mr),
             cqs: Slab::new("completion queues", c.max_cq),
             // QP numbers 0 and 1 are the SMI and GSI QPs.
-            qps: Slab::with_first("queue pairs", c.max_qp, 2),
+            qps: Slab::with_first("queue pairs", c.max_qp, 2).with_high_window(SERVICE_QPN_BASE),
             srqs: Slab::new("shared receive queues", c.max_srq),
             ahs: Slab::new("address handles", c.max_ah),
             counters: Counters::default(),
@@ -80,7 +80,7 @@ impl<M: DmaMemory> Engine<M> {
     pub fn reset_counters(&mut self, dev: DeviceId) -> Result<(), EngineError> {
         let d = self.dev_mut(dev)?;
         d.counters.reset();
-        for q in d.qps.items.iter_mut().flatten() {
+        for q in d.qps.values_mut() {
             q.counters.reset();
         }
         Ok(())

@@ -36,7 +36,7 @@ mod srq;
 mod timers;
 
 pub(crate) use ah::Ah;
-pub use config::{EngineConfig, GSI_QKEY, MAX_SGE};
+pub use config::{EngineConfig, GSI_QKEY, MAX_SGE, SERVICE_QPN_BASE};
 pub use error::EngineError;
 pub use event::AsyncEvent;
 pub use footprint::Footprint;

@@ -10,6 +10,11 @@ use crate::limits::Owner;
 
 use super::{RdmaDev, read_page_table};
 
+/// The pages a fast-registration MR created with no size may bind: twice
+/// the longest list Linux's nvme-rdma registers (`NVME_RDMA_MAX_SEGMENTS`,
+/// 256) and as long as iSER's.
+pub const UNSIZED_FAST_PAGES: u32 = 512;
+
 impl RdmaDev {
     pub(super) fn create_mr(&mut self, c: &[u8], dma: &mut Dma, pd: PdId) -> u32 {
         let Ok(c) = fw::create_mr::Packet::new_checked(c) else {
@@ -29,6 +34,16 @@ impl RdmaDev {
         // from the LIF's page table now, as a page table's entries are.
         const UKEY_EN: u16 = 1 << 13;
         let fast = flags & UKEY_EN != 0;
+        // Linux's `ionic_alloc_mr` does not tell the device its `max_sg`:
+        // it creates the MR with no pages (map_count 0) and names the page
+        // list in each REG_MR. Such an MR may bind UNSIZED_FAST_PAGES, and
+        // those are taken from the LIF's table now, as a sized one's are,
+        // so what REG_MRs can make the device hold stays bounded by it.
+        let count = if fast && count == 0 {
+            UNSIZED_FAST_PAGES
+        } else {
+            count
+        };
         let ptes = if fast || count > 1 { count } else { 0 };
         if let Err(e) = self.ptes.check_one(ptes.into()) {
             return self.refuse(e.status(), format_args!("MR {id:#x}: {e}"));

@@ -8,6 +8,10 @@
 //! panics. Nothing here allocates, keeps state or trusts a length from the
 //! bytes.
 
+pub mod cqe;
+pub mod fabrics;
+pub mod sgl;
 pub mod sqe;
+pub mod status;
 
 mod bits;

@@ -81,7 +81,8 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn metadata(&self) -> u64 {
         get_le64(self.buffer.as_ref(), field::METADATA)
     }
-    /// `dptr`, the 16 bytes (decode with an SGL descriptor decoder, still to come, when
+    /// `dptr`, the 16 bytes (decode them with
+    /// [`sgl::Descriptor::from_dptr`](super::sgl::Descriptor::from_dptr) when
     /// [`is_sgl`](Self::is_sgl)).
     pub fn dptr(&self) -> [u8; 16] {
         array(self.buffer.as_ref(), field::DPTR)

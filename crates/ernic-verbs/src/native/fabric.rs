@@ -96,7 +96,10 @@ impl Shared {
     /// whether timers are pending.
     pub fn with<R>(&self, f: impl FnOnce(&mut State, Instant) -> R) -> R {
         let mut st = self.lock();
-        let r = f(&mut st, Instant::now());
+        // One reading of the clock serves the call and its deadline: the
+        // clock is a visible cost on every verbs call.
+        let now = Instant::now();
+        let r = f(&mut st, now);
         st.distribute();
         if let Some(mesh) = &self.mesh {
             st.engine.take_released(|b| mesh.release(b));
@@ -108,7 +111,7 @@ impl Shared {
         // would pull its cache line away from them on each call.
         let d = st
             .engine
-            .next_deadline(Instant::now())
+            .next_deadline(now)
             .map_or(NO_TIMER, |t| self.since_epoch(t));
         if self.deadline.load(Ordering::Relaxed) != d {
             self.deadline.store(d, Ordering::Relaxed);
