@@ -51,8 +51,10 @@ source "$here/guest.sh"
 
 ns=ernic-vmn-$$
 ip netns add "$ns"
+# The target is joined to the server's engine through a mesh on loopback.
+ip netns exec "$ns" ip link set lo up
 sock=$sid/tmp/ernic.sock
-rm -f "$sock"
+rm -f "$sock" "$work/console-nvme.log" "$work/markers-nvme.log"
 # The target answers the guest over RoCE at the guest's GIDs: its IPv4
 # address's and the link-local one of the default profile's MAC
 # (02:00:45:52:4e:01).
