@@ -6,28 +6,39 @@
 //! ibv_devinfo shows its port ACTIVE with the profile's max_qp, and the stock
 //! verbs tools (perftest, the pingpongs, rping) complete between two of its
 //! processes; then (vm/lane-two.sh) the same tools between two guests on
-//! two ernic-servers joined by the TCP mesh. It needs root and Debian's package
-//! mirrors, and takes a minute or two the first time (the chroot is
-//! cached): CI runs it (ERNIC_VM_LANE=1); elsewhere it is skipped with one
-//! line.
+//! two ernic-servers joined by the TCP mesh; then (vm/lane-nvme.sh) the
+//! guest's stock nvme_rdma, driven by nvme-cli and fio, discovers, connects
+//! to, writes, verifies and reconnects to ernic-server's NVMe-oF target. It
+//! needs root and Debian's package mirrors, and takes a minute or two the
+//! first time (the chroot is cached): CI runs it (ERNIC_VM_LANE=1);
+//! elsewhere it is skipped with one line.
 
 use std::process::Command;
 
-fn lane(server_args: &str, speed: &str, max_qp: &str) {
-    let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm/lane.sh"))
+/// Runs `vm/SCRIPT` against this build's ernic-server with `envs`, and
+/// asserts that it exits 0 and prints `PASSED` (its last line).
+fn run(script: &str, envs: &[(&str, &str)], passed: &str) {
+    let out = Command::new(format!("{}/vm/{script}", env!("CARGO_MANIFEST_DIR")))
         .arg(env!("CARGO_BIN_EXE_ernic-server"))
-        .env("ERNIC_VM_SERVER_ARGS", server_args)
-        .env("ERNIC_VM_SPEED", speed)
-        .env("ERNIC_VM_MAX_QP", max_qp)
+        .envs(envs.iter().copied())
         .output()
-        .expect("running vm/lane.sh");
+        .unwrap_or_else(|e| panic!("running vm/{script}: {e}"));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("vm-lane: passed"), "{text}");
+    assert!(text.contains(passed), "{text}");
+}
+
+fn lane(server_args: &str, speed: &str, max_qp: &str) {
+    let envs = [
+        ("ERNIC_VM_SERVER_ARGS", server_args),
+        ("ERNIC_VM_SPEED", speed),
+        ("ERNIC_VM_MAX_QP", max_qp),
+    ];
+    run("lane.sh", &envs, "vm-lane: passed");
 }
 
 #[test]
@@ -45,15 +56,8 @@ fn stock_drivers_and_tools_work_in_one_guest_and_across_two() {
     lane("--nic-profile small,shared-doorbells", "25000", "64");
     // Two guests on two servers joined by the mesh (run after the others:
     // the lanes share the chroot and its guest image).
-    let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm/lane-two.sh"))
-        .arg(env!("CARGO_BIN_EXE_ernic-server"))
-        .output()
-        .expect("running vm/lane-two.sh");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("vm-lane-two: passed"), "{text}");
+    run("lane-two.sh", &[], "vm-lane-two: passed");
+    // NVMe over Fabrics: one guest against the server's own target (its
+    // image, with the NVMe tools, is made for it alone).
+    run("lane-nvme.sh", &[], "vm-lane-nvme: passed");
 }

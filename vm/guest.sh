@@ -1,6 +1,7 @@
-# Sourced by vm/lane.sh and vm/lane-two.sh: the chroot (chroot.sh), then
-# the guest image in it — the kernel as /tmp/vmlinuz and an initramfs of
-# busybox, the stock ionic module, the RDMA half (rdma.sh) and init.sh as
+# Sourced by vm/lane.sh, vm/lane-two.sh and vm/lane-nvme.sh: the chroot
+# (chroot.sh), then the guest image in it — the kernel as /tmp/vmlinuz and
+# an initramfs of busybox, the stock ionic module, the RDMA half (rdma.sh),
+# with $guest_nvme set the NVMe over Fabrics half (nvme.sh), and init.sh as
 # /tmp/initramfs.cpio.gz. Expects $here, $work, $mirror and say/fail.
 source "$here/chroot.sh"
 version=${kernel##*/vmlinuz-}
@@ -17,5 +18,8 @@ case "$ionic" in
 esac
 cp "$here/init.sh" "$initrd/init" && chmod +x "$initrd/init"
 source "$here/rdma.sh"
+if [ -n "${guest_nvme:-}" ]; then
+    source "$here/nvme.sh"
+fi
 (cd "$initrd" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$sid/tmp/initramfs.cpio.gz"
 cp "$kernel" "$sid/tmp/vmlinuz"

@@ -3,7 +3,8 @@
 # - Installs in the chroot what the guest runs and what builds the driver
 #   Debian does not ship: the kernel headers, gcc-16 and make; rdma-core's
 #   verbs library with the ionic provider, ibverbs-utils, perftest and
-#   rdmacm-utils (once).
+#   rdmacm-utils; nvme-cli and fio, which only the NVMe lane's image
+#   carries (vm/nvme.sh) (once).
 # - Builds ionic_rdma.ko from linux-source's drivers/infiniband/hw/ionic
 #   against the guest kernel (once, cached as $work/ionic_rdma-$version.ko).
 # - Puts into the initramfs at $initrd: the modules the verbs stack needs
@@ -12,8 +13,9 @@
 #
 # Expects $work, $sid, $version, $initrd and say/fail.
 
-rdma_pkgs="linux-headers-$version gcc-16 make ibverbs-providers ibverbs-utils perftest rdmacm-utils"
-if ! chroot "$sid" sh -c 'command -v ib_write_bw && command -v ibv_devinfo && command -v rping && command -v make' > /dev/null 2>&1; then
+rdma_pkgs="linux-headers-$version gcc-16 make ibverbs-providers ibverbs-utils perftest rdmacm-utils nvme-cli fio"
+if ! chroot "$sid" sh -c 'command -v ib_write_bw && command -v ibv_devinfo && command -v rping && command -v make &&
+        command -v nvme && command -v fio' > /dev/null 2>&1; then
     say "installing the verbs tools and the module build tools in the chroot"
     chroot "$sid" apt-get -o Acquire::Check-Valid-Until=false update -qq
     chroot "$sid" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
