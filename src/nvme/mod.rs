@@ -107,9 +107,11 @@ pub struct ClientArgs {
     /// The controller: 'trtype:RDMA adrfam:IPv4 traddr:ADDR trsvcid:4420 subnqn:NQN'.
     #[arg(short = 'r', long = "trid")]
     pub trid: String,
-    /// Our own IPv4 address on the fabric.
-    #[arg(long, default_value = "192.0.2.99")]
-    pub host_addr: Ipv4Addr,
+    /// Our own IPv4 address on the fabric (default: one in 192.0.2.128/25
+    /// picked from the process id, so that a run started as the last one
+    /// ends does not claim the GID the mesh still gives the last one).
+    #[arg(long)]
+    pub host_addr: Option<Ipv4Addr>,
     /// Run a target with these options in this process first (at the
     /// TRID's address), on the same fabric.
     #[arg(long, value_name = "OPTS")]
@@ -170,6 +172,14 @@ fn serve(a: &ServeArgs) -> Result<()> {
     }
 }
 
+/// An initiator's address when none is given: 192.0.2.128 to .254, by
+/// process id. The mesh refuses a GID two live nodes claim, and it learns
+/// that a node left only when its heartbeats stop, so a run that took the
+/// last run's address would find no route for seconds.
+pub fn default_host_addr() -> Ipv4Addr {
+    Ipv4Addr::new(192, 0, 2, 128 + (std::process::id() % 127) as u8)
+}
+
 /// Connects to the controller `trid` names (subsystem `default_nqn` when it
 /// names none) from a device of our own at `host_addr`.
 pub fn connect(
@@ -215,7 +225,7 @@ fn identify(a: &ClientArgs) -> Result<()> {
     let (_dev, mut c) = connect(
         &fabric,
         &trid,
-        a.host_addr,
+        a.host_addr.unwrap_or_else(default_host_addr),
         ernic_nvmeof::config::DEFAULT_NQN,
         host,
     )?;
@@ -275,7 +285,13 @@ fn discover(a: &ClientArgs) -> Result<()> {
         io_queues: 0,
         ..HostConfig::default()
     };
-    let (_dev, mut c) = connect(&fabric, &trid, a.host_addr, DISCOVERY_NQN, host)?;
+    let (_dev, mut c) = connect(
+        &fabric,
+        &trid,
+        a.host_addr.unwrap_or_else(default_host_addr),
+        DISCOVERY_NQN,
+        host,
+    )?;
     let mut head = [0u8; 1024];
     c.admin_cmd(
         "Get Log Page (discovery)",

@@ -16,7 +16,7 @@ use ernic_nvmeof::rdma::RdmaTarget;
 use serde_json::json;
 
 use super::latency::Histogram;
-use super::{FabricArgs, Trid, connect, start_target};
+use super::{FabricArgs, Trid, connect, default_host_addr, start_target};
 
 /// The I/O pattern (`-w`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -77,9 +77,11 @@ pub struct PerfArgs {
     /// Print JSON instead of perf's table.
     #[arg(long)]
     pub json: bool,
-    /// Our own IPv4 address on the fabric.
-    #[arg(long, default_value = "192.0.2.99")]
-    pub host_addr: Ipv4Addr,
+    /// Our own IPv4 address on the fabric (default: one in 192.0.2.128/25
+    /// picked from the process id, so that a run started as the last one
+    /// ends does not claim the GID the mesh still gives the last one).
+    #[arg(long)]
+    pub host_addr: Option<Ipv4Addr>,
     /// Run a target with these options in this process first. While I/O
     /// is measured, this thread polls it between submissions (one core
     /// for both, as an SPDK application with a target and an initiator on
@@ -171,7 +173,7 @@ pub fn run(a: &PerfArgs) -> Result<()> {
     let (_dev, mut c) = connect(
         &fabric,
         &trid,
-        a.host_addr,
+        a.host_addr.unwrap_or_else(default_host_addr),
         ernic_nvmeof::config::DEFAULT_NQN,
         host,
     )?;

@@ -185,7 +185,10 @@ impl Default for HostConfig {
             max_xfer: 128 * 1024,
             // Linux's NVME_DEFAULT_KATO.
             kato_ms: 5000,
-            timeout: Duration::from_secs(5),
+            // Room for one lost REQ: the CM resends it after rdma_cm's
+            // response timeout (2^20 x 4.096 us, 4.3 s) plus the packet
+            // life time.
+            timeout: Duration::from_secs(10),
         }
     }
 }
