@@ -220,3 +220,58 @@ fn a_capsule_shorter_than_a_command_drops_its_queue_only() {
     works(&mut other);
     drop(t);
 }
+
+#[test]
+fn a_host_that_overfills_its_queue_loses_nothing() {
+    // The host says its I/O queue has 4 entries (the target posts 4
+    // receives) and keeps 16 commands in flight: the capsules past the
+    // 4th wait (the RC QP's receiver-not-ready retries, rnr_retry 7 =
+    // forever) until the target answers and posts its receive again.
+    let fabric = Fabric::new();
+    let _t = serve(&fabric);
+    let dev = fabric
+        .open_device(Gid::from_ipv4(Ipv4Addr::new(192, 0, 2, 120)))
+        .expect("a host device");
+    let cfg = HostConfig {
+        subnqn: NQN.into(),
+        io_queues: 1,
+        depth: 16,
+        claim_entries: Some(4),
+        ..HostConfig::default()
+    };
+    let mut c = Controller::connect(&dev, Gid::from_ipv4(TARGET), &cfg).expect("connects");
+    let data: Vec<u8> = (0..16 * 512).map(|i| (i / 512) as u8 ^ (i as u8)).collect();
+    let mut cids = Vec::new();
+    for i in 0..16u32 {
+        let mut sqe = Command::write(1, u64::from(i), 1).0;
+        let at = i as usize * 512;
+        let cid = c.io_queues()[0]
+            .submit(&mut sqe, Dir::ToTarget, 512, &data[at..at + 512])
+            .expect("posts")
+            .expect("a slot");
+        cids.push(cid);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut done: Vec<Done> = Vec::new();
+    let mut all = Vec::new();
+    while all.len() < 16 && Instant::now() < deadline {
+        done.clear();
+        c.io_queues()[0].poll(&mut done).expect("the queue lives");
+        all.extend(done.iter().map(|d| (d.cid, d.cqe.status)));
+        c.tick(Instant::now()).expect("the admin queue lives");
+    }
+    assert_eq!(all.len(), 16, "{} of 16 answered", all.len());
+    assert!(all.iter().all(|(_, s)| *s == Status::SUCCESS), "{all:?}");
+    let mut got = vec![0u8; 16 * 512];
+    c.io_cmd_sync(
+        "Read",
+        0,
+        Command::read(1, 0, 16),
+        Dir::FromTarget,
+        &[],
+        &mut got,
+    )
+    .expect("read");
+    assert_eq!(got, data);
+    c.disconnect().expect("disconnects");
+}

@@ -171,6 +171,10 @@ pub struct HostConfig {
     pub kato_ms: u32,
     /// How long to wait for a connection or an admin command.
     pub timeout: Duration,
+    /// The I/O queues' size to tell the target (`hsqsize + 1`), if not
+    /// `depth`: a host that then keeps more commands in flight than it
+    /// said over-fills the target's queue (what tests of that do).
+    pub claim_entries: Option<u16>,
 }
 
 impl Default for HostConfig {
@@ -189,6 +193,7 @@ impl Default for HostConfig {
             // response timeout (2^20 x 4.096 us, 4.3 s) plus the packet
             // life time.
             timeout: Duration::from_secs(10),
+            claim_entries: None,
         }
     }
 }
@@ -319,7 +324,8 @@ impl Controller {
         for qid in 1..=granted {
             let q = HostQueue::new(&self.dev, &self.pd, qid, depth, self.cfg.max_xfer)?;
             self.io.push(q);
-            let id = self.cm_connect(qid, depth)?;
+            let claimed = self.cfg.claim_entries.unwrap_or(depth).clamp(2, depth);
+            let id = self.cm_connect(qid, claimed)?;
             self.conns.push(id);
             let data = commands::connect_data(&self.cfg, self.cntlid)?;
             let cmd = Command::connect(qid, depth - 1, 0);
