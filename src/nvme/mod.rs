@@ -50,7 +50,7 @@ OPTS (comma-separated, as for ernic-server --backend nvmeof:OPTS):
   addr=IPV4         the target's address (default 192.0.2.10)
   port=N            its rdma_cm port (default 4420)
 
-The target is a device of its own on the fabric, with the GID of --addr
+The target is a device of its own on the fabric, with the GID of addr=
 (IPv4-mapped). On the mesh (--mesh), guests of ernic-servers on the same mesh
 reach it as `nvme connect -t rdma -a ADDR -s PORT -n NQN`.";
 

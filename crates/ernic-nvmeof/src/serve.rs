@@ -22,7 +22,7 @@ pub const DEFAULT_ADDR: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 10);
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The options were wrong.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// `addr=` or `port=` was wrong.
     #[error("nvmeof option {key}={value:?}: {why}")]
@@ -44,10 +44,10 @@ pub enum ServeError {
         source: ernic_verbs::Error,
     },
     /// The transport could not start.
-    #[error("the target's RDMA transport: {0}")]
+    #[error("the target's RDMA transport")]
     Rdma(#[from] RdmaError),
     /// The thread or the mesh's sockets could not start.
-    #[error("starting the target: {0}")]
+    #[error("starting the target")]
     Io(#[from] std::io::Error),
     /// The target's mesh node could not join.
     #[error("the target's mesh node: {why}")]

@@ -34,13 +34,13 @@ pub use queue::{Dir, Done, HostQueue};
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// A verbs call failed.
-    #[error("verbs: {0}")]
+    #[error("a verbs call failed")]
     Verbs(#[from] ernic_verbs::Error),
     /// The transport failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Transport(#[from] crate::rdma::RdmaError),
     /// Bytes from the target did not decode.
-    #[error("the target sent a malformed {0}")]
+    #[error("bytes did not decode")]
     Wire(#[from] crate::Error),
     /// A request completed in error: the queue is dead.
     #[error("queue {qid}: a request completed with {status:?}")]
@@ -102,7 +102,7 @@ pub enum HostError {
         max: usize,
     },
     /// A CM call failed.
-    #[error("connection manager: {0}")]
+    #[error("the connection manager refused")]
     Cm(#[from] ernic_cm::conn::CmError),
 }
 

@@ -68,7 +68,7 @@ pub(crate) fn connect_rc(
 #[derive(Debug, thiserror::Error)]
 pub enum RdmaError {
     /// A verbs call failed.
-    #[error("verbs: {0}")]
+    #[error("a verbs call failed")]
     Verbs(#[from] ernic_verbs::Error),
     /// The peer broke NVMe/RDMA's rules; the queue is dropped.
     #[error("NVMe/RDMA protocol: {what}")]
