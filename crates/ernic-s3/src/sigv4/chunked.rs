@@ -1,4 +1,5 @@
-//! The incremental decoder of `STREAMING-AWS4-HMAC-SHA256-PAYLOAD` (`aws-chunked`) bodies.
+//! The incremental decoder of `aws-chunked` bodies: `STREAMING-AWS4-HMAC-SHA256-PAYLOAD`
+//! (signed chunks) and `STREAMING-UNSIGNED-PAYLOAD-TRAILER` (unsigned chunks and trailers).
 //!
 //! A body is a run of chunks `hex-size;chunk-signature=SIG\r\nDATA\r\n` ending with a
 //! 0-size chunk. Each chunk's signature chains from the previous one, starting at the seed
@@ -6,6 +7,11 @@
 //! `AWS4-HMAC-SHA256-PAYLOAD`, timestamp, scope, previous signature, hash of "", hash of the
 //! data). [`ChunkDecoder::feed`] takes the body in slices of any size and hands the decoded
 //! data on as it arrives, so the server streams to storage and never holds an object.
+//!
+//! The unsigned-trailer form is `hex-size\r\nDATA\r\n` … `0\r\n`, then trailer lines
+//! `name:value\r\n` (at most [`MAX_TRAILERS`]) and an empty line. Its trailers (e.g.
+//! `x-amz-checksum-crc32`) are handed back by [`ChunkDecoder::trailers`] unverified: the
+//! object layer that computes the checksum checks them.
 //!
 //! Data handed to `out` is not yet verified: its chunk's signature is checked when the chunk
 //! ends. The caller must not commit an object until [`ChunkDecoder::finish`] returns `Ok`,
@@ -23,6 +29,8 @@ use super::canonical::{EMPTY_SHA256_HEX, decode_hex32, hex, hmac_matches};
 pub const MAX_CHUNK_HEADER_LEN: usize = 128;
 /// Largest chunk accepted (AWS SDKs send 64 KiB to 8 MiB chunks).
 pub const MAX_CHUNK_SIZE: u64 = 16 * 1024 * 1024;
+/// Most trailer lines accepted after an unsigned-trailer body's final chunk.
+pub const MAX_TRAILERS: usize = 4;
 
 /// Why an aws-chunked body was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -75,6 +83,15 @@ pub enum ChunkError {
         /// The chunk's index (0-based).
         index: u64,
     },
+    /// More trailer lines than [`MAX_TRAILERS`].
+    #[error("more than {MAX_TRAILERS} trailer lines")]
+    TooManyTrailers,
+    /// A trailer line is not `name:value`.
+    #[error("trailer line at body offset {offset} is not name:value")]
+    MalformedTrailer {
+        /// Offset of the line in the encoded body.
+        offset: u64,
+    },
     /// Bytes follow the final chunk.
     #[error("{extra} bytes follow the final chunk")]
     TrailingData {
@@ -126,7 +143,11 @@ enum State {
 
 /// Decodes and verifies an aws-chunked body fed in slices.
 pub struct ChunkDecoder {
-    seed: StreamingSeed,
+    /// `None` for the unsigned-trailer form.
+    seed: Option<StreamingSeed>,
+    declared: u64,
+    in_trailer: bool,
+    trailers: Vec<(String, String)>,
     prev_signature: [u8; 32],
     state: State,
     header: [u8; MAX_CHUNK_HEADER_LEN],
@@ -145,9 +166,21 @@ impl ChunkDecoder {
     /// A decoder for the body of a request whose [`super::verify`] gave
     /// [`super::PayloadMode::Streaming`]`(seed)`.
     pub fn new(seed: StreamingSeed) -> Self {
+        let mut d = Self::new_unsigned_trailer(seed.decoded_length);
+        d.prev_signature = seed.seed_signature;
+        d.seed = Some(seed);
+        d
+    }
+
+    /// A decoder for a `STREAMING-UNSIGNED-PAYLOAD-TRAILER` body of `decoded_length` bytes
+    /// ([`super::PayloadMode::StreamingUnsignedTrailer`]).
+    pub fn new_unsigned_trailer(decoded_length: u64) -> Self {
         ChunkDecoder {
-            prev_signature: seed.seed_signature,
-            seed,
+            prev_signature: [0; 32],
+            seed: None,
+            declared: decoded_length,
+            in_trailer: false,
+            trailers: Vec::new(),
             state: State::Header { cr: false },
             header: [0; MAX_CHUNK_HEADER_LEN],
             header_len: 0,
@@ -165,6 +198,12 @@ impl ChunkDecoder {
     /// Whether the final chunk has been read and checked.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
+    }
+
+    /// The trailer lines of an unsigned-trailer body, `(lower-case name, trimmed value)`,
+    /// once [`Self::is_done`]. Not verified here.
+    pub fn trailers(&self) -> &[(String, String)] {
+        &self.trailers
     }
 
     /// Bytes of decoded data handed on so far.
@@ -269,13 +308,41 @@ impl ChunkDecoder {
         }
     }
 
-    fn end_header(&mut self) -> Result<(), ChunkError> {
+    fn end_trailer_line(&mut self) -> Result<(), ChunkError> {
         let line = &self.header[..self.header_len];
-        let semi = line
-            .iter()
-            .position(|&b| b == b';')
-            .ok_or(self.malformed("no ;chunk-signature="))?;
-        let (size_hex, ext) = (&line[..semi], &line[semi + 1..]);
+        let offset = self.header_offset;
+        self.header_offset = self.offset;
+        if line.is_empty() {
+            self.state = State::Done;
+            return Ok(());
+        }
+        if self.trailers.len() == MAX_TRAILERS {
+            return Err(ChunkError::TooManyTrailers);
+        }
+        let line =
+            std::str::from_utf8(line).map_err(|_| ChunkError::MalformedTrailer { offset })?;
+        let (name, value) = line
+            .split_once(':')
+            .filter(|(n, _)| !n.is_empty())
+            .ok_or(ChunkError::MalformedTrailer { offset })?;
+        let entry = (name.trim().to_ascii_lowercase(), value.trim().to_owned());
+        self.trailers.push(entry);
+        self.header_len = 0;
+        self.state = State::Header { cr: false };
+        Ok(())
+    }
+
+    fn end_header(&mut self) -> Result<(), ChunkError> {
+        if self.in_trailer {
+            return self.end_trailer_line();
+        }
+        let line = &self.header[..self.header_len];
+        let (size_hex, ext) = match (&self.seed, line.iter().position(|&b| b == b';')) {
+            (Some(_), Some(semi)) => (&line[..semi], Some(&line[semi + 1..])),
+            (Some(_), None) => return Err(self.malformed("no ;chunk-signature=")),
+            (None, None) => (line, None),
+            (None, Some(_)) => return Err(self.malformed("an unsigned chunk has an extension")),
+        };
         if size_hex.is_empty() || size_hex.len() > 16 {
             return Err(self.malformed("the size is not 1 to 16 hex digits"));
         }
@@ -286,23 +353,36 @@ impl ChunkDecoder {
                 .ok_or(self.malformed("the size is not hex"))?;
             size = (size << 4) | u64::from(d);
         }
-        let sig = ext
-            .strip_prefix(b"chunk-signature=")
-            .ok_or(self.malformed("the extension is not chunk-signature="))?;
-        let sig = decode_hex32(sig).ok_or(self.malformed("the signature is not 64 hex digits"))?;
+        let sig = match ext {
+            Some(ext) => {
+                let sig = ext
+                    .strip_prefix(b"chunk-signature=")
+                    .ok_or(self.malformed("the extension is not chunk-signature="))?;
+                decode_hex32(sig).ok_or(self.malformed("the signature is not 64 hex digits"))?
+            }
+            None => [0; 32],
+        };
         if size > MAX_CHUNK_SIZE {
             return Err(ChunkError::ChunkTooLarge {
                 index: self.chunk_index,
                 size,
             });
         }
-        let declared = self.seed.decoded_length;
+        let declared = self.declared;
         if self.decoded.checked_add(size).is_none_or(|t| t > declared) {
             return Err(ChunkError::LongerThanDeclared { declared });
         }
         self.chunk_size = size;
         self.chunk_signature = sig;
         self.hasher = Sha256::new();
+        if size == 0 && self.seed.is_none() {
+            // The unsigned form's final chunk has no data and no CRLF: trailers follow.
+            self.in_trailer = true;
+            self.header_len = 0;
+            self.header_offset = self.offset;
+            self.state = State::Header { cr: false };
+            return Ok(());
+        }
         self.state = if size == 0 {
             State::DataCrlf { seen: 0 }
         } else {
@@ -313,21 +393,19 @@ impl ChunkDecoder {
 
     fn end_chunk(&mut self) -> Result<(), ChunkError> {
         let data_hash = std::mem::take(&mut self.hasher).finalize();
-        let sts = format!(
-            "AWS4-HMAC-SHA256-PAYLOAD\n{}\n{}\n{}\n{EMPTY_SHA256_HEX}\n{}",
-            self.seed.amz_date,
-            self.seed.scope,
-            hex(&self.prev_signature),
-            hex(&data_hash)
-        );
-        if !hmac_matches(
-            &self.seed.signing_key,
-            sts.as_bytes(),
-            &self.chunk_signature,
-        ) {
-            return Err(ChunkError::SignatureMismatch {
-                index: self.chunk_index,
-            });
+        if let Some(seed) = &self.seed {
+            let sts = format!(
+                "AWS4-HMAC-SHA256-PAYLOAD\n{}\n{}\n{}\n{EMPTY_SHA256_HEX}\n{}",
+                seed.amz_date,
+                seed.scope,
+                hex(&self.prev_signature),
+                hex(&data_hash)
+            );
+            if !hmac_matches(&seed.signing_key, sts.as_bytes(), &self.chunk_signature) {
+                return Err(ChunkError::SignatureMismatch {
+                    index: self.chunk_index,
+                });
+            }
         }
         self.prev_signature = self.chunk_signature;
         self.decoded += self.chunk_size;
@@ -353,10 +431,10 @@ impl ChunkDecoder {
                 index: self.chunk_index,
             });
         }
-        if self.decoded != self.seed.decoded_length {
+        if self.decoded != self.declared {
             return Err(ChunkError::ShorterThanDeclared {
                 decoded: self.decoded,
-                declared: self.seed.decoded_length,
+                declared: self.declared,
             });
         }
         Ok(())

@@ -100,6 +100,13 @@ pub enum PayloadMode {
     /// `STREAMING-AWS4-HMAC-SHA256-PAYLOAD`: decode the body with
     /// [`chunked::ChunkDecoder::new`] from this seed.
     Streaming(StreamingSeed),
+    /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`: decode the body with
+    /// [`chunked::ChunkDecoder::new_unsigned_trailer`]; the body is not covered by the
+    /// signature, its trailing checksum (named by `x-amz-trailer`) is the object layer's.
+    StreamingUnsignedTrailer {
+        /// `x-amz-decoded-content-length`.
+        decoded_length: u64,
+    },
 }
 
 /// What a chunk decoder needs to check the chunk signatures chained from the seed signature.
@@ -472,10 +479,9 @@ fn verify_header<C: Credentials + ?Sized>(
     };
     let streaming = match content {
         "UNSIGNED-PAYLOAD" => false,
-        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" => true,
+        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" | "STREAMING-UNSIGNED-PAYLOAD-TRAILER" => true,
         // Recognised but not (yet) decoded here: refused rather than misread.
-        "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
-        | "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
         | "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD"
         | "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER" => return Err(unsupported()),
         other => {
@@ -516,6 +522,9 @@ fn verify_header<C: Credentials + ?Sized>(
         return Err(SigV4Error::SignatureMismatch);
     }
     let payload = match (decoded_length, content) {
+        (Some(decoded_length), "STREAMING-UNSIGNED-PAYLOAD-TRAILER") => {
+            PayloadMode::StreamingUnsignedTrailer { decoded_length }
+        }
         (Some(decoded_length), _) => PayloadMode::Streaming(StreamingSeed {
             signing_key: key,
             amz_date: amz_date.to_owned(),

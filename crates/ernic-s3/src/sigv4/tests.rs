@@ -259,12 +259,15 @@ fn malformed_and_missing_pieces_get_their_codes() {
     assert_eq!(e.s3_code(), "AuthorizationHeaderMalformed");
     let a = auth(GET_SIGNED, GET_SIG);
     let mut h = get_object_headers(&a);
-    h[3] = ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+    h[3] = (
+        "x-amz-content-sha256",
+        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+    );
     let e = check("GET", "/test.txt", "", &h).unwrap_err();
     assert_eq!(
         e,
         SigV4Error::UnsupportedPayload {
-            value: "STREAMING-UNSIGNED-PAYLOAD-TRAILER".into()
+            value: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER".into()
         }
     );
     assert_eq!((e.s3_code(), e.http_status()), ("InvalidArgument", 400));
@@ -476,6 +479,103 @@ fn oversized_and_malformed_chunk_headers_are_refused() {
     }
 }
 
+/// Signs `headers` (all of them, names lower case and sorted) for PUT / at 20130524 the
+/// way a client does, with this module's own canonical pieces.
+fn self_signed_put(headers: &mut Vec<(&str, String)>) {
+    let names: Vec<&str> = headers.iter().map(|(n, _)| *n).collect();
+    let signed = names.join(";");
+    let pairs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let content = pairs
+        .iter()
+        .find(|(n, _)| *n == "x-amz-content-sha256")
+        .unwrap()
+        .1;
+    let cr = canonical::canonical_request(
+        "PUT",
+        "/obj",
+        "",
+        &canonical::canonical_headers(&names, &pairs).unwrap(),
+        &signed,
+        content,
+    );
+    let sts = canonical::string_to_sign(
+        "20130524T000000Z",
+        "20130524/us-east-1/s3/aws4_request",
+        &cr,
+    );
+    let key = canonical::signing_key(SECRET, "20130524", "us-east-1");
+    headers.push(("authorization", auth(&signed, &sign_hex(&key, &sts))));
+}
+
+#[test]
+fn unsigned_trailer_upload_verifies_and_decodes_with_its_trailer() {
+    let mut h = vec![
+        ("content-encoding", "aws-chunked".to_owned()),
+        ("host", "examplebucket.s3.amazonaws.com".to_owned()),
+        (
+            "x-amz-content-sha256",
+            "STREAMING-UNSIGNED-PAYLOAD-TRAILER".to_owned(),
+        ),
+        ("x-amz-date", "20130524T000000Z".to_owned()),
+        ("x-amz-decoded-content-length", "11".to_owned()),
+        ("x-amz-trailer", "x-amz-checksum-crc32".to_owned()),
+    ];
+    self_signed_put(&mut h);
+    let pairs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let v = check("PUT", "/obj", "", &pairs).unwrap();
+    assert_eq!(
+        v.payload,
+        PayloadMode::StreamingUnsignedTrailer { decoded_length: 11 }
+    );
+    // crc32("hello world") = 0x0d4a1185.
+    let body = b"6\r\nhello \r\n5\r\nworld\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
+    for step in [1, 3, body.len()] {
+        let mut d = ChunkDecoder::new_unsigned_trailer(11);
+        let mut out = Vec::new();
+        for piece in body.chunks(step) {
+            d.feed(piece, &mut |b| out.extend_from_slice(b)).unwrap();
+        }
+        d.finish().unwrap();
+        assert_eq!(out, b"hello world");
+        assert_eq!(
+            d.trailers(),
+            &[("x-amz-checksum-crc32".to_owned(), "DUoRhQ==".to_owned())]
+        );
+    }
+    let unsigned = |body: &[u8], len| {
+        let mut d = ChunkDecoder::new_unsigned_trailer(len);
+        d.feed(body, &mut |_| {})?;
+        d.finish()
+    };
+    // A signed chunk header in the unsigned form, a missing trailer end, too many trailers.
+    assert!(matches!(
+        unsigned(
+            format!("5;chunk-signature={}\r\n", CHUNK_SIGS[0]).as_bytes(),
+            5
+        ),
+        Err(ChunkError::MalformedHeader { .. })
+    ));
+    assert!(matches!(
+        unsigned(b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:x\r\n", 5),
+        Err(ChunkError::Truncated { .. })
+    ));
+    assert_eq!(
+        unsigned(b"0\r\na:1\r\nb:2\r\nc:3\r\nd:4\r\ne:5\r\n\r\n", 0),
+        Err(ChunkError::TooManyTrailers)
+    );
+    assert!(matches!(
+        unsigned(b"0\r\nno-colon\r\n\r\n", 0),
+        Err(ChunkError::MalformedTrailer { .. })
+    ));
+    assert_eq!(
+        unsigned(b"5\r\nhello\r\n0\r\n\r\n", 6),
+        Err(ChunkError::ShorterThanDeclared {
+            decoded: 5,
+            declared: 6
+        })
+    );
+}
+
 proptest! {
     #[test]
     fn random_requests_never_panic(
@@ -524,5 +624,14 @@ proptest! {
         }
         prop_assert!(total <= 66560);
         prop_assert!(d.finish().is_err());
+        let mut u = ChunkDecoder::new_unsigned_trailer(64);
+        let mut total = 0u64;
+        for piece in input.chunks(step) {
+            if u.feed(piece, &mut |b| total += b.len() as u64).is_err() {
+                break;
+            }
+        }
+        prop_assert!(total <= 64);
+        prop_assert_eq!(u.trailers().len() <= chunked::MAX_TRAILERS, true);
     }
 }
