@@ -1,1 +1,0 @@
-//! S3's XML bodies (placeholder until the writers and readers land).
