@@ -6,7 +6,8 @@
 //!
 //! Refused with [`XmlError`] (S3 `MalformedXML`): a body over its size cap,
 //! nesting deeper than [`MAX_DEPTH`], mismatched or unclosed tags, comments,
-//! CDATA, `DOCTYPE` (so no entity is ever defined or expanded), processing
+//! CDATA, `DOCTYPE` (so no entity is ever defined or expanded), characters
+//! XML 1.0 does not have (NUL, C0 controls, U+FFFE/U+FFFF), processing
 //! instructions after the start, unknown entities, references to a non-XML
 //! character, more than [`MAX_PARTS`] parts or [`MAX_DELETE_OBJECTS`] objects,
 //! text outside the root, and values out of range. Nothing panics and every
@@ -170,6 +171,11 @@ fn num(digits: &[u8], radix: u32, at: usize) -> Result<char, XmlError> {
 fn parse_tree(s: &str, max: usize) -> Result<Node, XmlError> {
     if s.len() > max {
         return Err(XmlError::TooLarge { len: s.len(), max });
+    }
+    // XML 1.0 has no NUL and no other C0 control but tab, LF and CR, raw or
+    // referenced: refuse them here once, so text never carries them.
+    if let Some((at, _)) = s.char_indices().find(|&(_, c)| !is_xml_char(u32::from(c))) {
+        return Err(syntax(at, "a character XML 1.0 does not have"));
     }
     let b = s.as_bytes();
     let mut i = 0;
