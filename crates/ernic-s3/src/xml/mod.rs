@@ -1,5 +1,5 @@
 //! S3's XML bodies without an XML crate: the responses the server writes
-//! ([`write`]: plain Rust structs in, a `String` out, namespaced
+//! ([`write`](mod@write): plain Rust structs in, a `String` out, namespaced
 //! `http://s3.amazonaws.com/doc/2006-03-01/` as AWS writes them) and the two
 //! request bodies it reads ([`read`]: `CompleteMultipartUpload` and `Delete`).
 //!

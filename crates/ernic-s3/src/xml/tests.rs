@@ -71,8 +71,8 @@ fn error_matches_aws_rest_error_example() {
 
 #[test]
 fn list_objects_v2_matches_aws_example() {
-    // API_ListObjectsV2 "Example 1: Listing keys"; S3 writes the ETag's
-    // quotes as &quot; (the page shows them raw).
+    // API_ListObjectsV2 "Example 1: Listing keys", as the page gives it
+    // (ETag quotes as &quot;, the empty Prefix as <Prefix/>).
     let aws = r#"<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
     <Name>bucket</Name>
     <Prefix/>
@@ -216,7 +216,8 @@ fn multipart_results_match_aws_examples() {
         upload_id: "VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA".into(),
     };
     assert_eq!(doc(|s| r.write_into(s)), squeeze(aws));
-    // API_CompleteMultipartUpload sample response.
+    // API_CompleteMultipartUpload sample response; the page writes the
+    // ETag's quotes raw, this writer as &quot; (the same text to a parser).
     let aws = r#"<CompleteMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
   <Location>http://Example-Bucket.s3.region.amazonaws.com/Example-Object</Location>
   <Bucket>Example-Bucket</Bucket>
