@@ -631,9 +631,56 @@ fn nvme_capsule() {
     write("nvme_capsule", "completion-connect", &b);
 }
 
+/// Tokens and replies as NooBaa and hipObject write them, and AWS's example
+/// request bodies (the `ernic_s3` tests' sources).
+fn s3_token_xml() {
+    use ernic_s3::token::{Format, RdmaReply, RdmaToken, Transport};
+    use ernic_s3::xml::{CompleteMultipartUpload, Delete};
+    // noobaa-core src/util/rdma_utils.js's CUOBJ_TOKEN_FMT.
+    let cuobj = "0102030405060708:01020304:01020304:0102:010203:1:0102030405060708090a0b0c0d0e0f10";
+    RdmaToken::parse(cuobj).expect("NooBaa's example parses");
+    write("s3_token_xml", "token-cuobject", cuobj.as_bytes());
+    let hip = RdmaToken {
+        format: Format::HipObject,
+        transport: Transport::Rc,
+        addr: 0x7f00_1122_3344_5000,
+        len: 0x10_0000,
+        rkey: 0xdead_beef,
+        qpn: 0x12_3456,
+        lid: 0x0203,
+        gid: Some([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 7]),
+        port: Some(1),
+    };
+    let text = hip.emit().expect("a hipObject token emits");
+    write("s3_token_xml", "token-hipobject", text.as_bytes());
+    let reply = RdmaReply::Handshake(hip).emit().expect("a handshake emits");
+    write("s3_token_xml", "reply-handshake", reply.as_bytes());
+    write("s3_token_xml", "reply-501", b"501");
+    let complete = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n\
+  <Part><PartNumber>1</PartNumber><ETag>&quot;a54357aff0632cce46d942af68356b38&quot;</ETag></Part>\n\
+  <Part><PartNumber>2</PartNumber><ETag>\"0c78aef83f66abc1fa1e8477f296d394\"</ETag>\
+<ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part>\n\
+</CompleteMultipartUpload>";
+    CompleteMultipartUpload::parse(complete).expect("the example reads");
+    write(
+        "s3_token_xml",
+        "complete-multipart-upload",
+        complete.as_bytes(),
+    );
+    let delete = "<Delete>\n\
+  <Object><Key>sample1.txt</Key></Object>\n\
+  <Object><Key>a&amp;b&#x1F600;&lt;</Key><VersionId>OYcLXagmS.WaD..oyH4KRguB95_YhLs7</VersionId></Object>\n\
+  <Quiet>true</Quiet>\n\
+</Delete>";
+    Delete::parse(delete).expect("the example reads");
+    write("s3_token_xml", "delete", delete.as_bytes());
+}
+
 fn main() {
     cm_mad();
     nvme_capsule();
+    s3_token_xml();
     perf_wire();
     vfio_proto();
     ionic_profile();

@@ -1,9 +1,19 @@
-//! ernic's S3 store (seed 001, "S3 over RDMA"): an object store whose control plane is
-//! the S3 REST API over HTTP and whose data plane is RDMA (`x-amz-rdma-token`).
+//! ernic's S3 store (seed 001, "S3 over RDMA"): an object store whose control
+//! plane is the S3 REST API over HTTP and whose data plane is RDMA (a request
+//! carrying `x-amz-rdma-token` moves the object by RDMA WRITE or READ).
 //!
-//! What it holds so far: [`sigv4`], AWS Signature Version 4 verification as an S3 server
-//! checks it (the `Authorization` header, presigned URLs, and the aws-chunked streaming
-//! payload decoder). Everything it parses comes from untrusted clients; nothing in it reads
-//! a clock.
+//! What it holds so far:
+//! - [`sigv4`]: AWS Signature Version 4 verification as an S3 server checks
+//!   it (the `Authorization` header, presigned URLs, and the aws-chunked
+//!   streaming payload decoder);
+//! - [`token`]: the RDMA tokens clients send (cuObject's text form and
+//!   hipObject's binary form) and hipObject's reply;
+//! - [`xml`]: the XML bodies S3 answers with, and the two request bodies it
+//!   reads (CompleteMultipartUpload, Delete).
+//!
+//! Everything it parses comes from untrusted clients; nothing in it reads a
+//! clock. The store, the HTTP server and the RDMA data plane come next.
 
 pub mod sigv4;
+pub mod token;
+pub mod xml;
