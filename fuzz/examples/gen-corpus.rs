@@ -633,6 +633,23 @@ fn nvme_capsule() {
 
 /// Tokens and replies as NooBaa and hipObject write them, and AWS's example
 /// request bodies (the `ernic_s3` tests' sources).
+/// `s3_sigv4`: AWS's GET Object example head (its time as the first eight
+/// bytes), then an unsigned-trailer aws-chunked body.
+fn s3_sigv4() {
+    let mut b = 1_369_353_600u64.to_le_bytes().to_vec();
+    b[5] = 0x0b; // a declared length of 11 << 40 >> 40 for the body below
+    b.extend_from_slice(
+        b"GET\n/test.txt\n\nhost: examplebucket.s3.amazonaws.com\nrange: bytes=0-9\n\
+x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n\
+x-amz-date: 20130524T000000Z\nauthorization: AWS4-HMAC-SHA256 \
+Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,\
+SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,\
+Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41\n\n\
+b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n",
+    );
+    write("s3_sigv4", "get-object-and-trailer-body", &b);
+}
+
 fn s3_token_xml() {
     use ernic_s3::token::{Format, RdmaReply, RdmaToken, Transport};
     use ernic_s3::xml::{CompleteMultipartUpload, Delete};
@@ -680,6 +697,7 @@ fn s3_token_xml() {
 fn main() {
     cm_mad();
     nvme_capsule();
+    s3_sigv4();
     s3_token_xml();
     perf_wire();
     vfio_proto();
