@@ -211,10 +211,15 @@ fn text(b: &[u8]) -> String {
         .to_string()
 }
 
-fn identify(a: &ClientArgs) -> Result<()> {
+/// What `identify` and `discover` start with: the TRID, a target in this
+/// process if asked for, and a controller with its admin queue only.
+fn admin_only(
+    a: &ClientArgs,
+    default_nqn: &str,
+) -> Result<(Trid, Option<Serving>, Device, Controller)> {
     let trid = Trid::parse(&a.trid)?;
     let fabric = a.fabric.fabric()?;
-    let _serving = match &a.serve {
+    let serving = match &a.serve {
         Some(o) => Some(start_target(&fabric, o, trid.addr, trid.port)?),
         None => None,
     };
@@ -222,13 +227,13 @@ fn identify(a: &ClientArgs) -> Result<()> {
         io_queues: 0,
         ..HostConfig::default()
     };
-    let (_dev, mut c) = connect(
-        &fabric,
-        &trid,
-        a.host_addr.unwrap_or_else(default_host_addr),
-        ernic_nvmeof::config::DEFAULT_NQN,
-        host,
-    )?;
+    let addr = a.host_addr.unwrap_or_else(default_host_addr);
+    let (dev, c) = connect(&fabric, &trid, addr, default_nqn, host)?;
+    Ok((trid, serving, dev, c))
+}
+
+fn identify(a: &ClientArgs) -> Result<()> {
+    let (trid, _serving, _dev, mut c) = admin_only(a, ernic_nvmeof::config::DEFAULT_NQN)?;
     let id = c.id_ctrl.clone();
     println!(
         "NVMe controller at {}:{} (cntlid {})",
@@ -275,23 +280,7 @@ fn identify(a: &ClientArgs) -> Result<()> {
 }
 
 fn discover(a: &ClientArgs) -> Result<()> {
-    let trid = Trid::parse(&a.trid)?;
-    let fabric = a.fabric.fabric()?;
-    let _serving = match &a.serve {
-        Some(o) => Some(start_target(&fabric, o, trid.addr, trid.port)?),
-        None => None,
-    };
-    let host = HostConfig {
-        io_queues: 0,
-        ..HostConfig::default()
-    };
-    let (_dev, mut c) = connect(
-        &fabric,
-        &trid,
-        a.host_addr.unwrap_or_else(default_host_addr),
-        DISCOVERY_NQN,
-        host,
-    )?;
+    let (_trid, _serving, _dev, mut c) = admin_only(a, DISCOVERY_NQN)?;
     let mut head = [0u8; 1024];
     c.admin_cmd(
         "Get Log Page (discovery)",
