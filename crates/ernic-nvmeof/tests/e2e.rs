@@ -14,6 +14,8 @@ use ernic_nvmeof::serve::{ServeOptions, Serving};
 use ernic_nvmeof::wire::status::Status;
 use ernic_verbs::{Fabric, Gid};
 
+mod common;
+
 const TARGET: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 10);
 const NQN: &str = "nqn.2024-01.io.ernic:e2e";
 
@@ -230,27 +232,7 @@ fn a_host_that_vanishes_leaves_the_target_serving_others() {
     }
     let start = Instant::now();
     let mut c = host(&fabric, 5, 1).expect("another host connects");
-    let data = pattern(5, 512);
-    c.io_cmd_sync(
-        "Write",
-        0,
-        Command::write(1, 0, 1),
-        Dir::ToTarget,
-        &data,
-        &mut [],
-    )
-    .expect("write");
-    let mut got = vec![0u8; 512];
-    c.io_cmd_sync(
-        "Read",
-        0,
-        Command::read(1, 0, 1),
-        Dir::FromTarget,
-        &[],
-        &mut got,
-    )
-    .expect("read");
-    assert_eq!(got, data);
+    common::round_trip(&mut c, 0, &pattern(5, 512));
     assert!(start.elapsed() < Duration::from_secs(5));
     // Past the vanished host's keep-alive timeout and grace, its three
     // queues are gone; ours are not (we keep alive).

@@ -16,6 +16,8 @@ use ernic_nvmeof::wire::sqe;
 use ernic_nvmeof::wire::status::Status;
 use ernic_verbs::{Fabric, Gid};
 
+mod common;
+
 const TARGET: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 10);
 const NQN: &str = "nqn.2024-01.io.ernic:hostile";
 
@@ -71,27 +73,7 @@ fn raw(c: &mut Controller, sqe: &[u8; sqe::LEN], data: &[u8]) -> Option<cqe::Rep
 }
 
 fn works(c: &mut Controller) {
-    let data = vec![0xa5u8; 512];
-    c.io_cmd_sync(
-        "Write",
-        0,
-        Command::write(1, 1, 1),
-        Dir::ToTarget,
-        &data,
-        &mut [],
-    )
-    .expect("write");
-    let mut got = vec![0u8; 512];
-    c.io_cmd_sync(
-        "Read",
-        0,
-        Command::read(1, 1, 1),
-        Dir::FromTarget,
-        &[],
-        &mut got,
-    )
-    .expect("read");
-    assert_eq!(got, data);
+    common::round_trip(c, 1, &[0xa5u8; 512]);
 }
 
 #[test]
