@@ -455,16 +455,7 @@ fn verify_header<C: Credentials + ?Sized>(
 
     let amz_date =
         header(req, "x-amz-date").ok_or(SigV4Error::MissingHeader { name: "x-amz-date" })?;
-    let request_time =
-        canonical::parse_amz_date(amz_date).ok_or_else(|| SigV4Error::InvalidDate {
-            value: amz_date.to_owned(),
-        })?;
-    if scope.date != &amz_date[..8] {
-        return Err(SigV4Error::ScopeDateMismatch {
-            credential_date: scope.date.to_owned(),
-            request_date: amz_date[..8].to_owned(),
-        });
-    }
+    let request_time = request_time(amz_date, scope.date)?;
     if request_time.abs_diff(now) > MAX_SKEW_SECS {
         return Err(SigV4Error::TimeTooSkewed {
             request_time,
@@ -581,16 +572,7 @@ fn verify_presigned<C: Credentials + ?Sized>(
         .ok_or(malformed("X-Amz-Signature is not 64 hex digits"))?;
     let signed_names = parse_signed_headers(signed).map_err(malformed)?;
 
-    let request_time =
-        canonical::parse_amz_date(amz_date).ok_or_else(|| SigV4Error::InvalidDate {
-            value: amz_date.to_owned(),
-        })?;
-    if scope.date != &amz_date[..8] {
-        return Err(SigV4Error::ScopeDateMismatch {
-            credential_date: scope.date.to_owned(),
-            request_date: amz_date[..8].to_owned(),
-        });
-    }
+    let request_time = request_time(amz_date, scope.date)?;
     let expires = parse_decimal(expires_str)
         .filter(|e| (1..=MAX_PRESIGNED_EXPIRES_SECS).contains(e))
         .ok_or_else(|| SigV4Error::ExpiresOutOfRange {
@@ -640,6 +622,22 @@ fn verify_presigned<C: Credentials + ?Sized>(
 /// crate that sign, e.g. an S3 client in ernic's own tools).
 pub fn sign_hex(key: &[u8; 32], string_to_sign: &str) -> String {
     hex(&hmac(key, string_to_sign.as_bytes()))
+}
+
+/// The time `x-amz-date` (or `X-Amz-Date`) names, checked against the
+/// credential scope's date.
+fn request_time(amz_date: &str, scope_date: &str) -> Result<u64, SigV4Error> {
+    let t = canonical::parse_amz_date(amz_date).ok_or_else(|| SigV4Error::InvalidDate {
+        value: amz_date.to_owned(),
+    })?;
+    // A date that parsed is `YYYYMMDDTHHMMSSZ`: its first 8 bytes are the day.
+    if scope_date != &amz_date[..8] {
+        return Err(SigV4Error::ScopeDateMismatch {
+            credential_date: scope_date.to_owned(),
+            request_date: amz_date[..8].to_owned(),
+        });
+    }
+    Ok(t)
 }
 
 #[cfg(test)]
