@@ -206,7 +206,9 @@ impl ChunkDecoder {
         &self.trailers
     }
 
-    /// Bytes of decoded data handed on so far.
+    /// Bytes of decoded data in the chunks read to their end (and, in the
+    /// signed form, verified) so far. The chunk in progress has already
+    /// handed its data on, so `out` may have seen up to one chunk more.
     pub fn decoded_len(&self) -> u64 {
         self.decoded
     }
