@@ -14,6 +14,8 @@
 //! Everything it parses comes from untrusted clients; nothing in it reads a
 //! clock. The store, the HTTP server and the RDMA data plane come next.
 
+pub mod http;
 pub mod sigv4;
+pub mod store;
 pub mod token;
 pub mod xml;
