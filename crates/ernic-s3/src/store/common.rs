@@ -314,3 +314,53 @@ pub(crate) fn check_completion(
     }
     Ok((size, multipart_etag(&md5s)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_successor_is_the_next_string_past_the_prefix() {
+        assert_eq!(prefix_successor("a/").as_deref(), Some("a0"));
+        assert_eq!(prefix_successor("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_successor("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_successor("\u{10FFFF}"), None);
+        assert_eq!(prefix_successor(""), None);
+    }
+
+    #[test]
+    fn after_prefix_seeks_past_the_prefix_and_none_means_nothing_left() {
+        let map: BTreeMap<String, ()> = ["a", "a\u{10FFFF}", "a\u{10FFFF}z", "b", "\u{10FFFF}"]
+            .into_iter()
+            .map(|k| (k.to_owned(), ()))
+            .collect();
+        let keys = |from, prefix| -> Vec<&str> {
+            select_keys(&map, prefix, from, 10)
+                .map(|(k, _)| k.as_str())
+                .collect()
+        };
+        assert_eq!(
+            keys(ListFrom::AfterPrefix("a\u{10FFFF}"), ""),
+            ["b", "\u{10FFFF}"]
+        );
+        assert!(keys(ListFrom::AfterPrefix("\u{10FFFF}"), "").is_empty());
+        assert_eq!(keys(ListFrom::AfterPrefix("a"), "b"), ["b"]);
+        assert_eq!(
+            keys(ListFrom::After("a"), "a"),
+            ["a\u{10FFFF}", "a\u{10FFFF}z"]
+        );
+    }
+
+    #[test]
+    fn capacity_refuses_a_reservation_past_it_and_never_goes_negative() {
+        let c = Capacity::new(10, 0);
+        c.reserve(10).unwrap();
+        assert!(matches!(
+            c.reserve(1),
+            Err(StoreError::Full { capacity: 10 })
+        ));
+        assert!(c.reserve(u64::MAX).is_err());
+        c.release(20);
+        assert_eq!(c.used(), 0);
+    }
+}

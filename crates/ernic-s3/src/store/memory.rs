@@ -567,3 +567,57 @@ impl Store for MemoryStore {
         self.shared.cap.capacity()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(s: &MemoryStore, key: &str) -> Vec<(usize, usize)> {
+        let map = s.shared.lock();
+        map["bkt"].objects[key]
+            .pieces
+            .iter()
+            .map(|p| (p.as_ptr() as usize, p.len()))
+            .collect()
+    }
+
+    #[test]
+    fn small_writes_coalesce_into_pieces_of_at_most_one_mib() {
+        let s = MemoryStore::new(1 << 30);
+        s.create_bucket("bkt").unwrap();
+        let mut w = s.put_object("bkt", "k", ObjectAttrs::default()).unwrap();
+        for _ in 0..(3 * PIECE / 4096 + 1) {
+            w.write(&[7u8; 4096]).unwrap();
+        }
+        w.commit().unwrap();
+        let lens: Vec<usize> = pieces(&s, "k").into_iter().map(|(_, l)| l).collect();
+        assert_eq!(lens, [PIECE, PIECE, PIECE, 4096]);
+        // One write bigger than a piece is cut into pieces.
+        let mut w = s.put_object("bkt", "big", ObjectAttrs::default()).unwrap();
+        w.write(&vec![1u8; 2 * PIECE + 10]).unwrap();
+        w.write(b"abc").unwrap();
+        w.commit().unwrap();
+        let lens: Vec<usize> = pieces(&s, "big").into_iter().map(|(_, l)| l).collect();
+        assert_eq!(lens, [PIECE, PIECE, 13]);
+    }
+
+    #[test]
+    fn completion_moves_the_parts_pieces_without_copying() {
+        let s = MemoryStore::new(1 << 30);
+        s.create_bucket("bkt").unwrap();
+        let u = s.create_upload("bkt", "k", ObjectAttrs::default()).unwrap();
+        let mut named = Vec::new();
+        let mut before = Vec::new();
+        for (n, len) in [(1u32, super::super::MIN_PART_SIZE as usize), (2, 10)] {
+            let mut w = s.put_part("bkt", "k", &u.upload_id, n).unwrap();
+            w.write(&vec![n as u8; len]).unwrap();
+            let etag = w.commit().unwrap().etag;
+            named.push(CompletePart { number: n, etag });
+            let map = s.shared.lock();
+            let part = &map["bkt"].uploads[&u.upload_id].parts[&n];
+            before.extend(part.pieces.iter().map(|p| (p.as_ptr() as usize, p.len())));
+        }
+        s.complete_upload("bkt", "k", &u.upload_id, &named).unwrap();
+        assert_eq!(pieces(&s, "k"), before);
+    }
+}

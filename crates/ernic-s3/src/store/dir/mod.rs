@@ -28,6 +28,9 @@
 //! the disk briefly holds the object twice, which the capacity does not
 //! count. A crash after the object is committed but before the upload's
 //! directory is removed leaves the upload listed; it can be aborted.
+//!
+//! One store (one process) owns a root at a time: nothing locks the
+//! directory against a second opener.
 
 mod meta;
 mod open;
@@ -124,6 +127,12 @@ fn io_err(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError 
 fn no_bucket(name: &str) -> StoreError {
     StoreError::NoSuchBucket {
         name: name.chars().take(80).collect(),
+    }
+}
+
+fn no_key(key: &str) -> StoreError {
+    StoreError::NoSuchKey {
+        key: key.chars().take(1024).collect(),
     }
 }
 
@@ -354,9 +363,7 @@ impl Store for DirStore {
         b.objects
             .get(key)
             .map(|e| e.meta.clone())
-            .ok_or_else(|| StoreError::NoSuchKey {
-                key: key.to_owned(),
-            })
+            .ok_or_else(|| no_key(key))
     }
 
     fn open_object(
@@ -366,9 +373,7 @@ impl Store for DirStore {
     ) -> Result<(ObjectMeta, Box<dyn ObjectReader>), StoreError> {
         let st = self.shared.lock();
         let b = st.buckets.get(bucket).ok_or_else(|| no_bucket(bucket))?;
-        let e = b.objects.get(key).ok_or_else(|| StoreError::NoSuchKey {
-            key: key.to_owned(),
-        })?;
+        let e = b.objects.get(key).ok_or_else(|| no_key(key))?;
         // Opened under the lock: no commit or delete can remove the file
         // between the lookup and the open.
         let path = self.shared.objects_dir(bucket).join(&e.data);

@@ -610,3 +610,35 @@ fn abort_and_ids(s: &dyn Store) {
     s.create_bucket("bkt").unwrap();
 }
 both!(abort_and_ids, 1 << 30, abort_and_ids);
+
+fn threads(s: &dyn Store) {
+    std::thread::scope(|sc| {
+        for t in 0..4u64 {
+            sc.spawn(move || {
+                for i in 0..10u64 {
+                    let key = format!("t{t}/{i}");
+                    let data = bytes(1000 + i as usize, t * 100 + i);
+                    put(s, "bkt", &key, &data);
+                    assert_eq!(get(s, "bkt", &key), data);
+                    put(s, "bkt", "shared", &data);
+                    let (m, mut r) = s.open_object("bkt", "shared").unwrap();
+                    assert_eq!(md5_hex(&read_all(r.as_mut())), m.etag);
+                }
+            });
+        }
+    });
+    assert_eq!(
+        s.list_objects("bkt", "", ListFrom::Start, 100)
+            .unwrap()
+            .len(),
+        41
+    );
+    let listed: u64 = s
+        .list_objects("bkt", "", ListFrom::Start, 100)
+        .unwrap()
+        .iter()
+        .map(|(_, m)| m.size)
+        .sum();
+    assert_eq!(s.used_bytes(), listed);
+}
+both!(threads, 1 << 30, threads);
