@@ -29,6 +29,10 @@
 
 use std::fmt;
 
+mod common;
+pub mod dir;
+pub mod memory;
+
 /// The longest key S3 accepts, in bytes of UTF-8.
 pub const MAX_KEY_LEN: usize = 1024;
 /// The fewest and most bytes of a bucket name.
@@ -516,3 +520,6 @@ pub fn now_ms() -> i64 {
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests;
