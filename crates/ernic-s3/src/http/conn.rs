@@ -236,6 +236,8 @@ impl<S: Read + Write> Conn<'_, S> {
                 // The body's framing broke while the handler read it: the
                 // handler's own error answer replaces whatever it returned.
                 Some(e) => (self.handler.error(&e), false),
+                // Closing anyway: what is left of the body is not read.
+                None if !persistent || response.close => (response, false),
                 None => {
                     let keep = body.finish();
                     (response, keep)
