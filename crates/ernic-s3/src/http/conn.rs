@@ -252,9 +252,16 @@ impl<S: Read + Write> Conn<'_, S> {
     }
 
     /// Reads the next request head, skipping empty lines before it.
+    ///
+    /// The head is parsed when its first bytes arrive (so a bad request
+    /// line is refused at once) and then only once its end (an empty line)
+    /// is buffered: a head sent a byte at a time costs one scan, not one
+    /// parse per byte.
     fn read_head(&mut self) -> io::Result<Head> {
         let limits = self.limits;
         let mut skipped = 0usize;
+        let mut parsed = false;
+        let mut searched = 0usize;
         loop {
             loop {
                 let b = self.io.buffered();
@@ -267,6 +274,8 @@ impl<S: Read + Write> Conn<'_, S> {
                 };
                 self.io.consume(n);
                 skipped += n;
+                parsed = false;
+                searched = 0;
             }
             if skipped > limits.max_head_bytes {
                 return Ok(Head::Refused(HttpError::HeadTooLarge {
@@ -275,13 +284,18 @@ impl<S: Read + Write> Conn<'_, S> {
             }
             let b = self.io.buffered();
             if !b.is_empty() {
-                match parse_head(b, limits) {
-                    Ok(Some((len, head))) => {
-                        self.io.consume(len);
-                        return Ok(head);
+                let ended = has_head_end(&b[searched.saturating_sub(2)..]);
+                searched = b.len();
+                if !parsed || ended {
+                    parsed = true;
+                    match parse_head(b, limits) {
+                        Ok(Some((len, head))) => {
+                            self.io.consume(len);
+                            return Ok(head);
+                        }
+                        Ok(None) => {}
+                        Err(e) => return Ok(Head::Refused(e)),
                     }
-                    Ok(None) => {}
-                    Err(e) => return Ok(Head::Refused(e)),
                 }
                 if b.len() >= limits.max_head_bytes {
                     return Ok(Head::Refused(HttpError::HeadTooLarge {
@@ -414,6 +428,12 @@ impl<S: Read + Write> Conn<'_, S> {
         stream.flush()?;
         Ok(true)
     }
+}
+
+/// Whether `b` holds the empty line that ends a head (`\n\n` or
+/// `\n\r\n`).
+fn has_head_end(b: &[u8]) -> bool {
+    b.windows(2).any(|w| w == b"\n\n") || b.windows(3).any(|w| w == b"\n\r\n")
 }
 
 /// Parses a head at the start of `b`: None while it is incomplete, else how
@@ -824,32 +844,40 @@ impl<S: Read + Write> BodyReader<'_, S> {
                 self.io.consume(2);
                 Ok((Chunk::Size, total, 0))
             }
-            Chunk::Trailers(mut seen) => loop {
-                let b = self.io.buffered();
-                match b.windows(2).position(|w| w == b"\r\n") {
-                    Some(0) => {
-                        self.io.consume(2);
-                        return Ok((Chunk::Done, total, 0));
-                    }
-                    Some(at) => {
-                        seen += at + 2;
-                        if seen > self.limits.max_head_bytes {
-                            return Err(HttpError::HeadTooLarge {
-                                why: "the chunked body's trailers".into(),
-                            });
+            Chunk::Trailers(mut seen) => {
+                // How far the current line has been searched for its CRLF.
+                let mut searched = 0usize;
+                loop {
+                    let b = self.io.buffered();
+                    let from = searched.saturating_sub(1);
+                    let crlf = b[from..].windows(2).position(|w| w == b"\r\n");
+                    searched = b.len();
+                    match crlf.map(|at| at + from) {
+                        Some(0) => {
+                            self.io.consume(2);
+                            return Ok((Chunk::Done, total, 0));
                         }
-                        self.io.consume(at + 2);
-                    }
-                    None => {
-                        if seen + b.len() >= self.limits.max_head_bytes {
-                            return Err(HttpError::HeadTooLarge {
-                                why: "the chunked body's trailers".into(),
-                            });
+                        Some(at) => {
+                            seen += at + 2;
+                            if seen > self.limits.max_head_bytes {
+                                return Err(HttpError::HeadTooLarge {
+                                    why: "the chunked body's trailers".into(),
+                                });
+                            }
+                            self.io.consume(at + 2);
+                            searched = 0;
                         }
-                        self.fill()?;
+                        None => {
+                            if seen + b.len() >= self.limits.max_head_bytes {
+                                return Err(HttpError::HeadTooLarge {
+                                    why: "the chunked body's trailers".into(),
+                                });
+                            }
+                            self.fill()?;
+                        }
                     }
                 }
-            },
+            }
             Chunk::Done => Ok((Chunk::Done, total, 0)),
         }
     }

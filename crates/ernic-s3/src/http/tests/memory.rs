@@ -183,10 +183,7 @@ fn header_names_are_lower_case_and_values_trimmed() {
             Response::new(400)
         }
     }
-    let mut mem = Mem {
-        input: Cursor::new(b"GET / HTTP/1.1\r\nX-Amz-Meta-A: \t v  w \t\r\n\r\n".to_vec()),
-        output: Vec::new(),
-    };
+    let mut mem = Mem::new(b"GET / HTTP/1.1\r\nX-Amz-Meta-A: \t v  w \t\r\n\r\n", 7);
     serve_connection(&mut mem, &Look, &limits()).unwrap();
     assert!(mem.output.starts_with(b"HTTP/1.1 200 OK\r\n"));
 }
@@ -249,4 +246,62 @@ fn large_body_read_straight_and_exact() {
     assert_eq!(r.len(), 2);
     assert!(r[0].body == body);
     assert_eq!(r[1].header("x-target"), Some("/next"));
+}
+
+#[test]
+fn split_reads_give_the_same_bytes() {
+    let input = b"\r\nPUT /one HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloPOST /two HTTP/1.1\r\n\
+Transfer-Encoding: chunked\r\n\r\n3;a=b\r\nabc\r\n2\r\nde\r\n0\r\nt: 1\r\nu: 2\r\n\r\n\
+PUT /three HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nxyHEAD /four HTTP/1.1\r\n\r\n\
+PUT /noread HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /six HTTP/1.1\r\n\r\n";
+    let whole = exchange(input);
+    // Six answers and a 100 Continue (the fifth, HEAD, has no body).
+    let r = parse_all(&whole, &[false, false, false, false, true]);
+    assert_eq!(r.len(), 6 + 1);
+    assert_eq!(r[6].header("x-target"), Some("/six"));
+    for step in [1, 2, 3, 5, 13, 64] {
+        assert_eq!(trickle(input, &limits(), step).0, whole, "step {step}");
+    }
+}
+
+#[test]
+fn the_server_owns_length_and_connection() {
+    struct Own;
+    impl Handler for Own {
+        fn handle(&self, request: &Request, body: &mut dyn Body) -> Response {
+            let mut r = Response::new(200);
+            r.headers = vec![
+                ("date".into(), DATE.into()),
+                ("content-length".into(), "999".into()),
+                ("connection".into(), "upgrade".into()),
+                ("x-split".into(), "a\r\nx-evil: 1".into()),
+                ("bad name".into(), "v".into()),
+                (
+                    "x-body".into(),
+                    format!("{:?} {}", body.declared_len(), body.expects_continue()),
+                ),
+            ];
+            r.body = match request.target.as_str() {
+                "/length" => ResponseBody::Length(7),
+                _ => ResponseBody::Bytes(b"abc".to_vec()),
+            };
+            r
+        }
+        fn error(&self, e: &HttpError) -> Response {
+            Response::new(e.status())
+        }
+    }
+    let mut mem = Mem::new(
+        b"GET /bytes HTTP/1.1\r\nContent-Length: 0\r\nExpect: 100-continue\r\n\r\n\
+GET /length HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        usize::MAX,
+    );
+    serve_connection(&mut mem, &Own, &limits()).unwrap();
+    assert_eq!(
+        String::from_utf8(mem.output).unwrap(),
+        format!(
+            "HTTP/1.1 200 OK\r\ndate: {DATE}\r\nx-body: Some(0) true\r\ncontent-length: 3\r\n\r\nabc\
+HTTP/1.1 200 OK\r\ndate: {DATE}\r\ncontent-length: 999\r\nx-body: None false\r\n\r\n"
+        )
+    );
 }

@@ -133,15 +133,28 @@ impl Handler for Echo {
     }
 }
 
-/// An in-memory connection: what the client sent, what the server wrote.
+/// An in-memory connection: what the client sent (handed out at most
+/// `step` bytes a read), what the server wrote.
 struct Mem {
     input: Cursor<Vec<u8>>,
+    step: usize,
     output: Vec<u8>,
+}
+
+impl Mem {
+    fn new(input: &[u8], step: usize) -> Mem {
+        Mem {
+            input: Cursor::new(input.to_vec()),
+            step,
+            output: Vec::new(),
+        }
+    }
 }
 
 impl Read for Mem {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.input.read(buf)
+        let n = buf.len().min(self.step);
+        self.input.read(&mut buf[..n])
     }
 }
 
@@ -159,11 +172,13 @@ impl Write for Mem {
 /// Serves `input` as one connection with [`Echo`]: what was written, and
 /// the body errors the handler saw.
 fn exchange_with(input: &[u8], limits: &Limits) -> (Vec<u8>, Vec<String>) {
+    trickle(input, limits, usize::MAX)
+}
+
+/// [`exchange_with`] with the input handed out `step` bytes a read.
+fn trickle(input: &[u8], limits: &Limits, step: usize) -> (Vec<u8>, Vec<String>) {
     let echo = Echo::default();
-    let mut mem = Mem {
-        input: Cursor::new(input.to_vec()),
-        output: Vec::new(),
-    };
+    let mut mem = Mem::new(input, step);
     serve_connection(&mut mem, &echo, limits).expect("an in-memory stream never fails");
     let errors = echo.errors.lock().unwrap().clone();
     (mem.output, errors)
