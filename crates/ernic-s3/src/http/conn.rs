@@ -23,7 +23,7 @@
 //! quietly.
 
 use std::io::{self, Read, Write};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::date::http_date;
 use super::{Body, Handler, Header, HttpError, Limits, Request, Response, ResponseBody};
@@ -256,13 +256,19 @@ impl<S: Read + Write> Conn<'_, S> {
     /// The head is parsed when its first bytes arrive (so a bad request
     /// line is refused at once) and then only once its end (an empty line)
     /// is buffered: a head sent a byte at a time costs one scan, not one
-    /// parse per byte.
+    /// parse per byte. A head still incomplete [`Limits::idle_timeout`]
+    /// after its first byte ends the connection, however steadily it
+    /// trickles in (the stream's timeout only bounds each read).
     fn read_head(&mut self) -> io::Result<Head> {
         let limits = self.limits;
         let mut skipped = 0usize;
         let mut parsed = false;
         let mut searched = 0usize;
+        let mut started: Option<Instant> = None;
         loop {
+            if started.is_some_and(|t| t.elapsed() > limits.idle_timeout) {
+                return Ok(Head::End);
+            }
             loop {
                 let b = self.io.buffered();
                 let n = if b.starts_with(b"\r\n") {
@@ -305,7 +311,9 @@ impl<S: Read + Write> Conn<'_, S> {
             }
             match self.io.fill() {
                 Ok(0) => return Ok(Head::End),
-                Ok(_) => {}
+                Ok(_) => {
+                    started.get_or_insert_with(Instant::now);
+                }
                 Err(e) if is_quiet_end(&e) => return Ok(Head::End),
                 Err(e) => return Err(e),
             }
@@ -329,12 +337,18 @@ impl<S: Read + Write> Conn<'_, S> {
             body,
             close: _,
         } = response;
+        // A status that is not three digits cannot go on a status line.
+        let status = if (100..=999).contains(&status) {
+            status
+        } else {
+            500
+        };
         let bodiless = (100..200).contains(&status) || status == 204 || status == 304;
         let own_length = matches!(body, ResponseBody::Length(_)) || is_head;
         let out = &mut self.out;
         out.clear();
         out.extend_from_slice(b"HTTP/1.1 ");
-        push_num(out, u64::from(status.min(999)));
+        push_num(out, u64::from(status));
         out.push(b' ');
         out.extend_from_slice(reason(status).as_bytes());
         out.extend_from_slice(b"\r\n");

@@ -196,3 +196,35 @@ fn shutdown_is_bounded_with_a_connection_open() {
     let mut b = [0u8; 1];
     assert_eq!(s.read(&mut b).unwrap_or(0), 0, "the socket was shut down");
 }
+
+#[test]
+fn a_head_trickling_in_is_cut_off_at_the_idle_timeout() {
+    let mut l = limits();
+    l.idle_timeout = Duration::from_millis(300);
+    let (server, _) = server(l, 8);
+    let mut s = connect(server.local_addr());
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let t = std::time::Instant::now();
+    s.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    let mut b = [0u8; 64];
+    loop {
+        assert!(t.elapsed() < Duration::from_secs(5), "never cut off");
+        // Each header line well inside the read timeout.
+        if s.write_all(b"x-a: 1\r\n").is_err() {
+            break;
+        }
+        match s.read(&mut b) {
+            Ok(0) => break,
+            Ok(n) => panic!("an answer to half a head: {:?}", &b[..n]),
+            // The 50 ms read timeout: still open.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break, // reset
+        }
+    }
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    server.shutdown();
+}
