@@ -650,6 +650,33 @@ b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n",
     write("s3_sigv4", "get-object-and-trailer-body", &b);
 }
 
+/// `s3_http`: a read size (the first byte), then a connection's bytes as
+/// curl and the AWS SDKs send them: two pipelined keep-alive requests, a
+/// chunked PUT with an extension and a trailer, and a PUT that asks for
+/// `100 Continue`.
+fn s3_http() {
+    let seed = |name: &str, conn: &[u8]| {
+        let mut b = vec![7u8];
+        b.extend_from_slice(conn);
+        write("s3_http", name, &b);
+    };
+    seed(
+        "pipelined-keep-alive",
+        b"GET /bucket/key HTTP/1.1\r\nHost: s3.local\r\nUser-Agent: curl/8.5.0\r\n\
+Accept: */*\r\n\r\nPUT /bucket/k2 HTTP/1.1\r\nHost: s3.local\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    seed(
+        "chunked-trailer",
+        b"PUT /bucket/key HTTP/1.1\r\nHost: s3.local\r\nTransfer-Encoding: chunked\r\n\r\n\
+5;name=value\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32: DUoRhQ==\r\n\r\n",
+    );
+    seed(
+        "expect-continue",
+        b"PUT /bucket/big HTTP/1.1\r\nHost: s3.local\r\nContent-Length: 11\r\n\
+Expect: 100-continue\r\n\r\nhello world",
+    );
+}
+
 fn s3_token_xml() {
     use ernic_s3::token::{Format, RdmaReply, RdmaToken, Transport};
     use ernic_s3::xml::{CompleteMultipartUpload, Delete};
@@ -698,6 +725,7 @@ fn main() {
     cm_mad();
     nvme_capsule();
     s3_sigv4();
+    s3_http();
     s3_token_xml();
     perf_wire();
     vfio_proto();

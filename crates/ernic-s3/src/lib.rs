@@ -9,10 +9,13 @@
 //! - [`token`]: the RDMA tokens clients send (cuObject's text form and
 //!   hipObject's binary form) and hipObject's reply;
 //! - [`xml`]: the XML bodies S3 answers with, and the two request bodies it
-//!   reads (CompleteMultipartUpload, Delete).
+//!   reads (CompleteMultipartUpload, Delete);
+//! - [`http`]: the HTTP/1.1 server the S3 API runs on (framing, keep-alive,
+//!   pipelining, `100 Continue`, HTTP dates).
 //!
 //! Everything it parses comes from untrusted clients; nothing in it reads a
-//! clock. The store, the HTTP server and the RDMA data plane come next.
+//! clock but the HTTP server's `Date` header. The RDMA data plane comes
+//! next.
 
 pub mod http;
 pub mod sigv4;

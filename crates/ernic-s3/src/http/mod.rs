@@ -1,7 +1,8 @@
 //! The store's HTTP/1.1 server: request heads parsed by `httparse`, bodies
 //! framed by `Content-Length` or `Transfer-Encoding: chunked`, keep-alive and
 //! pipelining on one connection, `Expect: 100-continue`, and responses
-//! written with a length or chunked. It knows nothing of S3: a [`Handler`]
+//! written with a `Content-Length` (the server never chunks a response:
+//! every [`ResponseBody`] knows its length). It knows nothing of S3: a [`Handler`]
 //! gets each request and its body and returns a [`Response`].
 //!
 //! It runs over anything that is `Read + Write` ([`serve_connection`]), so
@@ -20,6 +21,16 @@
 
 use std::io;
 use std::time::Duration;
+
+pub mod conn;
+pub mod date;
+pub mod server;
+#[cfg(test)]
+mod tests;
+
+pub use conn::serve_connection;
+pub use date::{http_date, parse_http_date};
+pub use server::{Server, ServerHandle};
 
 /// Bounds on what one connection may send.
 #[derive(Debug, Clone)]
