@@ -8,12 +8,17 @@
 //! - `mesh`: a standalone mesh manager, or a scriptable mesh node.
 //! - `nvme`: an NVMe-oF target (`serve`), an initiator that measures one
 //!   (`perf`, like spdk_nvme_perf), `identify` and `discover`.
+//! - `s3`: the S3 store with its RDMA data plane (`serve`), a client of it
+//!   (`get`, `put`, `ls`, `mb`), and `bench`.
 
 #[allow(unsafe_code)]
 mod bench;
+mod fabric;
 mod mesh;
 mod nvme;
 mod perf;
+mod progress;
+mod s3;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +42,9 @@ enum Cmd {
     /// NVMe over Fabrics: serve a target, measure one (perf), identify, discover.
     #[command(subcommand)]
     Nvme(nvme::NvmeCmd),
+    /// S3 over RDMA: serve the store, get/put/ls/mb as a client, bench.
+    #[command(subcommand)]
+    S3(s3::S3Cmd),
 }
 
 fn main() {
@@ -46,6 +54,7 @@ fn main() {
         Cmd::Perf(args) => perf::run(&args),
         Cmd::Mesh(cmd) => mesh::run(&cmd),
         Cmd::Nvme(cmd) => nvme::run(&cmd),
+        Cmd::S3(cmd) => s3::run(&cmd),
     };
     if let Err(e) = result {
         eprintln!("ernic: {e:#}");

@@ -15,13 +15,14 @@ mod trid;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use ernic_nvmeof::config::DISCOVERY_NQN;
 use ernic_nvmeof::host::{Controller, Dir, HostConfig};
 use ernic_nvmeof::serve::{ServeOptions, Serving};
-use ernic_verbs::{Device, Fabric, Gid, Mesh, MeshConfig, MeshSpec};
+use ernic_verbs::{Device, Fabric, Gid};
 
+pub use crate::fabric::{FabricArgs, default_host_addr};
 pub use trid::Trid;
 
 /// `ernic nvme` subcommands.
@@ -53,38 +54,6 @@ OPTS (comma-separated, as for ernic-server --backend nvmeof:OPTS):
 The target is a device of its own on the fabric, with the GID of addr=
 (IPv4-mapped). On the mesh (--mesh), guests of ernic-servers on the same mesh
 reach it as `nvme connect -t rdma -a ADDR -s PORT -n NQN`.";
-
-/// Where the fabric is: this process's loopback, or a mesh.
-#[derive(Args, Debug, Clone)]
-pub struct FabricArgs {
-    /// Join the TCP mesh (tcp:manager:listen:PORT or tcp:worker:HOST:PORT).
-    #[arg(long, value_name = "SPEC")]
-    pub mesh: Option<MeshSpec>,
-    /// How long to wait for the mesh manager, in seconds.
-    #[arg(long, default_value_t = 10)]
-    pub mesh_wait: u64,
-}
-
-impl FabricArgs {
-    /// The fabric these say: loopback, or joined to the mesh.
-    pub fn fabric(&self) -> Result<Fabric> {
-        let Some(spec) = &self.mesh else {
-            return Ok(Fabric::new());
-        };
-        let mesh =
-            Mesh::start(MeshConfig::new(spec.clone())).with_context(|| format!("--mesh {spec}"))?;
-        if mesh
-            .wait_registered(Duration::from_secs(self.mesh_wait))
-            .is_none()
-        {
-            bail!(
-                "--mesh {spec}: no answer from the mesh manager within {} s",
-                self.mesh_wait
-            );
-        }
-        Ok(Fabric::on_mesh(Default::default(), mesh))
-    }
-}
 
 /// Arguments of `ernic nvme serve`.
 #[derive(Args, Debug)]
@@ -170,14 +139,6 @@ fn serve(a: &ServeArgs) -> Result<()> {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
-}
-
-/// An initiator's address when none is given: 192.0.2.128 to .254, by
-/// process id. The mesh refuses a GID two live nodes claim, and it learns
-/// that a node left only when its heartbeats stop, so a run that took the
-/// last run's address would find no route for seconds.
-pub fn default_host_addr() -> Ipv4Addr {
-    Ipv4Addr::new(192, 0, 2, 128 + (std::process::id() % 127) as u8)
 }
 
 /// Connects to the controller `trid` names (subsystem `default_nqn` when it

@@ -159,28 +159,8 @@ fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
-/// Reads `64`, `4K`, `1M`, `2G` (powers of 1024; `KiB`, `KB` and `B` also accepted).
-pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits);
-    let n: u64 = num.parse().map_err(|_| {
-        format!("{s:?} is not a size: give bytes, or a number with K, M or G (4K, 1M)")
-    })?;
-    let mult: u64 = match unit.to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1 << 10,
-        "M" | "MB" | "MIB" => 1 << 20,
-        "G" | "GB" | "GIB" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "{s:?}: unknown unit {unit:?}; use K, M or G (powers of 1024)"
-            ));
-        }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?} is too large"))
-}
+/// Reads `64`, `4K`, `1M`, `2G` (powers of 1024), as everywhere in ernic.
+pub use ernic_core::types::parse_size;
 
 /// Largest message `ernic perf` runs (it allocates two buffers of this size).
 const MAX_SIZE: u64 = 1 << 30;

@@ -200,3 +200,29 @@ mod tests {
         assert_eq!(key_index(0x1234_56ab), 0x12_3456);
     }
 }
+
+/// Reads a byte count as people write it on command lines and in option
+/// strings: `64`, `4K`, `1M`, `2G`, `1T` (powers of 1024; `KiB`, `KB` and
+/// `B` also accepted, in either case). The error is one line for a person.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num.parse().map_err(|_| {
+        format!("{s:?} is not a size: give bytes, or a number with K, M, G or T (4K, 1M)")
+    })?;
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?}; use K, M, G or T (powers of 1024)"
+            ));
+        }
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}

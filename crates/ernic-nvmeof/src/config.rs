@@ -278,26 +278,18 @@ fn parse_ns(value: &str) -> Result<NamespaceSpec, ConfigError> {
     })
 }
 
-/// A byte count with an optional K/M/G/T suffix (powers of 1024).
+/// A namespace's byte count (`64M`, `1G`: [`ernic_core::types::parse_size`]).
 fn parse_size(value: &str) -> Result<u64, ConfigError> {
-    let (digits, shift) = match value.as_bytes().last() {
-        Some(b'K' | b'k') => (&value[..value.len() - 1], 10),
-        Some(b'M' | b'm') => (&value[..value.len() - 1], 20),
-        Some(b'G' | b'g') => (&value[..value.len() - 1], 30),
-        Some(b'T' | b't') => (&value[..value.len() - 1], 40),
-        _ => (value, 0),
-    };
-    let n: u64 = digits.parse().map_err(|_| {
+    let bytes = ernic_core::types::parse_size(value).map_err(|_| {
         bad(
             "ns",
             value,
             "a size is a number with an optional K, M, G or T",
         )
     })?;
-    let bytes = n
-        .checked_mul(1u64 << shift)
-        .filter(|&b| b <= MAX_NAMESPACE_BYTES)
-        .ok_or_else(|| bad("ns", value, "a namespace is at most 16T"))?;
+    if bytes > MAX_NAMESPACE_BYTES {
+        return Err(bad("ns", value, "a namespace is at most 16T"));
+    }
     if bytes == 0 {
         return Err(bad("ns", value, "a namespace cannot be empty"));
     }

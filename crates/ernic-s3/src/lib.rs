@@ -17,7 +17,11 @@
 //! clock but the HTTP server's `Date` header. The RDMA data plane comes
 //! next.
 
+pub mod client;
 pub mod http;
+pub mod options;
+pub mod rdma;
+pub mod service;
 pub mod sigv4;
 pub mod store;
 pub mod token;

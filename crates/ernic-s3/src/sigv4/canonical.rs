@@ -328,6 +328,36 @@ pub fn parse_amz_date(s: &str) -> Option<u64> {
     u64::try_from(secs).ok()
 }
 
+/// The civil date of a day count from 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`): `(year, month 1..=12, day 1..=31)`.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Seconds since the Unix epoch as an ISO 8601 basic timestamp
+/// (`YYYYMMDDTHHMMSSZ`, what `x-amz-date` carries); the inverse of
+/// [`parse_amz_date`].
+pub fn format_amz_date(unix_secs: u64) -> String {
+    let secs = unix_secs as i64;
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let t = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        t / 3600,
+        t / 60 % 60,
+        t % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

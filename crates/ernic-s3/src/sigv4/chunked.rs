@@ -143,8 +143,11 @@ enum State {
 
 /// Decodes and verifies an aws-chunked body fed in slices.
 pub struct ChunkDecoder {
-    /// `None` for the unsigned-trailer form.
+    /// `None` for the unsigned-trailer form and the unchecked signed form.
     seed: Option<StreamingSeed>,
+    /// Whether chunk headers carry `;chunk-signature=` (the signed form,
+    /// checked only when `seed` is set).
+    signed: bool,
     declared: u64,
     in_trailer: bool,
     trailers: Vec<(String, String)>,
@@ -169,6 +172,18 @@ impl ChunkDecoder {
         let mut d = Self::new_unsigned_trailer(seed.decoded_length);
         d.prev_signature = seed.seed_signature;
         d.seed = Some(seed);
+        d.signed = true;
+        d
+    }
+
+    /// A decoder for a `STREAMING-AWS4-HMAC-SHA256-PAYLOAD` body of
+    /// `decoded_length` bytes whose signatures are not checked: for a server
+    /// that admits anonymous requests and so has no secret to check them
+    /// with. The framing is checked as in [`Self::new`]; the data is not
+    /// authenticated.
+    pub fn new_signed_unchecked(decoded_length: u64) -> Self {
+        let mut d = Self::new_unsigned_trailer(decoded_length);
+        d.signed = true;
         d
     }
 
@@ -178,6 +193,7 @@ impl ChunkDecoder {
         ChunkDecoder {
             prev_signature: [0; 32],
             seed: None,
+            signed: false,
             declared: decoded_length,
             in_trailer: false,
             trailers: Vec::new(),
@@ -193,6 +209,11 @@ impl ChunkDecoder {
             decoded: 0,
             failure: None,
         }
+    }
+
+    /// `x-amz-decoded-content-length`: the length the body decodes to.
+    pub fn declared_len(&self) -> u64 {
+        self.declared
     }
 
     /// Whether the final chunk has been read and checked.
@@ -339,11 +360,11 @@ impl ChunkDecoder {
             return self.end_trailer_line();
         }
         let line = &self.header[..self.header_len];
-        let (size_hex, ext) = match (&self.seed, line.iter().position(|&b| b == b';')) {
-            (Some(_), Some(semi)) => (&line[..semi], Some(&line[semi + 1..])),
-            (Some(_), None) => return Err(self.malformed("no ;chunk-signature=")),
-            (None, None) => (line, None),
-            (None, Some(_)) => return Err(self.malformed("an unsigned chunk has an extension")),
+        let (size_hex, ext) = match (self.signed, line.iter().position(|&b| b == b';')) {
+            (true, Some(semi)) => (&line[..semi], Some(&line[semi + 1..])),
+            (true, None) => return Err(self.malformed("no ;chunk-signature=")),
+            (false, None) => (line, None),
+            (false, Some(_)) => return Err(self.malformed("an unsigned chunk has an extension")),
         };
         if size_hex.is_empty() || size_hex.len() > 16 {
             return Err(self.malformed("the size is not 1 to 16 hex digits"));
@@ -377,7 +398,7 @@ impl ChunkDecoder {
         self.chunk_size = size;
         self.chunk_signature = sig;
         self.hasher = Sha256::new();
-        if size == 0 && self.seed.is_none() {
+        if size == 0 && !self.signed {
             // The unsigned form's final chunk has no data and no CRLF: trailers follow.
             self.in_trailer = true;
             self.header_len = 0;

@@ -15,6 +15,7 @@
 
 pub mod canonical;
 pub mod chunked;
+pub mod sign;
 
 use thiserror::Error;
 

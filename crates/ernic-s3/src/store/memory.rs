@@ -200,6 +200,12 @@ impl ObjectWriter for MemWriter {
         self.digest.md5()
     }
 
+    fn set_attrs(&mut self, new: ObjectAttrs) {
+        if let Target::Object { attrs, .. } = &mut self.target {
+            *attrs = new;
+        }
+    }
+
     fn commit(mut self: Box<Self>) -> Result<ObjectMeta, StoreError> {
         let size = self.digest.written();
         let etag = self.digest.etag();

@@ -282,6 +282,10 @@ pub trait ObjectWriter: Send {
     /// The MD5 of the bytes written so far, without finishing the writer
     /// (the S3 layer checks `Content-MD5` before it commits).
     fn md5(&self) -> [u8; 16];
+    /// Replaces the attributes the object will be committed with (the S3
+    /// layer learns a trailing checksum only once the body has ended).
+    /// Ignored by a part's writer.
+    fn set_attrs(&mut self, attrs: ObjectAttrs);
     /// Makes the object (or part) visible, whole, in one step, replacing
     /// one of the same key (or number). Returns what listing will show.
     fn commit(self: Box<Self>) -> Result<ObjectMeta, StoreError>;

@@ -238,11 +238,19 @@ fn copy_location_buckets_parts_uploads() {
     let c = CopyObjectResult {
         last_modified: t(1_256_769_120_000),
         etag: "9b2cf535f27731c974343645a3985328".into(),
+        part: false,
     };
     assert_eq!(
         doc(|s| c.write_into(s)),
         format!(
             "<CopyObjectResult xmlns=\"{S3_NS}\"><LastModified>2009-10-28T22:32:00.000Z</LastModified><ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag></CopyObjectResult>"
+        )
+    );
+    let p = CopyObjectResult { part: true, ..c };
+    assert_eq!(
+        doc(|s| p.write_into(s)),
+        format!(
+            "<CopyPartResult xmlns=\"{S3_NS}\"><LastModified>2009-10-28T22:32:00.000Z</LastModified><ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag></CopyPartResult>"
         )
     );
     assert_eq!(

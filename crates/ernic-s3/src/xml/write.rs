@@ -310,22 +310,30 @@ impl LocationConstraint {
     }
 }
 
-/// `CopyObjectResult`.
+/// `CopyObjectResult` (CopyObject), or `CopyPartResult` (UploadPartCopy)
+/// when `part`: the same two elements under another root.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct CopyObjectResult {
     /// `LastModified`.
     pub last_modified: Timestamp,
     /// `ETag` without quotes.
     pub etag: String,
+    /// Whether this answers UploadPartCopy (root `CopyPartResult`).
+    pub part: bool,
 }
 
 impl CopyObjectResult {
     /// Appends the document to `out`.
     pub fn write_into(&self, out: &mut String) {
-        let mut w = W::root(out, "CopyObjectResult");
+        let root = if self.part {
+            "CopyPartResult"
+        } else {
+            "CopyObjectResult"
+        };
+        let mut w = W::root(out, root);
         w.num("LastModified", self.last_modified);
         w.etag(&self.etag);
-        w.close("CopyObjectResult");
+        w.close(root);
     }
 }
 

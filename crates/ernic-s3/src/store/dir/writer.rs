@@ -258,6 +258,12 @@ impl ObjectWriter for DirWriter {
         self.digest.md5()
     }
 
+    fn set_attrs(&mut self, new: ObjectAttrs) {
+        if let Target::Object { attrs, .. } = &mut self.target {
+            *attrs = new;
+        }
+    }
+
     fn commit(mut self: Box<Self>) -> Result<ObjectMeta, StoreError> {
         self.finish_file()?;
         let shared = Arc::clone(&self.shared);
