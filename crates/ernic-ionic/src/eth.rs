@@ -284,6 +284,26 @@ impl Bar0 {
         }
     }
 
+    /// Whether the receive queue `frame` steers to has a buffer posted
+    /// (what an in-process endpoint's frame waits for).
+    pub fn rx_room(&self, frame: &[u8]) -> bool {
+        let enabled = || {
+            self.eth
+                .queues
+                .iter()
+                .filter(|e| e.qtype == qtype::RXQ && e.enabled)
+        };
+        let n = enabled().count();
+        if n == 0 {
+            return false;
+        }
+        let Some(q) = enabled().nth(flow_hash(frame) as usize % n) else {
+            return false;
+        };
+        let mask = ((1u32 << q.ring_size) - 1) as u16;
+        q.head & mask != q.posted
+    }
+
     /// A frame from the wire: steered to an enabled receive queue and
     /// written into its next posted buffer; dropped (and counted) when no
     /// queue is enabled, no buffer is posted, or the buffer is too small.

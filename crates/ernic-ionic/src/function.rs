@@ -10,7 +10,7 @@ use crate::bar0::{Bar0, Identity};
 use crate::doorbell::{BAR2_SIZE, Doorbell, PAGE};
 use crate::regs::qtype;
 use crate::regs::{BAR0_SIZE, MSIX_PBA, MSIX_TABLE};
-use crate::tap::Wire;
+use crate::tap::{FrameEndpoint, Wire};
 
 /// Pensando's vendor id.
 pub const VENDOR: u16 = 0x1dd8;
@@ -36,6 +36,7 @@ pub struct IonicFunction {
     doorbells: u64,
     last_doorbell: Option<Doorbell>,
     wire: Option<Wire>,
+    endpoint: Option<Box<dyn FrameEndpoint>>,
     frame: Vec<u8>,
     fired: Vec<u16>,
     stats_file: Option<StatsFile>,
@@ -148,6 +149,7 @@ impl IonicFunction {
             doorbells: 0,
             last_doorbell: None,
             wire: None,
+            endpoint: None,
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
             stats_file: None,
@@ -227,8 +229,11 @@ impl IonicFunction {
         let fire = match (d.qtype, d.ring) {
             (qtype::ADMINQ, 0) => self.bar0.admin_doorbell(d.qid, d.index, io.dma),
             (qtype::TXQ, 0) => {
-                let wire = &mut self.wire;
+                let (wire, endpoint) = (&mut self.wire, &mut self.endpoint);
                 self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
+                    if endpoint.as_mut().is_some_and(|e| e.claim_tx(f)) {
+                        return;
+                    }
                     // Without a wire, frames are completed and discarded.
                     if let Some(t) = wire.as_mut() {
                         let _ = t.send(f);
@@ -237,6 +242,8 @@ impl IonicFunction {
             }
             (qtype::RXQ, 0) => {
                 self.bar0.rx_doorbell(d.qid, d.index);
+                // Frames an endpoint queued may have waited for this buffer.
+                self.deliver_endpoint(io);
                 None
             }
             (qtype::RDMA_AQ, 0) => {
@@ -272,6 +279,29 @@ impl IonicFunction {
         self.bar0.take_fired(&mut self.fired);
         for v in self.fired.drain(..) {
             io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+        }
+    }
+
+    /// An in-process host on the segment (see [`FrameEndpoint`]).
+    pub fn with_endpoint(mut self, endpoint: Box<dyn FrameEndpoint>) -> IonicFunction {
+        self.endpoint = Some(endpoint);
+        self
+    }
+
+    /// Delivers the endpoint's queued frames while receive buffers take
+    /// them; the first that finds none waits, and the rest behind it.
+    fn deliver_endpoint(&mut self, io: &mut Io) {
+        let Some(ep) = self.endpoint.as_mut() else {
+            return;
+        };
+        while let Some(f) = ep.peek_rx() {
+            if !self.bar0.rx_room(f) {
+                break;
+            }
+            if let Some(v) = self.bar0.rx_frame(f, io.dma) {
+                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+            }
+            ep.pop_rx();
         }
     }
 
@@ -487,6 +517,9 @@ impl Device for IonicFunction {
         if let Some(t) = &self.wire {
             out.push(t.fd());
         }
+        if let Some(e) = &self.endpoint {
+            out.push(e.fd());
+        }
     }
 
     fn next_tick(&self) -> Option<std::time::Duration> {
@@ -544,6 +577,13 @@ impl Device for IonicFunction {
     /// Frames waiting on the wire go to the guest (a bounded batch per
     /// wakeup, so the socket is served between batches).
     fn ready(&mut self, io: &mut Io) {
+        self.ready_wire(io);
+        self.deliver_endpoint(io);
+    }
+}
+
+impl IonicFunction {
+    fn ready_wire(&mut self, io: &mut Io) {
         let Some(wire) = self.wire.as_mut() else {
             return;
         };

@@ -174,3 +174,24 @@ impl Wire {
         }
     }
 }
+
+/// An in-process host on the device's Ethernet segment (seed 001, "The
+/// Ethernet Side"): it is offered every frame the guest transmits before
+/// the wire sees it, and claims those addressed to it; it sends frames to
+/// the guest by queueing them, and the device delivers them after the
+/// wire's. Unlike a wire frame, a queued frame that finds no receive
+/// buffer posted waits for one, and so do the frames behind it. The S3
+/// store's TCP/IP stack is one.
+pub trait FrameEndpoint: Send + std::fmt::Debug {
+    /// A frame the guest sent: `true` if the endpoint takes it (the wire
+    /// never sees it).
+    fn claim_tx(&mut self, frame: &[u8]) -> bool;
+    /// The next frame for the guest, if one waits; it stays first until
+    /// [`pop_rx`](Self::pop_rx).
+    fn peek_rx(&mut self) -> Option<&[u8]>;
+    /// The frame [`peek_rx`](Self::peek_rx) gave was delivered.
+    fn pop_rx(&mut self);
+    /// A descriptor that is readable while frames wait for the guest (the
+    /// device's thread waits on it with its other descriptors).
+    fn fd(&self) -> RawFd;
+}
