@@ -677,6 +677,22 @@ Expect: 100-continue\r\n\r\nhello world",
     );
 }
 
+/// `s3_service`: connections a client of the S3 API sends, against the
+/// target's store (bucket `bkt` with `a/one` and `b`, an upload of `mp`).
+fn s3_service() {
+    let seeds: [(&str, &[u8]); 6] = [
+        ("get-range-conditional", b"GET /bkt/b HTTP/1.1\r\nHost: h\r\nRange: bytes=10-99\r\nIf-None-Match: \"x\"\r\n\r\nHEAD /bkt/a/one HTTP/1.1\r\nHost: h\r\n\r\n"),
+        ("list-v2-delimiter", b"GET /bkt?list-type=2&delimiter=%2F&max-keys=1&encoding-type=url HTTP/1.1\r\nHost: h\r\n\r\nGET /bkt?prefix=a&marker=a HTTP/1.1\r\nHost: h\r\n\r\n"),
+        ("put-copy", b"PUT /bkt/new HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nx-amz-meta-k: v\r\nx-amz-checksum-crc32: NhCmhg==\r\n\r\nhelloPUT /bkt/c HTTP/1.1\r\nHost: h\r\nx-amz-copy-source: /bkt/b\r\nContent-Length: 0\r\n\r\n"),
+        ("multi-delete", b"POST /bkt?delete HTTP/1.1\r\nHost: h\r\nContent-Length: 79\r\n\r\n<Delete><Object><Key>b</Key></Object><Object><Key>nope</Key></Object></Delete>"),
+        ("aws-chunked", b"PUT /bkt/ch HTTP/1.1\r\nHost: h\r\nx-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nx-amz-decoded-content-length: 5\r\nx-amz-trailer: x-amz-checksum-crc32\r\nContent-Length: 47\r\n\r\n5\r\nhello\r\n0\r\nx-amz-checksum-crc32:NhCmhg==\r\n\r\n"),
+        ("multipart", b"GET /bkt?uploads HTTP/1.1\r\nHost: h\r\n\r\nPOST /bkt/mp2?uploads HTTP/1.1\r\nHost: bkt.localhost\r\n\r\nPOST /bkt/mp?uploadId=x HTTP/1.1\r\nHost: h\r\nContent-Length: 94\r\n\r\n<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"e\"</ETag></Part></CompleteMultipartUpload>"),
+    ];
+    for (name, b) in seeds {
+        write("s3_service", name, b);
+    }
+}
+
 fn s3_token_xml() {
     use ernic_s3::token::{Format, RdmaReply, RdmaToken, Transport};
     use ernic_s3::xml::{CompleteMultipartUpload, Delete};
@@ -726,6 +742,7 @@ fn main() {
     nvme_capsule();
     s3_sigv4();
     s3_http();
+    s3_service();
     s3_token_xml();
     perf_wire();
     vfio_proto();
