@@ -22,8 +22,10 @@
 use std::io;
 use std::time::Duration;
 
+mod body;
 pub mod conn;
 pub mod date;
+mod head;
 pub mod server;
 #[cfg(test)]
 mod tests;
