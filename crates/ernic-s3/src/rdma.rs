@@ -50,6 +50,9 @@ use crate::token::{Format, RdmaToken, Transport};
 
 /// Bytes in each half of a lane's staging region.
 pub const CHUNK: usize = 4 << 20;
+/// Slots of [`CHUNK`] bytes in a lane's staging region: operations in
+/// flight at once.
+pub const SLOTS: usize = 4;
 /// How long a transfer waits for a free lane before it is declined.
 pub const LANE_WAIT: Duration = Duration::from_secs(2);
 /// How many client QPs the store keeps connected; past this an idle one
@@ -110,7 +113,7 @@ impl RdmaDataPlane {
         let mut lanes = Vec::with_capacity(config.lanes.max(1));
         for _ in 0..config.lanes.max(1) {
             lanes.push(Lane {
-                staging: pd.reg_mr(2 * CHUNK, Access::LOCAL_WRITE)?,
+                staging: pd.reg_mr(SLOTS * CHUNK, Access::LOCAL_WRITE)?,
                 bounce: vec![0; CHUNK],
             });
         }
@@ -306,7 +309,7 @@ impl Conn {
                 .ok_or_else(|| DataPlaneError::Fabric {
                     why: format!("no completion within {timeout:?}"),
                 })?;
-            if wc.wr_id >> 1 != seq {
+            if wc.wr_id >> 8 != seq {
                 continue; // A late completion of a transfer that failed.
             }
             if wc.status != WcStatus::Success {
@@ -362,7 +365,7 @@ impl DataPlane for RdmaDataPlane {
             let seq = conn.seq;
             let (mut off, mut slot, mut outstanding) = (0u64, 0usize, 0usize);
             while off < len {
-                if outstanding == 2 {
+                if outstanding == SLOTS {
                     conn.wait(seq, timeout)?;
                     outstanding -= 1;
                 }
@@ -384,14 +387,14 @@ impl DataPlane for RdmaDataPlane {
                     .map_err(|e| DataPlaneError::Fabric { why: e.to_string() })?;
                 conn.post(
                     lane,
-                    seq << 1 | slot as u64,
+                    seq << 8 | slot as u64,
                     SendOp::Write(remote(token, off)),
                     slot,
                     n,
                 )?;
                 outstanding += 1;
                 off += n as u64;
-                slot ^= 1;
+                slot = (slot + 1) % SLOTS;
             }
             for _ in 0..outstanding {
                 conn.wait(seq, timeout)?;
@@ -411,7 +414,7 @@ impl DataPlane for RdmaDataPlane {
             conn.seq += 1;
             let seq = conn.seq;
             let mut posted = 0u64;
-            let mut queue: VecDeque<(usize, usize)> = VecDeque::with_capacity(2);
+            let mut queue: VecDeque<(usize, usize)> = VecDeque::with_capacity(SLOTS);
             let mut slot = 0usize;
             let mut post_next = |conn: &Conn,
                                  lane: &Lane,
@@ -423,18 +426,19 @@ impl DataPlane for RdmaDataPlane {
                 let n = (len - posted).min(CHUNK as u64) as usize;
                 conn.post(
                     lane,
-                    seq << 1 | *slot as u64,
+                    seq << 8 | *slot as u64,
                     SendOp::Read(remote(token, posted)),
                     *slot,
                     n,
                 )?;
                 queue.push_back((*slot, n));
                 posted += n as u64;
-                *slot ^= 1;
+                *slot = (*slot + 1) % SLOTS;
                 Ok::<(), DataPlaneError>(())
             };
-            post_next(conn, lane, &mut queue, &mut slot)?;
-            post_next(conn, lane, &mut queue, &mut slot)?;
+            for _ in 0..SLOTS {
+                post_next(conn, lane, &mut queue, &mut slot)?;
+            }
             let mut done = 0u64;
             while let Some((s, n)) = queue.pop_front() {
                 conn.wait(seq, timeout)?;
