@@ -1,4 +1,4 @@
-//! The S3 store's SigV4 verifier and aws-chunked decoder (`ernic_s3::sigv4`)
+//! The S3 store's SigV4 and SigV2 verifiers and aws-chunked decoder (`ernic_s3::sigv4`, `sigv2`)
 //! on client bytes. The input is read as a request (a method line, a path
 //! line, a query line, then `name: value` header lines up to a blank line)
 //! checked against one configured key at a time taken from the first eight
@@ -40,6 +40,17 @@ fuzz_target!(|data: &[u8]| {
         headers: &headers,
     };
     let _ = verify(&req, &CREDS[..], now);
+    // The same head as SigV2 (header and query forms), path- and
+    // virtual-hosted-style.
+    let v2 = ernic_s3::sigv2::Request {
+        method,
+        raw_path: path,
+        raw_query: query,
+        vhost_bucket: (now & 1 == 1).then_some("bkt"),
+        headers: &headers,
+    };
+    let _ = ernic_s3::sigv2::is_v2(&v2);
+    let _ = ernic_s3::sigv2::verify(&v2, &CREDS[..], now);
 
     let body = body.as_bytes();
     let declared = now >> 40;

@@ -100,6 +100,13 @@ with urllib.request.urlopen(url) as r:
     assert r.read() == body
 sig = url.split("X-Amz-Signature=")[1][:64]
 bad = url.replace(sig, sig[:-1] + ("0" if sig[-1] != "0" else "1"))
+# boto3's default for a custom endpoint: a SigV2 presigned URL
+legacy = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak, aws_secret_access_key=sk,
+                      region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+v2url = legacy.generate_presigned_url("get_object", Params={"Bucket": "boto", "Key": "dir/a.bin"}, ExpiresIn=300)
+assert "AWSAccessKeyId=" in v2url or "X-Amz-Signature=" in v2url, v2url
+with urllib.request.urlopen(v2url) as r:
+    assert r.read() == body
 try:
     urllib.request.urlopen(bad)
     raise AssertionError("a tampered presigned URL was served")

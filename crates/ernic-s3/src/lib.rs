@@ -22,6 +22,7 @@ pub mod http;
 pub mod options;
 pub mod rdma;
 pub mod service;
+pub mod sigv2;
 pub mod sigv4;
 pub mod store;
 pub mod token;

@@ -27,9 +27,9 @@
 //! client never connected back is declined (501): the GET is served in the
 //! body and the PUT sent again, never failed.
 //!
-//! Transfers are pipelined through two halves of the lane's staging region
-//! ([`CHUNK`] bytes each): the store fills one half while the other is on
-//! the wire. No transfer allocates: staging and its bounce buffer belong to
+//! Transfers are pipelined through the [`SLOTS`] chunks of the lane's
+//! staging region ([`CHUNK`] bytes each): the store fills one while the
+//! others are on the wire. No transfer allocates: staging and its bounce buffer belong to
 //! the lane. A transfer that finds no lane free within [`LANE_WAIT`] is
 //! declined (the protocol's 501), never queued without bound.
 
@@ -48,7 +48,7 @@ use crate::service::{DataPlane, DataPlaneError, Transfer};
 use crate::store::StoreError;
 use crate::token::{Format, RdmaToken, Transport};
 
-/// Bytes in each half of a lane's staging region.
+/// Bytes in each slot of a lane's staging region.
 pub const CHUNK: usize = 4 << 20;
 /// Slots of [`CHUNK`] bytes in a lane's staging region: operations in
 /// flight at once.

@@ -139,6 +139,17 @@ impl S3Service {
             headers: &headers,
         };
         let now = crate::store::now_ms().div_euclid(1000).max(0) as u64;
+        let v2 = crate::sigv2::Request {
+            method: &req.method,
+            raw_path: &t.raw_path,
+            raw_query: &t.raw_query,
+            vhost_bucket: t.bucket.as_deref().filter(|_| t.vhost),
+            headers: &headers,
+        };
+        if crate::sigv2::is_v2(&v2) {
+            crate::sigv2::verify(&v2, &self.config.credentials, now)?;
+            return Framing::unverified(req);
+        }
         match sigv4::verify(&sreq, &self.config.credentials, now) {
             Ok(v) => Ok(Framing::verified(v.payload)),
             Err(SigV4Error::MissingAuthentication) if self.config.anonymous => {

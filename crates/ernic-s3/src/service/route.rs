@@ -23,6 +23,8 @@ pub struct Target {
     pub raw_path: String,
     /// The query as received, for SigV4.
     pub raw_query: String,
+    /// Whether the bucket came from the Host (virtual-hosted-style).
+    pub vhost: bool,
 }
 
 impl Target {
@@ -104,6 +106,7 @@ pub fn parse_target(req: &Request, domains: &[String]) -> S3Result<Target> {
         query,
         raw_path: raw_path.to_string(),
         raw_query: raw_query.to_string(),
+        vhost: vhost.is_some(),
     })
 }
 
