@@ -18,6 +18,7 @@
 //! next.
 
 pub mod client;
+pub mod guest;
 pub mod http;
 pub mod options;
 pub mod rdma;
