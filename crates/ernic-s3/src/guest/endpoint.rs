@@ -172,10 +172,13 @@ impl ernic_ionic::tap::FrameEndpoint for GuestEndpoint {
     fn peek_rx(&mut self) -> Option<&[u8]> {
         if self.head.is_none() {
             self.head = self.outbox.lock().pop_front();
-            if self.head.is_some() && !self.woken.swap(true, Ordering::AcqRel) {
-                // Room was made in the outbox: a stack holding output back
-                // may go on.
-                let _ = self.to_stack.try_send(Msg::Wake);
+            if self.head.is_some()
+                && !self.woken.swap(true, Ordering::AcqRel)
+                && self.to_stack.try_send(Msg::Wake).is_err()
+            {
+                // Room was made in the outbox, so a stack holding output
+                // back may go on; a full channel wakes it anyway.
+                self.woken.store(false, Ordering::Release);
             }
         }
         self.head.as_deref()

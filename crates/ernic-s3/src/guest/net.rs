@@ -29,9 +29,10 @@ use super::{Counters, GuestConfig, LISTENERS, MAX_CONNECTIONS, Msg, TCP_BUFFER};
 use crate::http::{Handler, Limits};
 
 /// The longest the thread sleeps with nothing pending.
-pub(crate) const IDLE: Duration = Duration::from_millis(50);
-/// The longest it sleeps while a connection has bytes it could not move.
-const BUSY: Duration = Duration::from_millis(2);
+const IDLE: Duration = Duration::from_millis(50);
+/// The longest it sleeps while a worker has not taken the guest's bytes,
+/// and the least while the outbox is full.
+const BUSY: Duration = Duration::from_millis(5);
 /// Frames taken from the channel per pass before smoltcp is polled.
 const BATCH: usize = 64;
 /// The largest Ethernet frame (no FCS) the stack sends or takes.
@@ -116,8 +117,10 @@ struct WorkerEnd {
 
 impl WorkerEnd {
     fn wake(&self) {
-        if !self.woken.swap(true, Ordering::AcqRel) {
-            let _ = self.wake.try_send(Msg::Wake);
+        if !self.woken.swap(true, Ordering::AcqRel) && self.wake.try_send(Msg::Wake).is_err() {
+            // A full channel wakes the thread anyway; the next wake-up
+            // must be able to send again.
+            self.woken.store(false, Ordering::Release);
         }
     }
 }
@@ -148,7 +151,9 @@ impl Drop for WorkerEnd {
         // Woken unconditionally: the stack must see the end even if a
         // wake-up is pending.
         self.woken.store(true, Ordering::Release);
-        let _ = self.wake.try_send(Msg::Wake);
+        if self.wake.try_send(Msg::Wake).is_err() {
+            self.woken.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -169,7 +174,8 @@ struct Conn {
 struct Pumped {
     /// Bytes moved either way.
     moved: bool,
-    /// Bytes wait that could not be moved now.
+    /// The guest's bytes wait for the worker to read (its reads wake the
+    /// thread; this bounds the wait in case a wake-up was coalesced away).
     stuck: bool,
 }
 
@@ -243,19 +249,23 @@ impl Net {
             self.iface.poll(now, &mut self.queues, &mut self.sockets);
             self.accept();
             let p = self.pump();
-            if p.moved {
-                // What the pump queued goes out now.
+            // Bytes moved: smoltcp is polled again at once (after the
+            // frames that arrived meanwhile) to send them.
+            let mut wait = if p.moved {
+                Duration::ZERO
+            } else {
                 self.iface
-                    .poll(Instant::now(), &mut self.queues, &mut self.sockets);
-                continue;
-            }
-            let mut wait = self
-                .iface
-                .poll_delay(Instant::now(), &self.sockets)
-                .map_or(IDLE, |d| Duration::from_micros(d.total_micros()))
-                .min(IDLE);
+                    .poll_delay(Instant::now(), &self.sockets)
+                    .map_or(IDLE, |d| Duration::from_micros(d.total_micros()))
+                    .min(IDLE)
+            };
             if p.stuck {
                 wait = wait.min(BUSY);
+            }
+            if !self.queues.outbox.has_room() {
+                // smoltcp may want to send at once, but cannot until the
+                // device takes a frame (which wakes this thread).
+                wait = wait.max(BUSY);
             }
             match rx.recv_timeout(wait) {
                 Ok(m) => self.take(m),
@@ -373,9 +383,13 @@ impl Net {
             let p = pump_one(c, s);
             out.moved |= p.moved;
             out.stuck |= p.stuck;
-            if s.state() == tcp::State::Closed {
+            if matches!(s.state(), tcp::State::Closed | tcp::State::TimeWait) {
                 // Reset by the guest, timed out, or closed both ways: the
-                // worker sees its end close.
+                // worker sees its end close. TIME-WAIT is not waited out:
+                // a socket (with its two buffers) held 10 s per connection
+                // would count against MAX_CONNECTIONS; if the store's last
+                // ACK was lost, the FIN the guest sends again meets a
+                // reset, which ends the connection all the same.
                 let c = self.conns.swap_remove(i);
                 let _ = c.stream.shutdown(Shutdown::Both);
                 self.sockets.remove(c.handle);
@@ -452,10 +466,6 @@ fn pump_one(c: &mut Conn, s: &mut tcp::Socket<'_>) -> Pumped {
             }
             Err(_) => break,
         }
-    }
-    if !c.worker_done && !s.can_send() && s.may_send() {
-        // The send buffer is full: the worker may have more.
-        p.stuck = true;
     }
     p
 }

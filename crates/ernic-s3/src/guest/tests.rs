@@ -405,3 +405,54 @@ fn s3_over_the_guests_tcp_with_keep_alive() {
     assert_eq!(s.dropped_from_guest, 0);
     assert_eq!(s.refused, 0);
 }
+
+#[test]
+fn a_response_with_connection_close_ends_in_the_stores_fin() {
+    let (stack, mut ep) = start();
+    {
+        let mut c = GuestClient::connect(&mut ep);
+        let (status, body) =
+            c.exchange(b"GET / HTTP/1.1\r\nHost: 192.0.2.20\r\nConnection: close\r\n\r\n");
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        assert!(
+            String::from_utf8_lossy(&body).contains("ListAllMyBucketsResult"),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+        // Everything was sent before the FIN, and then the FIN came.
+        c.until(|s| !s.may_recv());
+        assert_eq!(
+            c.sockets.get_mut::<tcp::Socket>(c.tcp).state(),
+            tcp::State::CloseWait
+        );
+        c.sockets.get_mut::<tcp::Socket>(c.tcp).close();
+        c.until(|s| s.state() == tcp::State::Closed);
+    }
+    let t = StdInstant::now();
+    while stack.stats().open != 0 {
+        assert!(t.elapsed() < DEADLINE, "the store kept the connection");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(stack.stats().connections, 1);
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let store = Arc::new(MemoryStore::new(1 << 20));
+    let h: Arc<dyn Handler> = Arc::new(S3Service::new(store, S3Config::default(), None).unwrap());
+    let bad = [
+        GuestConfig::new(STORE, [0x01, 0, 0, 0, 0, 1], 80),
+        GuestConfig::new(STORE, [0; 6], 80),
+        GuestConfig::new(Ipv4Addr::BROADCAST, STORE_MAC, 80),
+        GuestConfig::new(Ipv4Addr::UNSPECIFIED, STORE_MAC, 80),
+        GuestConfig::new(STORE, STORE_MAC, 0),
+        GuestConfig {
+            prefix: 33,
+            ..GuestConfig::new(STORE, STORE_MAC, 80)
+        },
+    ];
+    for cfg in bad {
+        let what = format!("{cfg:?}");
+        assert!(GuestStack::start(cfg, h.clone()).is_err(), "{what}");
+    }
+}
