@@ -130,8 +130,24 @@ fn bad_flags_are_one_clear_line() {
             "invalid value 'loud'",
         ),
         (
-            vec!["--socket", "/tmp/ernic-x.sock", "--backend", "s3"],
-            "not built yet",
+            vec![
+                "--socket",
+                "/tmp/ernic-x.sock",
+                "--backend",
+                "s3:colour=blue",
+            ],
+            "--backend s3: s3 option colour: unknown",
+        ),
+        (
+            vec![
+                "--socket",
+                "/tmp/ernic-x.sock",
+                "--backend",
+                "s3",
+                "--mesh",
+                "tcp:manager:listen:1",
+            ],
+            "--backend s3 makes a mesh of its own",
         ),
         (
             vec!["--socket", "/tmp/ernic-x.sock", "--backend", "nvmeof:ns=1Q"],

@@ -18,12 +18,17 @@
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
 use ernic_nvmeof::serve::{ServeOptions, Serving};
+use ernic_s3::guest::{GuestConfig, GuestEndpoint, GuestStack};
+use ernic_s3::options::S3Options;
+use ernic_s3::rdma::{RdmaConfig, RdmaDataPlane};
+use ernic_s3::service::{DataPlane, S3Service};
 use ernic_verbs::{Gid, Mesh, MeshConfig, MeshSpec};
 use ernic_vfio::dma::Unsealed;
 use ernic_vfio::proto::Capabilities;
@@ -85,9 +90,13 @@ struct Args {
     /// tcp (several servers joined by --mesh), nvmeof[:OPTS] (an NVMe-oF
     /// target in this process that the guest reaches over RDMA; OPTS as
     /// for `ernic nvme serve`, e.g. nvmeof:ns=64M,addr=192.0.2.10; the
-    /// guest's GIDs in ERNIC_TCP_GUEST_GIDS); none is accepted for
-    /// bring-up scripts and serves as loopback does. s3 is named by the
-    /// design and not built yet.
+    /// guest's GIDs in ERNIC_TCP_GUEST_GIDS), s3[:OPTS] (the S3 store in
+    /// this process: a host on the guest's Ethernet segment at addr= with
+    /// mac= serving HTTP on port=, its RDMA data plane at addr on the
+    /// fabric beside the guest; OPTS as for `ernic s3 serve`, e.g.
+    /// s3:addr=192.0.2.20,size=1G,dir=/var/lib/s3; the guest's GIDs in
+    /// ERNIC_TCP_GUEST_GIDS); none is accepted for bring-up scripts and
+    /// serves as loopback does.
     #[arg(long, default_value = "loopback", value_parser = parse_backend)]
     backend: String,
     /// With --backend tcp: tcp:manager:listen:PORT or tcp:worker:HOST:PORT
@@ -224,28 +233,105 @@ fn guest_gids() -> Result<Vec<Gid>> {
         .collect()
 }
 
-/// Checks `--backend`'s value: one of the backends, `nvmeof` with options.
+/// Checks `--backend`'s value: one of the backends, `nvmeof` or `s3` with
+/// options.
 fn parse_backend(s: &str) -> Result<String, String> {
     match s {
         "loopback" | "tcp" | "none" | "s3" | "nvmeof" => Ok(s.to_string()),
-        _ if s.starts_with("nvmeof:") => Ok(s.to_string()),
+        _ if s.starts_with("nvmeof:") || s.starts_with("s3:") => Ok(s.to_string()),
         _ => Err(format!(
-            "{s:?}: expected loopback, tcp, none, nvmeof[:OPTS] or s3"
+            "{s:?}: expected loopback, tcp, none, nvmeof[:OPTS] or s3[:OPTS]"
         )),
     }
+}
+
+/// The backend a `--backend` value names if it is one that runs beside the
+/// guest on a mesh of its own (`nvmeof`, `s3`).
+fn beside_backend(b: &str) -> Option<&'static str> {
+    ["nvmeof", "s3"]
+        .into_iter()
+        .find(|n| b == *n || b.strip_prefix(n).is_some_and(|r| r.starts_with(':')))
+}
+
+/// The guest's GIDs for an info line.
+fn gids_said(gids: &[Gid]) -> String {
+    if gids.is_empty() {
+        "none given (set ERNIC_TCP_GUEST_GIDS, or the target cannot answer)".to_string()
+    } else {
+        gids.iter()
+            .map(|g| g.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// What a backend beside the guest keeps running while the server serves.
+enum Beside {
+    /// The NVMe-oF target.
+    Nvmeof(#[allow(dead_code)] Serving),
+    /// The S3 store's network stack (its data plane's fabric lives with
+    /// the service the stack holds).
+    S3(#[allow(dead_code)] GuestStack),
+}
+
+/// Starts the S3 store beside the guest: its data plane on a fabric that
+/// joins the guest's mesh (the answer's [`Mesh`]), and its network stack,
+/// whose endpoint goes to the guest's device.
+fn start_s3(opts: &str, gids: Vec<Gid>, info: bool) -> Result<(Mesh, GuestStack, GuestEndpoint)> {
+    let o = S3Options::parse(opts).context("--backend s3")?;
+    let store = o.open_store().context("opening the S3 store")?;
+    let gid = Gid::from_ipv4(o.addr);
+    let (mesh, fabric) = ernic_verbs::beside::beside(gids.clone(), gid)
+        .context("joining the S3 store's data plane to the guest's mesh")?;
+    let dev = fabric
+        .open_device(gid)
+        .with_context(|| format!("the S3 data plane's device at {}", o.addr))?;
+    let dp = RdmaDataPlane::new(
+        dev,
+        RdmaConfig {
+            lanes: o.lanes,
+            ..RdmaConfig::default()
+        },
+    )
+    .context("the S3 store's RDMA data plane")?;
+    let dp: Arc<dyn DataPlane> = Arc::new(dp);
+    let service = S3Service::new(store, o.config.clone(), Some(dp)).context("--backend s3")?;
+    let (stack, endpoint) =
+        GuestStack::start(GuestConfig::new(o.addr, o.mac, o.port), Arc::new(service))
+            .context("starting the S3 store's network stack")?;
+    if info {
+        let m = o.mac;
+        eprintln!(
+            "ernic-server: S3 store at http://{}:{} on the guest's segment (MAC \
+             {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}; {}, {} MiB), RDMA data plane GID {gid}; \
+             guest GIDs {}",
+            o.addr,
+            o.port,
+            m[0],
+            m[1],
+            m[2],
+            m[3],
+            m[4],
+            m[5],
+            o.dir
+                .as_ref()
+                .map_or("in memory".to_string(), |d| d.display().to_string()),
+            o.size >> 20,
+            gids_said(&gids)
+        );
+    }
+    Ok((mesh, stack, endpoint))
 }
 
 /// Joins the mesh `--backend tcp` asks for, with the guest's GIDs; `None`
 /// for the other backends.
 fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
     match (a.backend.as_str(), &a.mesh) {
-        ("s3", _) => {
-            bail!("--backend s3: the S3 target is not built yet; use loopback, tcp, nvmeof or none")
-        }
-        (b, None) if b == "nvmeof" || b.starts_with("nvmeof:") => Ok(None),
-        (b, Some(_)) if b == "nvmeof" || b.starts_with("nvmeof:") => {
-            bail!("--mesh goes with --backend tcp; --backend nvmeof makes a mesh of its own")
-        }
+        (b, None) if beside_backend(b).is_some() => Ok(None),
+        (b, Some(_)) if beside_backend(b).is_some() => bail!(
+            "--mesh goes with --backend tcp; --backend {} makes a mesh of its own",
+            beside_backend(b).unwrap_or_default()
+        ),
         ("tcp", None) => {
             bail!("--backend tcp needs --mesh tcp:manager:listen:PORT or tcp:worker:HOST:PORT")
         }
@@ -286,10 +372,11 @@ fn run(a: &Args) -> Result<()> {
     let info = a.log_level != "error" && a.log_level != "warn";
     let mut mesh = join_mesh(a, info)?;
     // Kept alive for as long as the server serves.
-    let _target = match a.backend.strip_prefix("nvmeof") {
-        Some(opts) => {
-            let o =
-                ServeOptions::parse(opts.trim_start_matches(':')).context("--backend nvmeof")?;
+    let mut endpoint = None;
+    let _beside = match beside_backend(&a.backend) {
+        Some("nvmeof") => {
+            let opts = a.backend["nvmeof".len()..].trim_start_matches(':');
+            let o = ServeOptions::parse(opts).context("--backend nvmeof")?;
             let gids = guest_gids()?;
             let (m, serving) =
                 Serving::beside(&o, gids.clone()).context("starting the NVMe-oF target")?;
@@ -300,19 +387,19 @@ fn run(a: &Args) -> Result<()> {
                     o.addr,
                     o.port,
                     o.config.namespaces.len(),
-                    if gids.is_empty() {
-                        "none given (set ERNIC_TCP_GUEST_GIDS, or the target cannot answer)"
-                            .to_string()
-                    } else {
-                        gids.iter()
-                            .map(|g| g.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
+                    gids_said(&gids)
                 );
             }
             mesh = Some((m, gids));
-            Some(serving)
+            Some(Beside::Nvmeof(serving))
+        }
+        Some(_) => {
+            let opts = a.backend["s3".len()..].trim_start_matches(':');
+            let gids = guest_gids()?;
+            let (m, stack, ep) = start_s3(opts, gids.clone(), info)?;
+            mesh = Some((m, gids));
+            endpoint = Some(ep);
+            Some(Beside::S3(stack))
         }
         None => None,
     };
@@ -345,6 +432,9 @@ fn run(a: &Args) -> Result<()> {
             eprintln!("ernic-server: frames on TAP {}", tap.name());
         }
         function = function.with_wire(ernic_ionic::tap::Wire::Tap(tap));
+    }
+    if let Some(ep) = endpoint {
+        function = function.with_endpoint(Box::new(ep));
     }
     if let Some((m, gids)) = mesh {
         function = function.with_mesh(std::sync::Arc::new(m), gids);

@@ -53,7 +53,10 @@ OPTS (comma-separated, as for ernic-server --backend s3:OPTS):
   anonymous         admit unsigned requests too (always so without credentials)
   region=R          the region reported (default us-east-1)
   domain=D          Host 'BUCKET.D' is virtual-hosted-style (default localhost)
-  addr=IPV4         the data plane's address on the fabric (default 192.0.2.20)
+  addr=IPV4         the data plane's address on the fabric (default 192.0.2.20);
+                    with ernic-server, also the store's IP on the guest's segment
+  mac=MAC           with ernic-server: its MAC there (default 02:00:c0:00:02:14)
+  port=N            with ernic-server: its HTTP port there (default 80)
   lanes=N           RDMA transfers in flight at once (default 4)
 
 Without credentials the store is anonymous; with them, every signed request

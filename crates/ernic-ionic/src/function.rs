@@ -671,6 +671,160 @@ mod tests {
         }
     }
 
+    /// An endpoint for the test: it claims the frames whose first byte
+    /// is 0xEE and sends what the test queues.
+    #[derive(Debug)]
+    struct TestEndpoint {
+        claimed: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+        queued: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Vec<u8>>>>,
+        head: Option<Vec<u8>>,
+        fd: std::os::unix::net::UnixDatagram,
+    }
+
+    impl FrameEndpoint for TestEndpoint {
+        fn claim_tx(&mut self, frame: &[u8]) -> bool {
+            if frame.first() != Some(&0xEE) {
+                return false;
+            }
+            self.claimed.lock().unwrap().push(frame.to_vec());
+            true
+        }
+        fn peek_rx(&mut self) -> Option<&[u8]> {
+            if self.head.is_none() {
+                self.head = self.queued.lock().unwrap().pop_front();
+            }
+            self.head.as_deref()
+        }
+        fn pop_rx(&mut self) {
+            self.head = None;
+        }
+        fn fd(&self) -> std::os::fd::RawFd {
+            use std::os::fd::AsRawFd;
+            self.fd.as_raw_fd()
+        }
+    }
+
+    /// A frame of `len` bytes starting with `first`, the rest a pattern.
+    fn pattern(first: u8, len: usize, seed: u8) -> Vec<u8> {
+        let mut f: Vec<u8> = (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect();
+        f[0] = first;
+        f
+    }
+
+    // TX descriptor: cmd (addr << 12, no SG) @0, len @8; RX descriptor:
+    // len @6, addr @8; RX completion: comp_index @2, len @12, color @15.
+    #[test]
+    fn an_endpoint_takes_its_frames_and_its_frames_wait_for_buffers() {
+        let (wire, theirs) = Wire::socket_pair().unwrap();
+        theirs.set_nonblocking(true).unwrap();
+        let claimed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let queued = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let (fd, _other) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        let ep = TestEndpoint {
+            claimed: claimed.clone(),
+            queued: queued.clone(),
+            head: None,
+            fd,
+        };
+        let mut f = IonicFunction::new(Identity::default())
+            .with_wire(wire)
+            .with_endpoint(Box::new(ep));
+        let mut dma = Dma::new(2);
+        let ram = ernic_vfio::client::shared_memory(c"guest", RAM).unwrap();
+        dma.map(G, RAM, 0, DMA_READ | DMA_WRITE, Some(ram)).unwrap();
+        let mut irqs = Irqs::new(&f.irqs());
+        let mut io = Io {
+            dma: &mut dma,
+            irqs: &mut irqs,
+        };
+        bring_up(&mut f, &mut io);
+
+        // The guest sends one frame for the endpoint, then one for the wire.
+        let mine = pattern(0xEE, 90, 1);
+        let other = pattern(0x02, 70, 2);
+        let mut buf = [0u8; 2048];
+        for (i, fr) in [&mine, &other].into_iter().enumerate() {
+            let at = G + 0x9000 + 0x800 * i as u64;
+            io.dma.write(at, fr).unwrap();
+            let mut d = [0u8; 16];
+            d[0..8].copy_from_slice(&(at << 12).to_le_bytes());
+            d[8..10].copy_from_slice(&(fr.len() as u16).to_le_bytes());
+            io.dma.write(G + 0x3000 + 16 * i as u64, &d).unwrap();
+            let bell = (i as u64 + 1).to_le_bytes();
+            f.write(&mut io, pci::region::BAR2, u64::from(qtype::TXQ) * 8, &bell)
+                .unwrap();
+            if i == 0 {
+                assert!(
+                    theirs.recv(&mut buf).is_err(),
+                    "a claimed frame reached the wire"
+                );
+            }
+        }
+        assert_eq!(*claimed.lock().unwrap(), vec![mine.clone()]);
+        let n = theirs
+            .recv(&mut buf)
+            .expect("the unclaimed frame is on the wire");
+        assert_eq!(&buf[..n], &other[..]);
+        assert!(
+            theirs.recv(&mut buf).is_err(),
+            "one frame on the wire, no more"
+        );
+
+        // Two frames queued with no buffer posted: they wait.
+        let (x, y) = (pattern(0x02, 100, 3), pattern(0x02, 200, 4));
+        queued.lock().unwrap().extend([x.clone(), y.clone()]);
+        f.ready(&mut io);
+        let mut comp = [0u8; 16];
+        io.dma.read(G + 0x5800, &mut comp).unwrap();
+        assert_eq!(comp, [0; 16], "delivered with no buffer posted");
+        for i in 0..2u64 {
+            let mut d = [0u8; 16];
+            d[6..8].copy_from_slice(&2048u16.to_le_bytes());
+            d[8..16].copy_from_slice(&(G + 0xa000 + 0x800 * i).to_le_bytes());
+            io.dma.write(G + 0x5000 + 16 * i, &d).unwrap();
+        }
+        // One buffer posted: the first frame, byte-exact, with its
+        // completion; the second still waits.
+        let rx_bell = u64::from(qtype::RXQ) * 8;
+        f.write(&mut io, pci::region::BAR2, rx_bell, &1u64.to_le_bytes())
+            .unwrap();
+        let mut got = vec![0u8; x.len()];
+        io.dma.read(G + 0xa000, &mut got).unwrap();
+        assert_eq!(got, x);
+        io.dma.read(G + 0x5800, &mut comp).unwrap();
+        assert_eq!(u16::from_le_bytes([comp[2], comp[3]]), 0);
+        assert_eq!(
+            usize::from(u16::from_le_bytes([comp[12], comp[13]])),
+            x.len()
+        );
+        assert_eq!(comp[15] & 0x80, 0x80, "the completion's color");
+        io.dma.read(G + 0x5810, &mut comp).unwrap();
+        assert_eq!(comp, [0; 16], "the second frame did not wait");
+        assert_eq!(
+            queued.lock().unwrap().len(),
+            0,
+            "the second is in the endpoint's hand"
+        );
+        // The next buffer: the second frame, in order.
+        f.write(&mut io, pci::region::BAR2, rx_bell, &2u64.to_le_bytes())
+            .unwrap();
+        let mut got = vec![0u8; y.len()];
+        io.dma.read(G + 0xa800, &mut got).unwrap();
+        assert_eq!(got, y);
+        io.dma.read(G + 0x5810, &mut comp).unwrap();
+        assert_eq!(u16::from_le_bytes([comp[2], comp[3]]), 1);
+        assert_eq!(
+            usize::from(u16::from_le_bytes([comp[12], comp[13]])),
+            y.len()
+        );
+        assert!(
+            theirs.recv(&mut buf).is_err(),
+            "an endpoint frame went to the wire"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
         // Whatever a guest writes to the registers, the doorbells and its

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use ernic_verbs::{Fabric, Gid, Mesh, MeshConfig, MeshSpec};
+use ernic_verbs::{Fabric, Gid, Mesh};
 
 use crate::config::{Config, ConfigError};
 use crate::controller::{MDTS_BYTES, Target, TransportAddr};
@@ -207,30 +207,12 @@ impl Serving {
         opts: &ServeOptions,
         front_gids: Vec<Gid>,
     ) -> Result<(Mesh, Serving), ServeError> {
-        let loopback = std::net::IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let mut cfg = MeshConfig::new(MeshSpec::Manager { port: 0 });
-        cfg.listen_ip = Ok(Some(loopback));
-        cfg.gids = front_gids;
-        let front = Mesh::start(cfg)?;
-        let mut cfg = MeshConfig::new(MeshSpec::Worker {
-            host: Ipv4Addr::LOCALHOST.to_string(),
-            port: front.listen_addr().port(),
-        });
-        cfg.listen_ip = Ok(Some(loopback));
-        cfg.gids = vec![Gid::from_ipv4(opts.addr)];
-        let worker = Mesh::start(cfg)?;
-        if worker.wait_registered(MESH_WAIT).is_none() {
-            return Err(ServeError::Mesh {
-                why: worker
-                    .registration_error()
-                    .unwrap_or_else(|| "the in-process mesh manager did not answer".into()),
-            });
-        }
-        let fabric = Fabric::on_mesh(Default::default(), worker);
+        let (front, fabric) = ernic_verbs::beside::beside(front_gids, Gid::from_ipv4(opts.addr))
+            .map_err(|e| match e {
+                ernic_verbs::beside::BesideError::Io(e) => ServeError::Io(e),
+                ernic_verbs::beside::BesideError::Join { why } => ServeError::Mesh { why },
+            })?;
         let serving = Serving::start(&fabric, opts)?;
         Ok((front, serving))
     }
 }
-
-/// How long the target's mesh node may take to join the front end's.
-const MESH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -11,13 +11,16 @@
 //! - [`xml`]: the XML bodies S3 answers with, and the two request bodies it
 //!   reads (CompleteMultipartUpload, Delete);
 //! - [`http`]: the HTTP/1.1 server the S3 API runs on (framing, keep-alive,
-//!   pipelining, `100 Continue`, HTTP dates).
+//!   pipelining, `100 Continue`, HTTP dates);
+//! - [`guest`]: the store as a host on an emulated guest's Ethernet segment
+//!   (a smoltcp TCP/IP stack behind the guest's ionic device).
 //!
 //! Everything it parses comes from untrusted clients; nothing in it reads a
 //! clock but the HTTP server's `Date` header. The RDMA data plane comes
 //! next.
 
 pub mod client;
+pub mod guest;
 pub mod http;
 pub mod options;
 pub mod rdma;

@@ -53,6 +53,7 @@
 // `native::cq_ring` (the lock-free CQ ring), and on the three items that
 // take a caller's raw memory: `MrMemory::borrowed`, `Pd::reg_user_mr`, and
 // the native device's `reg_mr`, which adds it to the engine's registry.
+pub mod beside;
 #[allow(unsafe_code)]
 mod buffer;
 mod cq;
