@@ -37,6 +37,9 @@ pub struct IonicFunction {
     last_doorbell: Option<Doorbell>,
     wire: Option<Wire>,
     endpoint: Option<Box<dyn FrameEndpoint>>,
+    /// The endpoint's first frame found no receive buffer: its descriptor
+    /// is not waited on (it stays readable) until the guest posts one.
+    endpoint_stalled: bool,
     frame: Vec<u8>,
     fired: Vec<u16>,
     stats_file: Option<StatsFile>,
@@ -150,6 +153,7 @@ impl IonicFunction {
             last_doorbell: None,
             wire: None,
             endpoint: None,
+            endpoint_stalled: false,
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
             stats_file: None,
@@ -294,8 +298,10 @@ impl IonicFunction {
         let Some(ep) = self.endpoint.as_mut() else {
             return;
         };
+        self.endpoint_stalled = false;
         while let Some(f) = ep.peek_rx() {
             if !self.bar0.rx_room(f) {
+                self.endpoint_stalled = true;
                 break;
             }
             if let Some(v) = self.bar0.rx_frame(f, io.dma) {
@@ -517,7 +523,7 @@ impl Device for IonicFunction {
         if let Some(t) = &self.wire {
             out.push(t.fd());
         }
-        if let Some(e) = &self.endpoint {
+        if let Some(e) = self.endpoint.as_ref().filter(|_| !self.endpoint_stalled) {
             out.push(e.fd());
         }
     }
