@@ -8,7 +8,9 @@
 //! processes; then (vm/lane-two.sh) the same tools between two guests on
 //! two ernic-servers joined by the TCP mesh; then (vm/lane-nvme.sh) the
 //! guest's stock nvme_rdma, driven by nvme-cli and fio, discovers, connects
-//! to, writes, verifies and reconnects to ernic-server's NVMe-oF target. It
+//! to, writes, verifies and reconnects to ernic-server's NVMe-oF target;
+//! then (vm/lane-s3.sh) the guest's TCP stack, curl and the AWS CLI move
+//! objects both ways through ernic-server's S3 store on its segment. It
 //! needs root and Debian's package mirrors, and takes a minute or two the
 //! first time (the chroot is cached): CI runs it (ERNIC_VM_LANE=1);
 //! elsewhere it is skipped with one line.
@@ -60,4 +62,8 @@ fn stock_drivers_and_tools_work_in_one_guest_and_across_two() {
     // NVMe over Fabrics: one guest against the server's own target (its
     // image, with the NVMe tools, is made for it alone).
     run("lane-nvme.sh", &[], "vm-lane-nvme: passed");
+    // S3: one guest's TCP stack, curl and the AWS CLI against the server's
+    // own store on the guest's segment (its image carries curl and the 9p
+    // modules; the AWS CLI runs from the chroot).
+    run("lane-s3.sh", &[], "vm-lane-s3: passed");
 }

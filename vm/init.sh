@@ -8,19 +8,22 @@
 # two sides in this guest; in two guests the server side runs in one and
 # the client side, connecting to the peer, in the other. With
 # ernic.nvme=ADDR:PORT:NQN (vm/lane-nvme.sh) the guest runs the NVMe over
-# Fabrics checks against that target instead of the verbs tools.
+# Fabrics checks against that target instead of the verbs tools, and with
+# ernic.s3=ADDR:ACCESS_KEY:SECRET (vm/lane-s3.sh) the S3 checks against the
+# store at ADDR.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /tmp
-role=solo; addr=192.0.2.2; peer=127.0.0.1; nvme=
+role=solo; addr=192.0.2.2; peer=127.0.0.1; nvme=; s3=
 for a in $(cat /proc/cmdline); do
     case "$a" in
         ernic.role=*) role=${a#*=} ;;
         ernic.ip=*) addr=${a#*=} ;;
         ernic.peer=*) peer=${a#*=} ;;
         ernic.nvme=*) nvme=${a#*=} ;;
+        ernic.s3=*) s3=${a#*=} ;;
     esac
 done
 echo "ERNIC-VM: booted as $role, $addr"
@@ -212,6 +215,77 @@ nvme_checks() {
 }
 if [ -n "$nvme" ]; then
     nvme_checks
+    echo "ERNIC-VM: done"
+    poweroff -f
+fi
+
+# S3 (ernic.s3=ADDR:ACCESS_KEY:SECRET): the store inside ernic-server is a
+# host on this guest's segment, answered by its own TCP/IP stack; the
+# guest's stack and its clients talk to it as to any S3 endpoint: curl
+# (SigV4 by --aws-sigv4) and the AWS CLI (from the chroot, mounted over
+# 9p). Objects go both ways and come back with the same md5. Each step
+# prints "ok s3-STEP ..." or "failed s3-STEP WHY"; the first failure ends
+# them.
+s3_fail() {
+    echo "ERNIC-VM: failed s3-$1 $2"
+    [ -n "$3" ] && [ -s "$3" ] && tail -n 8 "$3" | sed "s/^/ERNIC-VM: s3-$1: /"
+    return 1
+}
+s3_run() {
+    step=$1 secs=$2
+    shift 2
+    timeout "$secs" "$@" > /tmp/s3-$step 2>&1 && return 0
+    s3_fail "$step" "exit $?: $*" /tmp/s3-$step
+}
+# The two clients as scripts (busybox's timeout runs programs, not shell
+# functions), the credential baked in.
+s3_clients() {
+    printf '#!/bin/sh\nexec curl -sS --max-time 60 --aws-sigv4 aws:amz:us-east-1:s3 --user %s:%s "$@"\n' \
+        "$s3_ak" "$s3_sk" > /tmp/s3curl
+    printf '#!/bin/sh\nexec chroot /mnt/sid env HOME=/nonexistent AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_PAGER= aws --endpoint-url http://%s "$@"\n' \
+        "$s3_ak" "$s3_sk" "$s3_addr" > /tmp/s3aws
+    chmod +x /tmp/s3curl /tmp/s3aws
+}
+s3_steps() {
+    s3_addr=${s3%%:*}; rest=${s3#*:}; s3_ak=${rest%%:*}; s3_sk=${rest#*:}
+    echo "ERNIC-VM: s3 store $s3_addr"
+    s3_clients
+    s3_run ping 30 ping -c 3 -W 5 "$s3_addr" || return 1
+    echo "ERNIC-VM: ok s3-ping $(grep -o '[0-9]* packets received' /tmp/s3-ping)" \
+        "$(ip neigh show "$s3_addr" | grep -o 'lladdr [0-9a-f:]*')"
+    s3_run mb 60 /tmp/s3curl -f -X PUT "http://$s3_addr/lane" || return 1
+    echo "ERNIC-VM: ok s3-mb"
+    dd if=/dev/urandom of=/tmp/up bs=1M count=3 2>/dev/null
+    up=$(md5sum < /tmp/up | cut -d' ' -f1)
+    s3_run curl-put 120 /tmp/s3curl -f -D /tmp/s3-headers -T /tmp/up "http://$s3_addr/lane/curl.bin" || return 1
+    grep -i -q "^etag: \"$up\"" /tmp/s3-headers \
+        || { s3_fail curl-put "the ETag is not the md5 $up" /tmp/s3-headers; return 1; }
+    echo "ERNIC-VM: ok s3-curl-put md5 $up"
+    s3_run curl-get 120 /tmp/s3curl -f -o /tmp/down "http://$s3_addr/lane/curl.bin" || return 1
+    got=$(md5sum < /tmp/down | cut -d' ' -f1)
+    [ "$got" = "$up" ] || { s3_fail curl-get "got md5 $got, put $up"; return 1; }
+    echo "ERNIC-VM: ok s3-curl-get md5 $got"
+    code=$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' "http://$s3_addr/lane/curl.bin")
+    [ "$code" = 403 ] || { s3_fail anonymous "an unsigned GET got $code, not 403"; return 1; }
+    echo "ERNIC-VM: ok s3-anonymous refused with 403"
+    mkdir -p /mnt/sid
+    s3_run mount 30 mount -t 9p -o trans=virtio,version=9p2000.L,ro sid /mnt/sid || return 1
+    mount -o bind /dev /mnt/sid/dev && mount -t proc proc /mnt/sid/proc
+    s3_run aws-put 240 sh -c "/tmp/s3aws s3 cp - s3://lane/aws.bin < /tmp/up" || return 1
+    s3_run aws-get 240 sh -c "/tmp/s3aws s3 cp s3://lane/curl.bin - > /tmp/down2" || return 1
+    got=$(md5sum < /tmp/down2 | cut -d' ' -f1)
+    [ "$got" = "$up" ] || { s3_fail aws-get "got md5 $got, put $up"; return 1; }
+    s3_run aws-back 120 /tmp/s3curl -f -o /tmp/down3 "http://$s3_addr/lane/aws.bin" || return 1
+    got=$(md5sum < /tmp/down3 | cut -d' ' -f1)
+    [ "$got" = "$up" ] || { s3_fail aws-back "the AWS CLI's upload reads back as $got, not $up"; return 1; }
+    echo "ERNIC-VM: ok s3-aws cp both ways, md5 $got"
+    s3_run aws-ls 240 sh -c "/tmp/s3aws s3 ls s3://lane/" || return 1
+    grep -q 'aws.bin' /tmp/s3-aws-ls && grep -q 'curl.bin' /tmp/s3-aws-ls \
+        || { s3_fail aws-ls "the listing lacks an object" /tmp/s3-aws-ls; return 1; }
+    echo "ERNIC-VM: ok s3-aws-ls $(tr -s ' \n' ' ' < /tmp/s3-aws-ls)"
+}
+if [ -n "$s3" ]; then
+    s3_steps
     echo "ERNIC-VM: done"
     poweroff -f
 fi

@@ -88,23 +88,38 @@ impl Framing {
     }
 }
 
-/// A flexible checksum algorithm (`x-amz-checksum-*`).
+/// A flexible checksum algorithm (`x-amz-checksum-*`): each is carried in
+/// base64 of its big-endian digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChecksumAlgorithm {
-    /// CRC-32 (IEEE), 4 bytes big-endian.
+    /// CRC-32 (IEEE).
     Crc32,
+    /// CRC-32C (Castagnoli).
+    Crc32c,
+    /// CRC-64/NVME (the AWS SDKs' and CLI v2's default).
+    Crc64Nvme,
+    /// SHA-1.
+    Sha1,
     /// SHA-256.
     Sha256,
 }
+
+const CRC32C: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+const CRC64NVME: crc::Crc<u64, crc::Table<16>> =
+    crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_NVME);
 
 impl ChecksumAlgorithm {
     /// From the name after `x-amz-checksum-` (lower-case).
     fn from_name(name: &str) -> S3Result<ChecksumAlgorithm> {
         match name {
             "crc32" => Ok(ChecksumAlgorithm::Crc32),
+            "crc32c" => Ok(ChecksumAlgorithm::Crc32c),
+            "crc64nvme" => Ok(ChecksumAlgorithm::Crc64Nvme),
+            "sha1" => Ok(ChecksumAlgorithm::Sha1),
             "sha256" => Ok(ChecksumAlgorithm::Sha256),
             other => Err(S3Error::invalid_request(format!(
-                "checksum algorithm {other:?} is not supported by this server (crc32 and sha256 are)"
+                "checksum algorithm {other:?} is not one of crc32, crc32c, crc64nvme, sha1, sha256"
             ))),
         }
     }
@@ -113,6 +128,9 @@ impl ChecksumAlgorithm {
     pub fn header(self) -> &'static str {
         match self {
             ChecksumAlgorithm::Crc32 => "x-amz-checksum-crc32",
+            ChecksumAlgorithm::Crc32c => "x-amz-checksum-crc32c",
+            ChecksumAlgorithm::Crc64Nvme => "x-amz-checksum-crc64nvme",
+            ChecksumAlgorithm::Sha1 => "x-amz-checksum-sha1",
             ChecksumAlgorithm::Sha256 => "x-amz-checksum-sha256",
         }
     }
@@ -121,6 +139,9 @@ impl ChecksumAlgorithm {
 /// A running checksum.
 enum Hasher {
     Crc32(crc32fast::Hasher),
+    Crc32c(crc::Digest<'static, u32, crc::Table<16>>),
+    Crc64(crc::Digest<'static, u64, crc::Table<16>>),
+    Sha1(sha1::Sha1),
     Sha256(Sha256),
 }
 
@@ -128,18 +149,27 @@ impl Hasher {
     fn new(a: ChecksumAlgorithm) -> Hasher {
         match a {
             ChecksumAlgorithm::Crc32 => Hasher::Crc32(crc32fast::Hasher::new()),
+            ChecksumAlgorithm::Crc32c => Hasher::Crc32c(CRC32C.digest()),
+            ChecksumAlgorithm::Crc64Nvme => Hasher::Crc64(CRC64NVME.digest()),
+            ChecksumAlgorithm::Sha1 => Hasher::Sha1(sha1::Sha1::new()),
             ChecksumAlgorithm::Sha256 => Hasher::Sha256(Sha256::new()),
         }
     }
     fn update(&mut self, d: &[u8]) {
         match self {
             Hasher::Crc32(h) => h.update(d),
+            Hasher::Crc32c(h) => h.update(d),
+            Hasher::Crc64(h) => h.update(d),
+            Hasher::Sha1(h) => h.update(d),
             Hasher::Sha256(h) => h.update(d),
         }
     }
     fn finish_b64(&self) -> String {
         match self {
             Hasher::Crc32(h) => B64.encode(h.clone().finalize().to_be_bytes()),
+            Hasher::Crc32c(h) => B64.encode(h.clone().finalize().to_be_bytes()),
+            Hasher::Crc64(h) => B64.encode(h.clone().finalize().to_be_bytes()),
+            Hasher::Sha1(h) => B64.encode(h.clone().finalize()),
             Hasher::Sha256(h) => B64.encode(h.clone().finalize()),
         }
     }
