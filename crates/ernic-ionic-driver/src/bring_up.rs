@@ -78,6 +78,7 @@ impl Driver {
             eq_cons: 0,
             event: std::fs::File::from(event),
             interrupts: 0,
+            eth: None,
             gid: "::ffff:10.0.0.1".parse().expect("a literal GID"),
         };
         d.bring_up()?;

@@ -50,4 +50,12 @@ pub enum Error {
         /// The queue's depth.
         depth: u32,
     },
+    /// A frame does not fit the buffer it goes through.
+    #[error("a frame of {len} bytes does not fit a buffer of {room}")]
+    FrameSize {
+        /// The frame's bytes.
+        len: usize,
+        /// The buffer's.
+        room: usize,
+    },
 }

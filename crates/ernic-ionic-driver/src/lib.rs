@@ -43,8 +43,9 @@
 //! (`bring_up.rs`); events, interrupts and doorbells (`events.rs`); the
 //! admin queue (`admin.rs`) and the objects made through it (`pd.rs`,
 //! `cq.rs`, `qp.rs`, `ah.rs`, `mr.rs`, `srq.rs`); WQE encoding
-//! (`post.rs`); CQE polling (`poll.rs`); and the `ernic-verbs` provider
-//! ([`provider`]).
+//! (`post.rs`); CQE polling (`poll.rs`); the Ethernet admin, TX and RX
+//! queues and the frames through them (`eth.rs`); and the `ernic-verbs`
+//! provider ([`provider`]).
 //!
 //! ```no_run
 //! use ernic_ionic_driver::Driver;
@@ -58,6 +59,7 @@ mod ah;
 mod bring_up;
 mod cq;
 mod error;
+mod eth;
 mod events;
 mod handles;
 mod memory;
@@ -72,6 +74,7 @@ mod srq;
 
 pub(crate) use ah::ipv4_template;
 pub use error::Error;
+pub use eth::FRAME_BUF;
 pub use events::wait_readable;
 pub use handles::{Cq, Mr, Pd, Qp, QpSpec, Srq};
 pub(crate) use handles::{QpBook, SendMeta};
@@ -126,6 +129,8 @@ pub struct Driver {
     /// Vector 0's eventfd, and how many interrupts it has counted.
     event: std::fs::File,
     interrupts: u64,
+    /// The Ethernet queues, once [`Driver::eth_up`] has made them.
+    eth: Option<eth::Eth>,
 }
 
 impl std::fmt::Debug for Driver {

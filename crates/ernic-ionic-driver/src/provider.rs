@@ -8,6 +8,11 @@
 //! the memory the driver shares with the server, so [`Pd::reg_mr`] works
 //! and `reg_user_mr` is refused: the device reaches nothing else.
 //!
+//! [`device`] makes the verbs device of a driver already attached and
+//! answers a [`DriverHandle`] beside it, for what verbs do not cover (the
+//! Ethernet frames of [`Driver::send_frame`] and [`Driver::recv_frame`]):
+//! a guest's RDMA and its TCP/IP through one NIC.
+//!
 //! [`Pd::reg_mr`]: ernic_verbs::Pd::reg_mr
 
 use std::collections::HashMap;
@@ -33,20 +38,63 @@ pub fn open(socket: &Path, memory: u64, gid: Option<Gid>) -> Result<Device, Erro
     if let Some(g) = gid {
         d.set_gid(g)?;
     }
+    Ok(device(d, socket).0)
+}
+
+/// The verbs device of a driver already attached (and, say, with its
+/// Ethernet queues up), and a [`DriverHandle`] on the same driver for
+/// what verbs do not say (frames, counters). `socket` names the device in
+/// [`Device`]'s description.
+pub fn device(d: Driver, socket: &Path) -> (Device, DriverHandle) {
     let gid = d.gid;
-    Ok(Device::new(Arc::new(Ionic {
-        shared: Arc::new(Shared {
-            st: Mutex::new(State {
-                d,
-                cqs: HashMap::new(),
-                qps: HashMap::new(),
-                srqs: HashMap::new(),
-                bufs: HashMap::new(),
-            }),
+    let shared = Arc::new(Shared {
+        st: Mutex::new(State {
+            d,
+            cqs: HashMap::new(),
+            qps: HashMap::new(),
+            srqs: HashMap::new(),
+            bufs: HashMap::new(),
         }),
+    });
+    let handle = DriverHandle {
+        shared: shared.clone(),
+    };
+    let dev = Device::new(Arc::new(Ionic {
+        shared,
         gid,
         socket: socket.to_path_buf(),
-    })))
+    }));
+    (dev, handle)
+}
+
+/// The driver behind a verbs device made by [`device`], shared with it:
+/// each call takes the driver's lock, as a verbs call does.
+#[derive(Clone)]
+pub struct DriverHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for DriverHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriverHandle").finish_non_exhaustive()
+    }
+}
+
+impl DriverHandle {
+    /// Runs `f` on the driver, under its lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Driver) -> R) -> R {
+        f(&mut self.shared.lock().d)
+    }
+
+    /// [`Driver::send_frame`], under the lock.
+    pub fn send_frame(&self, frame: &[u8]) -> Result<(), Error> {
+        self.with(|d| d.send_frame(frame))
+    }
+
+    /// [`Driver::recv_frame`], under the lock.
+    pub fn recv_frame(&self, out: &mut [u8]) -> Result<Option<usize>, Error> {
+        self.with(|d| d.recv_frame(out))
+    }
 }
 
 struct State {
