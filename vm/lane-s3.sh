@@ -65,7 +65,7 @@ tr -d '\r' < "$work/console-s3.log" | grep -a '^ERNIC-VM:' > "$work/markers-s3.l
 cat "$work/markers-s3.log"
 
 grep -q 'ERNIC-VM: done' "$work/markers-s3.log" || fail "the guest did not finish (see $work/console-s3.log)"
-for step in ping mb curl-put curl-get anonymous aws aws-ls; do
+for step in ping mb curl-put curl-get anonymous aws list; do
     if ! grep -q "ERNIC-VM: ok s3-$step" "$work/markers-s3.log"; then
         why=$(grep -a "ERNIC-VM: failed s3-" "$work/markers-s3.log" | head -1 || true)
         fail "s3-$step did not pass${why:+ ($why)}"
@@ -75,4 +75,4 @@ grep -q "ERNIC-VM: ok s3-ping 3 packets received lladdr 02:00:c0:00:02:14" "$wor
     || fail "the store did not answer ping and ARP with its MAC"
 say "passed: the guest's ionic netdev reaches the store at $store (ARP, ping, TCP by smoltcp);" \
     "curl with SigV4 makes a bucket, puts and gets 3 MiB (ETag = md5); an unsigned GET gets 403;" \
-    "the AWS CLI puts and gets the same bytes and lists both objects"
+    "the AWS CLI puts and gets the same bytes; the listing has both objects"

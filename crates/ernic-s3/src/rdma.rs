@@ -30,7 +30,8 @@
 //! Transfers are pipelined through the [`SLOTS`] chunks of the lane's
 //! staging region ([`CHUNK`] bytes each): the store fills one while the
 //! others are on the wire. No transfer allocates: staging and its bounce buffer belong to
-//! the lane. A transfer that finds no lane free within [`LANE_WAIT`] is
+//! the lane. A GET fills its slots in place; a PUT copies each chunk out
+//! before the store takes it. A transfer that finds no lane free within [`LANE_WAIT`] is
 //! declined (the protocol's 501), never queued without bound.
 
 use std::collections::HashMap;
@@ -77,8 +78,10 @@ impl Default for RdmaConfig {
     }
 }
 
-/// A registered staging region and its bounce buffer, borrowed by one
-/// transfer at a time.
+/// A registered staging region, and a bounce buffer a PUT's chunk is
+/// copied out to (so the store's writer, MD5 and all, runs without the
+/// fabric's lock while the next READs land), borrowed by one transfer at a
+/// time.
 struct Lane {
     staging: Mr,
     bounce: Vec<u8>,
@@ -370,21 +373,29 @@ impl DataPlane for RdmaDataPlane {
                     outstanding -= 1;
                 }
                 let n = (len - off).min(CHUNK as u64) as usize;
-                let mut got = 0;
-                while got < n {
-                    let k = fill(off + got as u64, &mut lane.bounce[got..n])?;
-                    if k == 0 {
-                        return Err(StoreError::Io {
-                            what: "reading the object".into(),
-                            source: std::io::Error::other("it ended early"),
-                        }
-                        .into());
-                    }
-                    got += k;
-                }
+                // The store's bytes go straight into the slot, which no
+                // operation names now (a GET's store read is a memcpy, short
+                // enough to hold the fabric's lock for).
+                let mut filled: Result<(), DataPlaneError> = Ok(());
                 lane.staging
-                    .write(slot * CHUNK, &lane.bounce[..n])
+                    .with_bytes(slot * CHUNK, n, &mut |dst| {
+                        let mut got = 0;
+                        while got < n && filled.is_ok() {
+                            match fill(off + got as u64, &mut dst[got..]) {
+                                Ok(0) => {
+                                    filled = Err(StoreError::Io {
+                                        what: "reading the object".into(),
+                                        source: std::io::Error::other("it ended early"),
+                                    }
+                                    .into());
+                                }
+                                Ok(k) => got += k,
+                                Err(e) => filled = Err(e.into()),
+                            }
+                        }
+                    })
                     .map_err(|e| DataPlaneError::Fabric { why: e.to_string() })?;
+                filled?;
                 conn.post(
                     lane,
                     seq << 8 | slot as u64,

@@ -87,6 +87,29 @@ impl Buffer {
         };
     }
 
+    /// Runs `f` on `len` bytes at `off` as a slice (bounds checked by the
+    /// caller): for filling or taking a region's bytes in place, without a
+    /// copy through another buffer.
+    ///
+    /// The caller holds the device's exclusive section ([`Provider::exclusive`]),
+    /// so no operation of this process's device touches the memory while
+    /// the slice lives; the caller's own work requests must not name the
+    /// range then either (it is not registered for peers' access, or none is
+    /// in flight to it).
+    ///
+    /// [`Provider::exclusive`]: crate::Provider::exclusive
+    pub fn with_slice(&self, off: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) {
+        assert!(off.checked_add(len).is_some_and(|e| e <= self.len));
+        // SAFETY: the range is inside the allocation (asserted above), which
+        // lives as long as `self`. Nothing else in this process reads or
+        // writes it while the slice lives: the device only under the
+        // exclusive section the caller holds, and the caller names the range
+        // in no work request in flight (this function's contract), so the
+        // one `&mut` is the only access.
+        let slice = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(off), len) };
+        f(slice);
+    }
+
     /// Reads one byte with a volatile load, for polling memory a peer writes.
     pub fn read_volatile(&self, off: usize) -> u8 {
         assert!(off < self.len);

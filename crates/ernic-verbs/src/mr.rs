@@ -156,6 +156,28 @@ impl Mr {
         Ok(())
     }
 
+    /// Runs `f` on `len` bytes at `offset` in place (on a fabric, under the
+    /// fabric lock): a program fills a buffer, or takes what arrived in it,
+    /// without copying through one of its own. The range must not be named
+    /// by a work request still in flight, nor be open to peers while `f`
+    /// runs (an MR with remote rights: the caller's protocol keeps peers
+    /// off it, as it must before reading any RDMA buffer).
+    pub fn with_bytes(
+        &self,
+        offset: usize,
+        len: usize,
+        f: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), Error> {
+        self.check(offset, len)?;
+        let buf = self.inner.mem.buffer();
+        self.inner
+            .pd
+            .dev()
+            .provider()
+            .exclusive(&mut || buf.with_slice(offset, len, f));
+        Ok(())
+    }
+
     /// Copies bytes into the region (on a fabric, under the fabric lock).
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
         self.check(offset, data.len())?;
