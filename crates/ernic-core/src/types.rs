@@ -177,30 +177,6 @@ pub enum Route {
     Remote(NodeId),
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gid_parses_both_families() {
-        let g: Gid = "10.1.2.3".parse().unwrap();
-        assert_eq!(g.0[10..12], [0xff, 0xff]);
-        assert_eq!(g.0[12..], [10, 1, 2, 3]);
-        assert_eq!(g.to_string(), "::ffff:10.1.2.3");
-        let g: Gid = "fe80::1".parse().unwrap();
-        assert_eq!(g.0[0], 0xfe);
-        assert_eq!(g.0[15], 1);
-        assert_eq!(g.to_string(), "fe80::1");
-        let err = "fe80::zz".parse::<Gid>().unwrap_err().to_string();
-        assert!(err.contains("fe80::zz"), "{err}");
-    }
-
-    #[test]
-    fn key_index_drops_variant_byte() {
-        assert_eq!(key_index(0x1234_56ab), 0x12_3456);
-    }
-}
-
 /// Reads a byte count as people write it on command lines and in option
 /// strings: `64`, `4K`, `1M`, `2G`, `1T` (powers of 1024; `KiB`, `KB` and
 /// `B` also accepted, in either case). The error is one line for a person.
@@ -225,4 +201,47 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     };
     n.checked_mul(1u64 << shift)
         .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        use super::parse_size;
+        for (text, bytes) in [
+            ("64", 64),
+            ("4K", 4096),
+            ("4kib", 4096),
+            ("1M", 1 << 20),
+            ("2G", 2 << 30),
+            ("1T", 1 << 40),
+            (" 8KB ", 8192),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in ["", "K", "12Q", "-1", "99999999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    use super::*;
+
+    #[test]
+    fn gid_parses_both_families() {
+        let g: Gid = "10.1.2.3".parse().unwrap();
+        assert_eq!(g.0[10..12], [0xff, 0xff]);
+        assert_eq!(g.0[12..], [10, 1, 2, 3]);
+        assert_eq!(g.to_string(), "::ffff:10.1.2.3");
+        let g: Gid = "fe80::1".parse().unwrap();
+        assert_eq!(g.0[0], 0xfe);
+        assert_eq!(g.0[15], 1);
+        assert_eq!(g.to_string(), "fe80::1");
+        let err = "fe80::zz".parse::<Gid>().unwrap_err().to_string();
+        assert!(err.contains("fe80::zz"), "{err}");
+    }
+
+    #[test]
+    fn key_index_drops_variant_byte() {
+        assert_eq!(key_index(0x1234_56ab), 0x12_3456);
+    }
 }
