@@ -125,6 +125,15 @@ back = os.path.join(work, "back.bin")
 s3.download_file("boto", "big.bin", back)
 assert hashlib.sha256(open(back, "rb").read()).hexdigest() == want
 
+# versions (none kept: each object is its null version) and ACLs (the owner's)
+vs = s3.list_object_versions(Bucket="boto", Prefix="dir/")
+assert [(v["Key"], v["VersionId"], v["IsLatest"]) for v in vs["Versions"]] == [("dir/a.bin", "null", True)], vs
+acl = s3.get_bucket_acl(Bucket="boto")
+assert [g["Permission"] for g in acl["Grants"]] == ["FULL_CONTROL"], acl
+assert s3.get_object_acl(Bucket="boto", Key="dir/a.bin")["Owner"]["ID"] == acl["Owner"]["ID"]
+s3.put_object_acl(Bucket="boto", Key="dir/a.bin", ACL="private")
+assert error_code(lambda: s3.put_bucket_acl(Bucket="boto", ACL="public-read")) == "NotImplemented"
+
 # a wrong secret is refused
 assert error_code(lambda: client("wrong").list_buckets()) == "SignatureDoesNotMatch"
 assert error_code(lambda: client("wrong").put_object(Bucket="boto", Key="x", Body=b"x")) == "SignatureDoesNotMatch"

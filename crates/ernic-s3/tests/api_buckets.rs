@@ -199,3 +199,67 @@ fn url_encoding_type() {
     let plain = req(&mut c, "GET", "/enc", "list-type=2", &[], b"").text();
     assert_eq!(values(&plain, "Key"), vec!["a b&amp;c"]);
 }
+
+#[test]
+fn versions_and_acls_of_a_store_without_either() {
+    let s = start(false, None);
+    let mut c = client(&s, false);
+    req(&mut c, "PUT", "/ver", "", &[], b"");
+    for k in ["a", "b/1", "b/2", "c"] {
+        req(&mut c, "PUT", &format!("/ver/{k}"), "", &[], k.as_bytes());
+    }
+    let r = req(
+        &mut c,
+        "GET",
+        "/ver",
+        "versions&delimiter=%2F&max-keys=2",
+        &[],
+        b"",
+    )
+    .text();
+    assert_eq!(values(&r, "Key"), vec!["a"]);
+    assert_eq!(values(&r, "VersionId"), vec!["null"]);
+    assert_eq!(values(&r, "IsTruncated"), vec!["true"]);
+    let next = values(&r, "NextKeyMarker").pop().expect("a next marker");
+    assert_eq!(next, "b/");
+    let r = req(
+        &mut c,
+        "GET",
+        "/ver",
+        &format!("versions&delimiter=%2F&key-marker={}", "b%2F"),
+        &[],
+        b"",
+    )
+    .text();
+    assert_eq!(values(&r, "Key"), vec!["c"]);
+    let acl = req(&mut c, "GET", "/ver/a", "acl", &[], b"");
+    assert_eq!(
+        (acl.status, values(&acl.text(), "Permission")),
+        (200, vec!["FULL_CONTROL".to_string()])
+    );
+    assert_eq!(req(&mut c, "GET", "/ver/none", "acl", &[], b"").status, 404);
+    assert_eq!(
+        req(
+            &mut c,
+            "PUT",
+            "/ver",
+            "acl",
+            &[("x-amz-acl", "private")],
+            b""
+        )
+        .status,
+        200
+    );
+    let public = req(
+        &mut c,
+        "PUT",
+        "/ver",
+        "acl",
+        &[("x-amz-acl", "public-read")],
+        b"",
+    );
+    assert_eq!(
+        (public.status, public.code().as_deref()),
+        (501, Some("NotImplemented"))
+    );
+}

@@ -286,3 +286,132 @@ pub fn list_objects(cx: &mut Cx, v2: bool) -> S3Result<Response> {
     doc.write_into(&mut xml);
     Ok(xml_response(200, xml))
 }
+
+/// `GET /bucket?versions`: this store keeps no versions, so each object is
+/// listed as its one version, `null`, the latest; markers are keys
+/// (`key-marker`; `version-id-marker` may only be `null`).
+pub fn list_versions(cx: &mut Cx) -> S3Result<Response> {
+    use crate::xml::{S3_NS, XML_DECL, escape_into};
+    use std::fmt::Write as _;
+    cx.store.bucket(cx.bucket())?;
+    let t = cx.t;
+    let prefix = t.param("prefix").unwrap_or("").to_string();
+    let delimiter = t
+        .param("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_string);
+    let max_keys = int_param(t, "max-keys", MAX_KEYS, MAX_KEYS)?;
+    let key_marker = t.param("key-marker").unwrap_or("");
+    if t.param("version-id-marker")
+        .is_some_and(|v| v != "null" && !v.is_empty())
+    {
+        return Err(S3Error::invalid_argument(
+            "this store keeps no versions; version-id-marker must be null",
+        ));
+    }
+    let resume = match &delimiter {
+        _ if key_marker.is_empty() => Resume::Start,
+        Some(d) if key_marker.ends_with(d.as_str()) => Resume::AfterPrefix(key_marker.to_string()),
+        _ => Resume::After(key_marker.to_string()),
+    };
+    let (items, truncated) = page(cx, &prefix, delimiter.as_deref(), resume, max_keys)?;
+    let mut x = String::new();
+    let _ = write!(x, "{XML_DECL}<ListVersionsResult xmlns=\"{S3_NS}\"><Name>");
+    escape_into(&mut x, cx.bucket());
+    x.push_str("</Name><Prefix>");
+    escape_into(&mut x, &prefix);
+    x.push_str("</Prefix><KeyMarker>");
+    escape_into(&mut x, key_marker);
+    x.push_str("</KeyMarker><VersionIdMarker></VersionIdMarker>");
+    if let (true, Some(last)) = (truncated, items.last()) {
+        x.push_str("<NextKeyMarker>");
+        escape_into(
+            &mut x,
+            match last {
+                Item::Key(k, _) => k,
+                Item::Prefix(p) => p,
+            },
+        );
+        x.push_str("</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>");
+    }
+    let _ = write!(x, "<MaxKeys>{max_keys}</MaxKeys>");
+    if let Some(d) = &delimiter {
+        x.push_str("<Delimiter>");
+        escape_into(&mut x, d);
+        x.push_str("</Delimiter>");
+    }
+    let _ = write!(x, "<IsTruncated>{truncated}</IsTruncated>");
+    for item in &items {
+        match item {
+            Item::Key(k, m) => {
+                x.push_str("<Version><Key>");
+                escape_into(&mut x, k);
+                let _ = write!(
+                    x,
+                    "</Key><VersionId>null</VersionId><IsLatest>true</IsLatest><LastModified>{}</LastModified><ETag>&quot;{}&quot;</ETag><Size>{}</Size><Owner><ID>ernic</ID><DisplayName>ernic</DisplayName></Owner><StorageClass>",
+                    Timestamp::from_unix_millis(m.last_modified_ms),
+                    m.etag,
+                    m.size
+                );
+                escape_into(&mut x, &storage_class(m));
+                x.push_str("</StorageClass></Version>");
+            }
+            Item::Prefix(p) => {
+                x.push_str("<CommonPrefixes><Prefix>");
+                escape_into(&mut x, p);
+                x.push_str("</Prefix></CommonPrefixes>");
+            }
+        }
+    }
+    x.push_str("</ListVersionsResult>");
+    Ok(xml_response(200, x))
+}
+
+/// The one ACL this store has: its owner's full control.
+fn owner_acl() -> String {
+    format!(
+        "{}<AccessControlPolicy xmlns=\"{}\"><Owner><ID>ernic</ID><DisplayName>ernic</DisplayName></Owner><AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\"><ID>ernic</ID><DisplayName>ernic</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>",
+        crate::xml::XML_DECL,
+        crate::xml::S3_NS
+    )
+}
+
+/// Checks that the bucket (and the key, if named) exist.
+fn resource_exists(cx: &Cx) -> S3Result<()> {
+    cx.store.bucket(cx.bucket())?;
+    if cx.t.key.is_some() {
+        cx.store.head_object(cx.bucket(), cx.key())?;
+    }
+    Ok(())
+}
+
+/// `GET ?acl` on a bucket or an object: the owner's full control (this
+/// store has one owner and no grants).
+pub fn get_acl(cx: &mut Cx) -> S3Result<Response> {
+    resource_exists(cx)?;
+    Ok(xml_response(200, owner_acl()))
+}
+
+/// `PUT ?acl`: the canned `private` (by header, or a body granting the
+/// owner full control and nothing else) is what this store has, and is
+/// accepted; any other grant is refused as not implemented.
+pub fn put_acl(cx: &mut Cx, body: &mut dyn Body) -> S3Result<Response> {
+    resource_exists(cx)?;
+    let framing = cx.framing();
+    let raw = Payload::new(body, framing, None).read_small(MAX_CONFIG_BODY)?;
+    let canned = cx.header("x-amz-acl");
+    let grants = cx
+        .req
+        .headers
+        .iter()
+        .any(|h| h.name.starts_with("x-amz-grant-"));
+    let text = String::from_utf8_lossy(&raw);
+    let body_ok = text.trim().is_empty()
+        || (text.matches("<Grant>").count() == 1
+            && text.contains("<Permission>FULL_CONTROL</Permission>")
+            && text.contains("<ID>ernic</ID>"));
+    match canned {
+        Some("private") | None if !grants && body_ok => Ok(Response::new(200)),
+        _ => Err(S3Error::not_implemented("an ACL other than private")),
+    }
+}

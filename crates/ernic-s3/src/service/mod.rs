@@ -193,6 +193,9 @@ impl S3Service {
             Op::CompleteMultipartUpload => multipart::complete(&mut cx, body),
             Op::AbortMultipartUpload => multipart::abort(&mut cx),
             Op::ListParts => multipart::list_parts(&mut cx),
+            Op::ListObjectVersions => bucket::list_versions(&mut cx),
+            Op::GetAcl => bucket::get_acl(&mut cx),
+            Op::PutAcl => bucket::put_acl(&mut cx, body),
         }
     }
 

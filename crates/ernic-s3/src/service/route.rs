@@ -172,13 +172,18 @@ pub enum Op {
     AbortMultipartUpload,
     /// `GET /bucket/key?uploadId=U`.
     ListParts,
+    /// `GET /bucket?versions` (every object is its one, `null`, version).
+    ListObjectVersions,
+    /// `GET /bucket?acl` or `GET /bucket/key?acl`: the owner's full control.
+    GetAcl,
+    /// `PUT /bucket?acl` or `PUT /bucket/key?acl`: only `private` is kept.
+    PutAcl,
 }
 
 /// Sub-resources this server does not implement; a request naming one
 /// gets `501 NotImplemented` rather than being taken for a plain request.
 const UNIMPLEMENTED: &[&str] = &[
     "accelerate",
-    "acl",
     "analytics",
     "attributes",
     "cors",
@@ -202,7 +207,6 @@ const UNIMPLEMENTED: &[&str] = &[
     "select",
     "tagging",
     "torrent",
-    "versions",
     "website",
 ];
 
@@ -218,6 +222,13 @@ pub fn op(method: &str, t: &Target, copy_source: bool) -> S3Result<Op> {
             format!("{method} is not allowed on this resource"),
         )
     };
+    if t.bucket.is_some() && t.has("acl") {
+        return match method {
+            "GET" => Ok(Op::GetAcl),
+            "PUT" => Ok(Op::PutAcl),
+            _ => Err(not_allowed()),
+        };
+    }
     let op = match (&t.bucket, &t.key) {
         (None, _) => match method {
             "GET" => Op::ListBuckets,
@@ -233,6 +244,7 @@ pub fn op(method: &str, t: &Target, copy_source: bool) -> S3Result<Op> {
             "GET" if t.has("location") => Op::GetBucketLocation,
             "GET" if t.has("versioning") => Op::GetBucketVersioning,
             "GET" if t.has("uploads") => Op::ListMultipartUploads,
+            "GET" if t.has("versions") => Op::ListObjectVersions,
             "GET" if t.param("list-type") == Some("2") => Op::ListObjectsV2,
             "GET" if t.param("list-type").is_some() => {
                 return Err(S3Error::invalid_argument("list-type must be 2"));
