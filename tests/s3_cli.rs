@@ -150,7 +150,14 @@ fn boto3_and_the_aws_cli_against_the_store() {
 fn put_and_get_by_rdma_between_two_processes() {
     let scratch = Scratch::new("rdma");
     let (http, mesh) = (free_port(), free_port());
-    let _serve = Serve::start(http, &["--mesh", &format!("tcp:manager:listen:{mesh}")]);
+    let _serve = Serve::start(
+        http,
+        &[
+            "--anonymous",
+            "--mesh",
+            &format!("tcp:manager:listen:{mesh}"),
+        ],
+    );
     let endpoint = format!("127.0.0.1:{http}");
     let worker = format!("tcp:worker:127.0.0.1:{mesh}");
     let (ok, _, err) = ernic(&["s3", "mb", "s3://rdm", "--endpoint", &endpoint]);
@@ -216,6 +223,7 @@ fn put_and_get_by_rdma_between_two_processes() {
 fn bad_input_gets_one_clear_line() {
     for (args, says) in [
         (vec!["s3", "serve", "size=12Q", "--seconds", "1"], "size"),
+        (vec!["s3", "serve", "--seconds", "1"], "say anonymous"),
         (
             vec!["s3", "serve", "colour=blue", "--seconds", "1"],
             "unknown",

@@ -64,7 +64,7 @@ impl Server {
         let sock = dir.join("s.sock");
         let child = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
             .args(["--socket", sock.to_str().unwrap()])
-            .args(["--backend", "s3:addr=192.0.2.20,size=64M"])
+            .args(["--backend", "s3:addr=192.0.2.20,size=64M,anonymous"])
             .env("ERNIC_TCP_GUEST_GIDS", "::ffff:192.0.2.2")
             .stdout(Stdio::null())
             .stderr(log)

@@ -150,6 +150,15 @@ fn bad_flags_are_one_clear_line() {
             "--backend s3 makes a mesh of its own",
         ),
         (
+            vec![
+                "--socket",
+                "/tmp/ernic-x.sock",
+                "--backend",
+                "s3:addr=192.0.2.20",
+            ],
+            "or say anonymous",
+        ),
+        (
             vec!["--socket", "/tmp/ernic-x.sock", "--backend", "nvmeof:ns=1Q"],
             "--backend nvmeof",
         ),

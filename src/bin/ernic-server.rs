@@ -94,7 +94,8 @@ struct Args {
     /// this process: a host on the guest's Ethernet segment at addr= with
     /// mac= serving HTTP on port=, its RDMA data plane at addr on the
     /// fabric beside the guest; OPTS as for `ernic s3 serve`, e.g.
-    /// s3:addr=192.0.2.20,size=1G,dir=/var/lib/s3; the guest's GIDs in
+    /// s3:addr=192.0.2.20,size=1G,access-key=AK,secret-key=SK (or
+    /// anonymous); the guest's GIDs in
     /// ERNIC_TCP_GUEST_GIDS); none is accepted for bring-up scripts and
     /// serves as loopback does.
     #[arg(long, default_value = "loopback", value_parser = parse_backend)]

@@ -50,7 +50,7 @@ OPTS (comma-separated, as for ernic-server --backend s3:OPTS):
   size=SIZE         the store's capacity (default 1G)
   access-key=ID,secret-key=S   a credential (or --access-key/--secret-key)
   credentials=FILE  credentials, one 'ACCESS_KEY_ID SECRET' per line
-  anonymous         admit unsigned requests too (always so without credentials)
+  anonymous         admit unsigned requests (without credentials, say so)
   region=R          the region reported (default us-east-1)
   domain=D          Host 'BUCKET.D' is virtual-hosted-style (default localhost)
   addr=IPV4         the data plane's address on the fabric (default 192.0.2.20);
@@ -59,9 +59,10 @@ OPTS (comma-separated, as for ernic-server --backend s3:OPTS):
   port=N            with ernic-server: its HTTP port there (default 80)
   lanes=N           RDMA transfers in flight at once (default 4)
 
-Without credentials the store is anonymous; with them, every signed request
-is checked (SigV4, header and presigned forms, aws-chunked bodies) and an
-unsigned one is refused unless 'anonymous' is given. Clients in other
+With credentials every signed request is checked (SigV4 and SigV2, header
+and presigned forms, aws-chunked bodies) and an unsigned one is refused
+unless 'anonymous' (--anonymous) is given; without credentials the store
+serves only when told 'anonymous'. Clients in other
 processes reach the data plane by joining the same mesh (--mesh).";
 
 /// Arguments of `ernic s3 serve`.
@@ -88,7 +89,7 @@ pub struct ServeArgs {
     /// A credentials file (as credentials=FILE).
     #[arg(long)]
     pub credentials: Option<String>,
-    /// Admit unsigned requests too.
+    /// Admit unsigned requests (required when no credential is given).
     #[arg(long)]
     pub anonymous: bool,
     /// The most connections served at once.

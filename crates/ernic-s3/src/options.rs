@@ -7,7 +7,7 @@
 //! | `size=SIZE` | the store's capacity (`1G`, `512M`) | 1G |
 //! | `access-key=ID`, `secret-key=S` | one credential; SigV4 is then checked | none |
 //! | `credentials=FILE` | more credentials, a line `ID SECRET` each (`#` comments) | none |
-//! | `anonymous` | admit unsigned requests too | on only without credentials |
+//! | `anonymous` | admit unsigned requests (without credentials, it must be said) | off |
 //! | `region=R` | the region reported | us-east-1 |
 //! | `domain=D` | `bucket.D` Hosts are virtual-hosted-style (repeatable) | localhost |
 //! | `addr=IPV4` | the store's address: its IP on a guest's segment, its GID on the fabric | 192.0.2.20 |
@@ -179,7 +179,13 @@ impl S3Options {
             (None, None) => {}
             _ => return Err(bad("access-key", "access-key and secret-key go together")),
         }
-        o.config.anonymous = anonymous || o.config.credentials.is_empty();
+        if o.config.credentials.is_empty() && !anonymous {
+            return Err(bad(
+                "credentials",
+                "none given: give access-key=ID,secret-key=S (or credentials=FILE), or say anonymous to serve unsigned requests",
+            ));
+        }
+        o.config.anonymous = anonymous;
         if !domains.is_empty() {
             o.config.domains = domains;
         }
@@ -230,4 +236,50 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
         *b = u8::from_str_radix(p, 16).ok()?;
     }
     parts.next().is_none().then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_read_and_refuse_as_documented() {
+        let o = S3Options::parse("size=2G,access-key=AK,secret-key=SK,addr=192.0.2.30,port=8080,mac=02:00:00:00:00:01,lanes=8").unwrap();
+        assert_eq!(
+            (o.size, o.addr, o.port, o.lanes),
+            (2 << 30, Ipv4Addr::new(192, 0, 2, 30), 8080, 8)
+        );
+        assert_eq!(
+            o.config.credentials.get("AK").map(String::as_str),
+            Some("SK")
+        );
+        assert!(!o.config.anonymous);
+        assert!(S3Options::parse("anonymous").unwrap().config.anonymous);
+        assert!(
+            S3Options::parse("access-key=AK,secret-key=SK,anonymous")
+                .unwrap()
+                .config
+                .anonymous
+        );
+        for (bad, says) in [
+            ("", "say anonymous"),
+            ("size=0,anonymous", "cannot be 0"),
+            ("access-key=AK,anonymous", "go together"),
+            ("port=0,anonymous", "not a port"),
+            ("mac=zz,anonymous", "not a MAC"),
+            ("lanes=65,anonymous", "1 to 64"),
+            ("colour=blue", "unknown"),
+        ] {
+            let e = S3Options::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn credentials_files_have_a_pair_a_line() {
+        let c = parse_credentials("# comment\n\nAK1 SK1\n  AK2   SK2  \n").unwrap();
+        assert_eq!(c.len(), 2);
+        assert!(parse_credentials("AK1\n").is_err());
+        assert!(parse_credentials("AK1 SK1 extra\n").is_err());
+    }
 }
