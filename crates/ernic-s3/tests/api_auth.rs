@@ -106,3 +106,52 @@ fn hostile_http_gets_errors_and_the_server_keeps_serving() {
         "still serving"
     );
 }
+
+#[test]
+fn an_aws_chunked_body_with_a_bad_chunk_signature_stores_nothing() {
+    let s = start(true, None);
+    let mut good = client(&s, true);
+    assert_eq!(req(&mut good, "PUT", "/chunky", "", &[], b"").status, 200);
+    let amz_date = ernic_s3::sigv4::canonical::format_amz_date(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    );
+    let body = format!(
+        "5;chunk-signature={}\r\nhello\r\n0;chunk-signature={}\r\n\r\n",
+        "0".repeat(64),
+        "0".repeat(64)
+    );
+    let len = body.len().to_string();
+    let headers = [
+        ("host", s.addr.as_str()),
+        ("x-amz-date", amz_date.as_str()),
+        ("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"),
+        ("x-amz-decoded-content-length", "5"),
+        ("content-encoding", "aws-chunked"),
+        ("content-length", len.as_str()),
+    ];
+    let auth = signer(common::SK, AK)
+        .unwrap()
+        .authorization("PUT", "/chunky/k", "", &headers, &amz_date)
+        .unwrap();
+    let mut raw_req = String::from("PUT /chunky/k HTTP/1.1\r\n");
+    for (n, v) in headers {
+        raw_req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    raw_req.push_str(&format!(
+        "authorization: {auth}\r\nconnection: close\r\n\r\n{body}"
+    ));
+    let answer = raw(&s.addr, raw_req.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("<Code>SignatureDoesNotMatch</Code>"),
+        "{answer}"
+    );
+    assert_eq!(
+        req(&mut good, "GET", "/chunky/k", "", &[], b"").status,
+        404,
+        "nothing was stored"
+    );
+}
