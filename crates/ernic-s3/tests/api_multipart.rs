@@ -72,6 +72,18 @@ fn multipart_upload_complete_and_checks() {
         x + "</CompleteMultipartUpload>"
     };
     let q = format!("uploadId={id}");
+    let none = req(
+        &mut c,
+        "POST",
+        "/mpu/big",
+        &q,
+        &[],
+        b"<CompleteMultipartUpload></CompleteMultipartUpload>",
+    );
+    assert_eq!(
+        (none.status, none.code().as_deref()),
+        (400, Some("MalformedXML"))
+    );
     let wrong_order = vec![etags[1].clone(), etags[0].clone()];
     let r = req(
         &mut c,

@@ -121,6 +121,14 @@ pub fn complete(cx: &mut Cx, body: &mut dyn Body) -> S3Result<Response> {
     let text = std::str::from_utf8(&raw)
         .map_err(|_| S3Error::new(400, "MalformedXML", "the body is not UTF-8"))?;
     let doc = CompleteMultipartUpload::parse(text)?;
+    if doc.parts.is_empty() {
+        // As S3 answers an upload completed with no part.
+        return Err(S3Error::new(
+            400,
+            "MalformedXML",
+            "the XML you provided named no part",
+        ));
+    }
     let parts: Vec<CompletePart> = doc
         .parts
         .iter()
