@@ -6,7 +6,7 @@
 
 use super::error::{S3Error, S3Result};
 use super::headers::{COPY_SOURCE_CONDITIONS, attrs_from_request, check_preconditions};
-use super::object::{Received, copy_range, copy_source, receive, stored_response};
+use super::object::{copy_range, copy_source, receive_and_commit};
 use super::payload::Payload;
 use super::{Cx, int_param, xml_response};
 use crate::http::{Body, Response};
@@ -54,17 +54,8 @@ pub fn create(cx: &mut Cx) -> S3Result<Response> {
 /// `PUT /bucket/key?partNumber=N&uploadId=U`.
 pub fn upload_part(cx: &mut Cx, body: &mut dyn Body) -> S3Result<Response> {
     let n = part_number(cx)?;
-    let mut w = cx.store.put_part(cx.bucket(), cx.key(), upload_id(cx), n)?;
-    let received = receive(cx, body, &mut *w)?;
-    let stored = match &received {
-        Received::Declined(_) => None,
-        Received::Body(s) | Received::Rdma(s, _) => s.clone(),
-    };
-    if let Received::Declined(r) = received {
-        return Ok(r);
-    }
-    let meta = w.commit()?;
-    Ok(stored_response(&meta, received, stored))
+    let w = cx.store.put_part(cx.bucket(), cx.key(), upload_id(cx), n)?;
+    receive_and_commit(cx, body, w, None)
 }
 
 /// `UploadPart` with `x-amz-copy-source` (and `x-amz-copy-source-range`).

@@ -144,12 +144,15 @@ pub fn stored_response(
     }
 }
 
-/// `PUT /bucket/key`.
-pub fn put(cx: &mut Cx, body: &mut dyn Body) -> S3Result<Response> {
-    check_key(cx.key())?;
-    let mut attrs = attrs_from_request(cx.req)?;
-    check_put_conditions(cx)?;
-    let mut w = cx.store.put_object(cx.bucket(), cx.key(), attrs.clone())?;
+/// Receives a PUT's or an UploadPart's bytes into `w` and commits it (with
+/// `attrs` and the checksum header, for an object), or answers the
+/// declined token request and commits nothing.
+pub fn receive_and_commit(
+    cx: &mut Cx,
+    body: &mut dyn Body,
+    mut w: Box<dyn ObjectWriter>,
+    attrs: Option<crate::store::ObjectAttrs>,
+) -> S3Result<Response> {
     let received = receive(cx, body, &mut *w)?;
     let stored = match &received {
         Received::Declined(_) => None,
@@ -158,12 +161,21 @@ pub fn put(cx: &mut Cx, body: &mut dyn Body) -> S3Result<Response> {
     if let Received::Declined(r) = received {
         return Ok(r);
     }
-    if let Some(h) = &stored {
+    if let (Some(h), Some(mut attrs)) = (&stored, attrs) {
         attrs.headers.push(h.clone());
         w.set_attrs(attrs);
     }
     let meta = w.commit()?;
     Ok(stored_response(&meta, received, stored))
+}
+
+/// `PUT /bucket/key`.
+pub fn put(cx: &mut Cx, body: &mut dyn Body) -> S3Result<Response> {
+    check_key(cx.key())?;
+    let attrs = attrs_from_request(cx.req)?;
+    check_put_conditions(cx)?;
+    let w = cx.store.put_object(cx.bucket(), cx.key(), attrs.clone())?;
+    receive_and_commit(cx, body, w, Some(attrs))
 }
 
 /// An object's bytes `[pos, end)` as a response body.
