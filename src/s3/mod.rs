@@ -57,7 +57,7 @@ OPTS (comma-separated, as for ernic-server --backend s3:OPTS):
                     with ernic-server, also the store's IP on the guest's segment
   mac=MAC           with ernic-server: its MAC there (default 02:00:c0:00:02:14)
   port=N            with ernic-server: its HTTP port there (default 80)
-  lanes=N           RDMA transfers in flight at once (default 4)
+  lanes=N           RDMA transfers in flight at once, 64 MiB of staging each (default 2)
 
 With credentials every signed request is checked (SigV4 and SigV2, header
 and presigned forms, aws-chunked bodies) and an unsigned one is refused

@@ -13,7 +13,7 @@
 //! | `addr=IPV4` | the store's address: its IP on a guest's segment, its GID on the fabric | 192.0.2.20 |
 //! | `mac=MAC` | its MAC on a guest's segment | 02:00:c0:00:02:14 |
 //! | `port=N` | its HTTP port on a guest's segment | 80 |
-//! | `lanes=N` | RDMA transfers in flight at once (1-64) | 4 |
+//! | `lanes=N` | RDMA transfers in flight at once (1-64), 64 MiB of staging each | 2 |
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -82,7 +82,7 @@ impl Default for S3Options {
             addr: DEFAULT_ADDR,
             mac: [0x02, 0x00, 0xc0, 0x00, 0x02, 0x14],
             port: 80,
-            lanes: 4,
+            lanes: 2,
         }
     }
 }

@@ -50,10 +50,10 @@ use crate::store::StoreError;
 use crate::token::{Format, RdmaToken, Transport};
 
 /// Bytes in each slot of a lane's staging region.
-pub const CHUNK: usize = 4 << 20;
+pub const CHUNK: usize = 8 << 20;
 /// Slots of [`CHUNK`] bytes in a lane's staging region: operations in
 /// flight at once.
-pub const SLOTS: usize = 4;
+pub const SLOTS: usize = 8;
 /// How long a transfer waits for a free lane before it is declined.
 pub const LANE_WAIT: Duration = Duration::from_secs(2);
 /// How many client QPs the store keeps connected; past this an idle one
@@ -72,7 +72,7 @@ pub struct RdmaConfig {
 impl Default for RdmaConfig {
     fn default() -> Self {
         RdmaConfig {
-            lanes: 4,
+            lanes: 2,
             op_timeout: Duration::from_secs(10),
         }
     }
