@@ -22,7 +22,7 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// (year, month 1..=12, day 1..=31) of a day counted from 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097); // [0, 146096]
@@ -37,7 +37,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// The day counted from 1970-01-01 of a civil date (month 1..=12, day
 /// 1..=31; the year within ±2^40 so nothing overflows).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400); // [0, 399]

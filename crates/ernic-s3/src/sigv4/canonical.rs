@@ -10,6 +10,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::SigV4Error;
+use crate::http::date::{civil_from_days, days_from_civil};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -282,17 +283,6 @@ pub fn canonical_request(
     format!("{method}\n{uri}\n{query}\n{headers}\n{signed_headers}\n{payload}")
 }
 
-/// Days from 1970-01-01 to the given civil date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 fn digits(s: &[u8]) -> Option<i64> {
     let mut v = 0i64;
     for &c in s {
@@ -324,23 +314,8 @@ pub fn parse_amz_date(s: &str) -> Option<u64> {
     if y < 1970 || d < 1 || d > month_days || h > 23 || mi > 59 || se > 60 {
         return None;
     }
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se;
+    let secs = days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3600 + mi * 60 + se;
     u64::try_from(secs).ok()
-}
-
-/// The civil date of a day count from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`): `(year, month 1..=12, day 1..=31)`.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// Seconds since the Unix epoch as an ISO 8601 basic timestamp

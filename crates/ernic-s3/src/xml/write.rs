@@ -29,16 +29,7 @@ impl Display for Timestamp {
         let ms = self.unix_millis.rem_euclid(1000);
         let days = secs.div_euclid(86_400);
         let sod = secs.rem_euclid(86_400);
-        // Howard Hinnant's civil_from_days, in i64 (no overflow for any i64 ms).
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + i64::from(m <= 2);
+        let (y, m, d) = crate::http::date::civil_from_days(days);
         write!(
             f,
             "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
