@@ -693,6 +693,26 @@ fn s3_service() {
     }
 }
 
+/// `s3_guest_client`: a selector byte, then a guest's ARP request for the
+/// store, a response head a store sends, and an option string.
+fn s3_guest_client() {
+    let mut arp = vec![0u8];
+    arp.extend_from_slice(&[0xff; 6]);
+    arp.extend_from_slice(&[0x02, 0, 0x45, 0x52, 0x4e, 0x01, 0x08, 0x06]);
+    arp.extend_from_slice(&[
+        0, 1, 8, 0, 6, 4, 0, 1, 0x02, 0, 0x45, 0x52, 0x4e, 0x01, 192, 0, 2, 2,
+    ]);
+    arp.extend_from_slice(&[0; 6]);
+    arp.extend_from_slice(&[192, 0, 2, 20]);
+    write("s3_guest_client", "arp-request", &arp);
+    let mut head = vec![1u8];
+    head.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nETag: \"x\"\r\nx-amz-rdma-reply: 200\r\nContent-Length: 0\r\n\r\n");
+    write("s3_guest_client", "reply-head", &head);
+    let mut opts = vec![2u8];
+    opts.extend_from_slice(b"dir=/var/tmp/s3,size=1G,access-key=AK,secret-key=SK,addr=192.0.2.20,mac=02:00:c0:00:02:14,port=80,lanes=2");
+    write("s3_guest_client", "options", &opts);
+}
+
 fn s3_token_xml() {
     use ernic_s3::token::{Format, RdmaReply, RdmaToken, Transport};
     use ernic_s3::xml::{CompleteMultipartUpload, Delete};
@@ -743,6 +763,7 @@ fn main() {
     s3_sigv4();
     s3_http();
     s3_service();
+    s3_guest_client();
     s3_token_xml();
     perf_wire();
     vfio_proto();

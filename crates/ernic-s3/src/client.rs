@@ -258,7 +258,10 @@ impl Client {
     }
 }
 
-fn read_head(conn: &mut BufReader<TcpStream>) -> Result<Reply, ClientError> {
+/// Reads a response head from `conn` (a `100 Continue` is skipped): its
+/// status, headers and how much body follows. Bounded by [`MAX_HEAD`] and
+/// [`MAX_HEADERS`]; a server's bytes never make it panic.
+pub fn read_head<R: BufRead>(conn: &mut R) -> Result<Reply, ClientError> {
     let mut raw = Vec::new();
     loop {
         let n = conn
