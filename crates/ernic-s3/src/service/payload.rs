@@ -320,7 +320,14 @@ impl<'a> Payload<'a> {
         &mut self,
         sink: &mut dyn FnMut(&[u8]) -> S3Result<()>,
     ) -> S3Result<(u64, Option<(String, String)>)> {
-        let mut buf = vec![0u8; READ_CHUNK];
+        // Sized by what the body declared, so a 4 KiB PUT reads through a
+        // 4 KiB buffer (an HTTP chunked body, of unknown length, gets the
+        // whole chunk).
+        let want = self
+            .body
+            .declared_len()
+            .map_or(READ_CHUNK as u64, |n| n.min(READ_CHUNK as u64));
+        let mut buf = vec![0u8; (want as usize).max(1)];
         let mut failed: Option<S3Error> = None;
         loop {
             let n = match self.body.read(&mut buf) {

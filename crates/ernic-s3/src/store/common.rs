@@ -152,6 +152,16 @@ impl IdGen {
         format!("{a:016x}{b:016x}")
     }
 
+    /// An upload id that `taken` does not already name.
+    pub(crate) fn fresh_upload_id(&self, taken: impl Fn(&str) -> bool) -> String {
+        loop {
+            let id = self.upload_id();
+            if !taken(&id) {
+                return id;
+            }
+        }
+    }
+
     /// A new 16-hex-digit name (unique per generator) for a temporary file.
     pub(crate) fn tmp_name(&self) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);

@@ -423,10 +423,10 @@ impl Store for MemoryStore {
         check_user_meta(&attrs.user_meta)?;
         let mut map = self.shared.lock();
         let b = get_bucket(&mut map, bucket)?;
-        let mut upload_id = self.shared.ids.upload_id();
-        while b.uploads.contains_key(&upload_id) {
-            upload_id = self.shared.ids.upload_id();
-        }
+        let upload_id = self
+            .shared
+            .ids
+            .fresh_upload_id(|id| b.uploads.contains_key(id));
         let initiated_ms = now_ms();
         b.upload_order
             .insert((key.to_owned(), initiated_ms, upload_id.clone()));

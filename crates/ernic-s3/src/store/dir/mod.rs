@@ -434,10 +434,10 @@ impl Store for DirStore {
         check_user_meta(&attrs.user_meta)?;
         let mut st = self.shared.lock();
         let b = get_bucket(&mut st, bucket)?;
-        let mut upload_id = self.shared.ids.upload_id();
-        while b.uploads.contains_key(&upload_id) {
-            upload_id = self.shared.ids.upload_id();
-        }
+        let upload_id = self
+            .shared
+            .ids
+            .fresh_upload_id(|id| b.uploads.contains_key(id));
         let initiated_ms = now_ms();
         let file = UploadFile {
             key: key.to_owned(),
