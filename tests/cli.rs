@@ -3,7 +3,7 @@
 use std::process::Command;
 
 mod common;
-use common::ernic;
+use common::{ernic, free_port};
 
 #[test]
 fn perf_json_has_one_object_per_size_with_the_documented_fields() {
@@ -90,16 +90,6 @@ fn bad_input_gets_one_clear_line_and_a_failure_code() {
     assert!(err.contains("write_bw"), "lists the valid tests: {err}");
 }
 
-/// A free local port for an `ernic perf --server`.
-fn free_port() -> String {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string()
-}
-
 /// Runs `ernic perf TEST --server -p PORT` and, against it, the client
 /// with `args` (retried until the server listens); answers the client's
 /// first JSON line, after checking both ends succeeded.
@@ -129,7 +119,7 @@ fn perf_against_server(test: &str, port: &str, args: &[&str]) -> serde_json::Val
 
 #[test]
 fn perf_runs_across_two_processes_over_the_mesh() {
-    let port = free_port();
+    let port = free_port().to_string();
     for t in ["write_bw", "send_lat", "read_lat"] {
         let args = ["-n", "200", "-s", "4K", "--baseline", "--json"];
         let v = perf_against_server(t, &port, &args);
@@ -151,7 +141,7 @@ fn bandwidth_in_both_directions_in_one_process_and_across_two() {
         assert_eq!(v["bidirectional"], true, "{v}");
         assert!(v["bw_gbps"].as_f64().is_some_and(|x| x > 0.0), "{v}");
     }
-    let port = free_port();
+    let port = free_port().to_string();
     for t in ["write_bw", "send_bw"] {
         let args = ["-b", "-n", "300", "-s", "16K", "--json"];
         let v = perf_against_server(t, &port, &args);
@@ -174,7 +164,7 @@ fn bandwidth_in_both_directions_in_one_process_and_across_two() {
 
 #[test]
 fn a_client_without_a_server_says_so() {
-    let port = free_port();
+    let port = free_port().to_string();
     let (ok, _, err) = ernic(&["perf", "write_bw", "127.0.0.1", "-p", &port]);
     assert!(!ok);
     assert!(

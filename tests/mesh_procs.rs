@@ -3,22 +3,13 @@
 //! (`ERNIC_TEST_LOG=1 ERNIC_LOG=info` shows the nodes' logs.)
 
 use std::io::Write;
-use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 mod common;
-use common::{Node, T};
+use common::{Node, T, free_port};
 
 /// Starts a node on loopback with a 100 ms heartbeat.
 fn start(spec: &str, env: &[(&str, &str)], extra: &[&str]) -> Node {

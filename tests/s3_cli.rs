@@ -8,15 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::ernic;
+use common::{ernic, free_port};
 
 const AK: &str = "AKIDSTOCKCLIENTS";
 const SK: &str = "stock/clients/secret";
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// A scratch directory removed at the end.
 struct Scratch(PathBuf);

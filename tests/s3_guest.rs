@@ -14,6 +14,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use ernic_ionic_driver::provider::{self, DriverHandle};
 use ernic_ionic_driver::{Driver, FRAME_BUF};
+use ernic_s3::store::hex;
 use ernic_s3::token::{Format, RdmaToken, Transport};
 use ernic_verbs::{Access, Gid, Mr, QpCaps, QpType, Qpn};
 use md5::{Digest, Md5};
@@ -351,10 +352,6 @@ fn token(addr: u64, len: u64, rkey: u32, qpn: u32) -> String {
     }
     .emit()
     .unwrap()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn mr_bytes(mr: &Mr) -> Vec<u8> {

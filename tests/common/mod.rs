@@ -131,3 +131,11 @@ impl Drop for Node {
         let _ = self.child.wait();
     }
 }
+
+/// A local TCP port free a moment ago (for a server the test starts next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}

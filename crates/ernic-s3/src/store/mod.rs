@@ -27,8 +27,6 @@
 //! Stores are shared by many connection threads: every method takes `&self`.
 //! Nothing here reads HTTP or knows about signatures.
 
-use std::fmt;
-
 mod common;
 pub mod dir;
 pub mod memory;
@@ -490,16 +488,8 @@ pub fn multipart_etag(part_md5s: &[[u8; 16]]) -> String {
     format!("{}-{}", hex(&h.finalize()), part_md5s.len())
 }
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing into a String cannot fail.
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
+/// Lower-case hex of `bytes` (SigV4's, as ETags are written).
+pub use crate::sigv4::canonical::hex;
 
 /// The 16 bytes of an ETag in hex (quotes and a `-N` suffix not allowed),
 /// or None.
