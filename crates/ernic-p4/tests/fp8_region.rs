@@ -94,7 +94,13 @@ fn accumulate_spec_cases() {
     let e4096 = 0x6c;
     assert_eq!(Fp8::E5M2.to_f32(e4096), 4096.0);
     let mut d = [0x7b, 0xfb];
-    accumulate(Fp8::E5M2, &mut d, &[e4096, 0x80 | e4096], Overflow::NonSaturate).unwrap();
+    accumulate(
+        Fp8::E5M2,
+        &mut d,
+        &[e4096, 0x80 | e4096],
+        Overflow::NonSaturate,
+    )
+    .unwrap();
     assert_eq!(d, [0x7c, 0xfc]);
     // E5M2's widest sum: 57344 + 2^-16 needs 32 bits; it rounds to 57344.
     let mut d = [0x7b];
@@ -133,7 +139,18 @@ fn accumulate_into_f32_adds_as_ieee_does() {
 #[test]
 fn scale_every_code() {
     let factors = [
-        1.0, 0.5, 3.0, 1.0 / 3.0, -2.0, 1.0e-3, 1.1, 1.0e10, 0.0, -0.0, 1.0e-30, f32::INFINITY,
+        1.0,
+        0.5,
+        3.0,
+        1.0 / 3.0,
+        -2.0,
+        1.0e-3,
+        1.1,
+        1.0e10,
+        0.0,
+        -0.0,
+        1.0e-30,
+        f32::INFINITY,
         f32::NAN,
     ];
     for fmt in FORMATS {
@@ -173,7 +190,13 @@ fn quantize_matches_float8() {
     }
 }
 
-const ELEMENTS: [Element; 5] = [Element::F32, Element::F16, Element::Bf16, Element::E4M3, Element::E5M2];
+const ELEMENTS: [Element; 5] = [
+    Element::F32,
+    Element::F16,
+    Element::Bf16,
+    Element::E4M3,
+    Element::E5M2,
+];
 
 /// The oracle's value of one element.
 fn oracle_read(e: Element, b: &[u8]) -> f32 {
@@ -216,7 +239,16 @@ fn source(e: Element) -> Vec<u8> {
         Element::F16 | Element::Bf16 => (0..=u16::MAX).flat_map(u16::to_le_bytes).collect(),
         Element::F32 => {
             let mut v = bytes(4 * 50_000, 3);
-            for x in [464.0f32, 61440.0, 65520.0, 65519.996, f32::INFINITY, f32::NAN, -0.0, 1.0e-40] {
+            for x in [
+                464.0f32,
+                61440.0,
+                65520.0,
+                65519.996,
+                f32::INFINITY,
+                f32::NAN,
+                -0.0,
+                1.0e-40,
+            ] {
                 v.extend(x.to_le_bytes());
             }
             v
@@ -232,7 +264,11 @@ fn convert_every_pair() {
         for to in ELEMENTS {
             for o in MODES {
                 let mut dst = vec![0u8; n * to.size()];
-                assert_eq!(convert(from, to, &src, &mut dst, o), Ok(n), "{from:?} to {to:?}");
+                assert_eq!(
+                    convert(from, to, &src, &mut dst, o),
+                    Ok(n),
+                    "{from:?} to {to:?}"
+                );
                 if from == to {
                     assert_eq!(dst, src, "{from:?} to itself copies");
                     continue;
@@ -280,14 +316,45 @@ fn convert_agrees_with_the_scalar_functions() {
 fn length_errors_leave_dst_untouched() {
     let mut dst = [0xaau8; 6];
     let cases: [(Element, Element, usize, Fp8Error); 4] = [
-        (Element::F32, Element::E4M3, 7, Fp8Error::Ragged { side: Side::Src, len: 7, element: Element::F32 }),
-        (Element::F32, Element::F16, 8, Fp8Error::CountMismatch { dst: 3, src: 2 }),
-        (Element::E5M2, Element::F32, 6, Fp8Error::Ragged { side: Side::Dst, len: 6, element: Element::F32 }),
-        (Element::Bf16, Element::E5M2, 2, Fp8Error::CountMismatch { dst: 6, src: 1 }),
+        (
+            Element::F32,
+            Element::E4M3,
+            7,
+            Fp8Error::Ragged {
+                side: Side::Src,
+                len: 7,
+                element: Element::F32,
+            },
+        ),
+        (
+            Element::F32,
+            Element::F16,
+            8,
+            Fp8Error::CountMismatch { dst: 3, src: 2 },
+        ),
+        (
+            Element::E5M2,
+            Element::F32,
+            6,
+            Fp8Error::Ragged {
+                side: Side::Dst,
+                len: 6,
+                element: Element::F32,
+            },
+        ),
+        (
+            Element::Bf16,
+            Element::E5M2,
+            2,
+            Fp8Error::CountMismatch { dst: 6, src: 1 },
+        ),
     ];
     for (from, to, src_len, want) in cases {
         let src = vec![0u8; src_len];
-        assert_eq!(convert(from, to, &src, &mut dst, Overflow::Saturate), Err(want));
+        assert_eq!(
+            convert(from, to, &src, &mut dst, Overflow::Saturate),
+            Err(want)
+        );
         assert_eq!(dst, [0xaa; 6]);
     }
     let mut d = [0xaau8; 8];
@@ -298,7 +365,11 @@ fn length_errors_leave_dst_untouched() {
     assert_eq!(d, [0xaa; 8]);
     assert_eq!(
         quantize(Fp8::E4M3, &[0; 6], &mut d, 1.0, Overflow::Saturate),
-        Err(Fp8Error::Ragged { side: Side::Src, len: 6, element: Element::F32 })
+        Err(Fp8Error::Ragged {
+            side: Side::Src,
+            len: 6,
+            element: Element::F32
+        })
     );
     assert_eq!(d, [0xaa; 8]);
 }

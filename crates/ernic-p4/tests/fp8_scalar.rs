@@ -13,7 +13,9 @@
 //!   0x7f), and its decode drops a NaN's sign (it returns f16 0x7fff); NaN
 //!   is compared as NaN, and our own NaN codes are checked against the spec.
 
-use ernic_p4::fp8::{Fp8, Overflow, bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits};
+use ernic_p4::fp8::{
+    Fp8, Overflow, bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits,
+};
 use float8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
 use proptest::prelude::*;
@@ -63,7 +65,11 @@ fn every_code_decodes_as_float8_does() {
                 assert!(got.is_nan(), "{fmt:?} {c:#04x}");
                 assert_eq!(got.is_sign_negative(), c & 0x80 != 0, "NaN sign kept");
             } else {
-                assert_eq!(got.to_bits(), want.to_bits(), "{fmt:?} {c:#04x}: {got} vs {want}");
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{fmt:?} {c:#04x}: {got} vs {want}"
+                );
             }
         }
     }
@@ -71,6 +77,8 @@ fn every_code_decodes_as_float8_does() {
 
 /// The OFP8 spec's tables (section 4): each format's characteristic values.
 #[test]
+// The codes are written as the spec writes them, grouped S.EEEE.MMM.
+#[allow(clippy::unusual_byte_groupings)]
 fn characteristic_values_from_the_spec() {
     let p = |e: i32| 2f64.powi(e);
     // (format, code, value); NaN and inf listed apart.
@@ -96,7 +104,11 @@ fn characteristic_values_from_the_spec() {
     for &(fmt, c, v) in table {
         let got = fmt.to_f32(c) as f64;
         assert_eq!(got, v, "{fmt:?} {c:#010b}");
-        assert_eq!(got.is_sign_negative(), v.is_sign_negative(), "{fmt:?} {c:#010b} sign");
+        assert_eq!(
+            got.is_sign_negative(),
+            v.is_sign_negative(),
+            "{fmt:?} {c:#010b} sign"
+        );
     }
     assert!(Fp8::E4M3.to_f32(0x7f).is_nan() && Fp8::E4M3.to_f32(0xff).is_nan());
     assert_eq!(Fp8::E5M2.to_f32(0x7c), f32::INFINITY);
@@ -239,17 +251,29 @@ fn edges_round_as_the_spec_says() {
     for &(fmt, x, sat, nonsat) in edges {
         for (o, want) in [(Overflow::Saturate, sat), (Overflow::NonSaturate, nonsat)] {
             assert_eq!(fmt.from_f32(x, o), want, "{fmt:?} {x:e} {o:?} from f32");
-            assert_eq!(fmt.from_f64(x as f64, o), want, "{fmt:?} {x:e} {o:?} from f64");
+            assert_eq!(
+                fmt.from_f64(x as f64, o),
+                want,
+                "{fmt:?} {x:e} {o:?} from f64"
+            );
             if !x.is_nan() {
                 check_encoded(fmt, want, oracle_encode(fmt, x as f64, o), "the table row");
             }
             let h = f16::from_f32(x);
             if h.to_f32() == x || x.is_nan() {
-                assert_eq!(fmt.from_f16_bits(h.to_bits(), o), want, "{fmt:?} {x:e} {o:?} f16");
+                assert_eq!(
+                    fmt.from_f16_bits(h.to_bits(), o),
+                    want,
+                    "{fmt:?} {x:e} {o:?} f16"
+                );
             }
             let b = bf16::from_f32(x);
             if b.to_f32() == x || x.is_nan() {
-                assert_eq!(fmt.from_bf16_bits(b.to_bits(), o), want, "{fmt:?} {x:e} {o:?} bf16");
+                assert_eq!(
+                    fmt.from_bf16_bits(b.to_bits(), o),
+                    want,
+                    "{fmt:?} {x:e} {o:?} bf16"
+                );
             }
         }
     }
@@ -268,7 +292,12 @@ fn every_f16_pattern_converts_as_half_then_float8_does() {
         for fmt in FORMATS {
             for o in MODES {
                 let got = fmt.from_f16_bits(h, o);
-                check_encoded(fmt, got, oracle_encode(fmt, x as f64, o), &format!("f16 {h:#06x}"));
+                check_encoded(
+                    fmt,
+                    got,
+                    oracle_encode(fmt, x as f64, o),
+                    &format!("f16 {h:#06x}"),
+                );
             }
         }
     }
@@ -287,7 +316,12 @@ fn every_bf16_pattern_converts_as_half_then_float8_does() {
         for fmt in FORMATS {
             for o in MODES {
                 let got = fmt.from_bf16_bits(b, o);
-                check_encoded(fmt, got, oracle_encode(fmt, x as f64, o), &format!("bf16 {b:#06x}"));
+                check_encoded(
+                    fmt,
+                    got,
+                    oracle_encode(fmt, x as f64, o),
+                    &format!("bf16 {b:#06x}"),
+                );
             }
         }
     }
@@ -298,12 +332,21 @@ fn check_narrowing(x: f32) {
     let h = f32_to_f16_bits(x);
     let want = f16::from_f32(x).to_bits();
     if x.is_nan() {
-        assert!(f16::from_bits(h).is_nan() && h & 0x0200 != 0, "{:#x}: quiet f16 NaN", x.to_bits());
+        assert!(
+            f16::from_bits(h).is_nan() && h & 0x0200 != 0,
+            "{:#x}: quiet f16 NaN",
+            x.to_bits()
+        );
         assert_eq!(h & 0x8000, want & 0x8000, "{:#x}: NaN sign", x.to_bits());
     } else {
         assert_eq!(h, want, "f16 of {x:e} ({:#x})", x.to_bits());
     }
-    assert_eq!(f32_to_bf16_bits(x), bf16::from_f32(x).to_bits(), "bf16 of {:#x}", x.to_bits());
+    assert_eq!(
+        f32_to_bf16_bits(x),
+        bf16::from_f32(x).to_bits(),
+        "bf16 of {:#x}",
+        x.to_bits()
+    );
 }
 
 #[test]

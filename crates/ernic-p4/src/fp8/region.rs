@@ -142,7 +142,7 @@ pub fn convert(
         return Ok(n);
     }
     match from {
-        Element::F32 => convert_from::<4>(src, dst, to, o, |s| f32::from_le_bytes(s)),
+        Element::F32 => convert_from::<4>(src, dst, to, o, f32::from_le_bytes),
         Element::F16 => {
             convert_from::<2>(src, dst, to, o, |s| f16_bits_to_f32(u16::from_le_bytes(s)))
         }
@@ -224,7 +224,13 @@ mod tests {
             })
         );
         assert_eq!(
-            convert(Element::E5M2, Element::F16, &[0; 3], &mut [0; 5], Overflow::Saturate),
+            convert(
+                Element::E5M2,
+                Element::F16,
+                &[0; 3],
+                &mut [0; 5],
+                Overflow::Saturate
+            ),
             Err(Fp8Error::Ragged {
                 side: Side::Dst,
                 len: 5,
@@ -232,7 +238,13 @@ mod tests {
             })
         );
         assert_eq!(
-            convert(Element::Bf16, Element::E4M3, &[0; 3], &mut [0; 1], Overflow::Saturate),
+            convert(
+                Element::Bf16,
+                Element::E4M3,
+                &[0; 3],
+                &mut [0; 1],
+                Overflow::Saturate
+            ),
             Err(Fp8Error::Ragged {
                 side: Side::Src,
                 len: 3,

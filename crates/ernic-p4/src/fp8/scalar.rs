@@ -148,9 +148,7 @@ fn encode_f32(s: &Spec, x: f32, o: Overflow) -> u8 {
     // Normal range: rebias the exponent, then round the dropped bits (ties
     // to the even result); a carry out of the mantissa bumps the exponent.
     let rebased = abs.wrapping_sub((127 - s.bias) << 23);
-    let normal = rebased
-        .wrapping_add((1 << (shift - 1)) - 1 + ((abs >> shift) & 1))
-        >> shift;
+    let normal = rebased.wrapping_add((1 << (shift - 1)) - 1 + ((abs >> shift) & 1)) >> shift;
     // Subnormal range: adding 2^(24 - bias - man_bits), whose ulp is the
     // fp8 subnormal quantum 2^(1 - bias - man_bits), makes the FPU round
     // |x| to a whole number of quanta; that number is the code (the min
@@ -185,9 +183,7 @@ fn encode_f64(s: &Spec, x: f64, o: Overflow) -> u8 {
     let abs = bits & 0x7fff_ffff_ffff_ffff;
     let shift = 52 - s.man_bits as u64;
     let rebased = abs.wrapping_sub(((1023 - s.bias) as u64) << 52);
-    let normal = rebased
-        .wrapping_add((1 << (shift - 1)) - 1 + ((abs >> shift) & 1))
-        >> shift;
+    let normal = rebased.wrapping_add((1 << (shift - 1)) - 1 + ((abs >> shift) & 1)) >> shift;
     let magic = f64::from_bits(((1023 + 53 - s.bias - s.man_bits) as u64) << 52);
     let sub = (f64::from_bits(abs) + magic)
         .to_bits()
@@ -278,7 +274,11 @@ pub const fn f32_to_f16_bits(x: f32) -> u16 {
         // carries to exponent 31 (including infinity itself) is infinity.
         let r = abs - (112 << 23);
         let h = (r + 0xfff + ((r >> 13) & 1)) >> 13;
-        return if h >= 0x7c00 { sign | 0x7c00 } else { sign | h as u16 };
+        return if h >= 0x7c00 {
+            sign | 0x7c00
+        } else {
+            sign | h as u16
+        };
     }
     if abs < 0x3300_0000 {
         // Below 2^-25, half the min subnormal: rounds to zero.
@@ -374,13 +374,21 @@ mod tests {
         assert_eq!(e4(464.0001, NonSaturate), 0x7f);
         assert_eq!(e4(-464.0001, Saturate), 0xfe);
         assert_eq!(e4(f32::INFINITY, NonSaturate), 0x7f);
-        assert_eq!(e5(61440.0, NonSaturate), 0x7c, "61440 is a tie, 2^16 is even");
+        assert_eq!(
+            e5(61440.0, NonSaturate),
+            0x7c,
+            "61440 is a tie, 2^16 is even"
+        );
         assert_eq!(e5(61439.996, NonSaturate), 0x7b);
         assert_eq!(e5(-61440.0, Saturate), 0xfb);
         assert_eq!(e4(2f32.powi(-10), Saturate), 0x00, "half the min subnormal");
         assert_eq!(e4(-2f32.powi(-10), Saturate), 0x80);
         assert_eq!(e4(1.5 * 2f32.powi(-9), Saturate), 0x02, "tie to even 2");
-        assert_eq!(e4(15.5 * 2f32.powi(-10), Saturate), 0x08, "up into min normal");
+        assert_eq!(
+            e4(15.5 * 2f32.powi(-10), Saturate),
+            0x08,
+            "up into min normal"
+        );
         assert_eq!(e5(f32::NAN, Saturate), 0x7e);
         assert_eq!(e4(-f32::NAN, Saturate), 0xff);
     }
