@@ -7,5 +7,11 @@
 //! comes from outside: a program using something the engine does not
 //! implement is refused at load with the JSON path of what is missing, never
 //! run in part, and no packet can make the pipeline loop or panic.
+//!
+//! - [`program`]: the bmv2 JSON loader and the checked program it yields.
+//! - [`fp8`]: the OCP 8-bit float formats (E4M3, E5M2): exact decoding,
+//!   one-rounding encoding from f32/f16/bf16, and elementwise region ops
+//!   (accumulate, scale, convert) for the engine's fp8 externs.
 
+pub mod fp8;
 pub mod program;
