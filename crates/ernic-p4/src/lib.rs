@@ -13,5 +13,6 @@
 //!   one-rounding encoding from f32/f16/bf16, and elementwise region ops
 //!   (accumulate, scale, convert) for the engine's fp8 externs.
 
+pub mod exec;
 pub mod fp8;
 pub mod program;

@@ -167,6 +167,11 @@ pub(crate) fn load(at: &At<'_>) -> Result<Ctx, LoadError> {
                 limits::MAX_FIELDS_PER_TYPE
             )));
         }
+        if t.has("length_exp") {
+            return Err(t.get("length_exp", |l| {
+                l.unsupported("a header length expression (p4c writes extract_VL instead)")
+            }));
+        }
         let varbit_max_bits = if varbit.is_some() {
             let max_bytes = t.get("max_length", |m| {
                 m.bounded(limits::MAX_VARBIT_BYTES as u64, "max_length")

@@ -86,7 +86,7 @@ impl<'a> At<'a> {
     pub(crate) fn each<R>(
         &self,
         k: &'a str,
-        mut f: impl FnMut(usize, At<'_>) -> Result<R, LoadError>,
+        f: impl FnMut(usize, At<'_>) -> Result<R, LoadError>,
     ) -> Result<Vec<R>, LoadError> {
         self.get(k, |a| {
             if a.v.is_null() {

@@ -24,7 +24,11 @@ pub use control::{
     ActionProfile, Conditional, ConstEntry, ConstMatch, DefaultEntry, KeyElement, MatchKind, Next,
     Node, Pipeline, Selector, Table, TableImpl,
 };
-pub use expr::{BinOp, Expr, HeaderRef, LValue, UnOp};
+pub use expr::{BinOp, Expr, HeaderRef, LValue, UnOp, UnionRef};
+/// The bit that marks a `SizeStack`/`LastStackIndex` operand as a union stack.
+pub(crate) const fn expr_union_bit() -> u32 {
+    expr::UNION_STACK_BIT
+}
 pub use headers::{Field, Header, HeaderType, Stack, StdFields, Union, UnionStack};
 pub use parser::{Deparser, KeyPart, ParseOp, ParseState, Parser, Transition, TransitionValue};
 pub use primitives::{Action, Prim, StackRef};
@@ -519,10 +523,7 @@ impl Program {
 
 /// Finds `name` among `names`: exactly, or as the unique name whose last
 /// dot-separated components equal it.
-pub(crate) fn find_by_name<'a>(
-    names: impl Iterator<Item = &'a str> + Clone,
-    name: &str,
-) -> Option<u32> {
+pub fn find_by_name<'a>(names: impl Iterator<Item = &'a str> + Clone, name: &str) -> Option<u32> {
     if let Some(i) = names.clone().position(|n| n == name) {
         return Some(i as u32);
     }
@@ -573,10 +574,7 @@ fn load_errors(at: &At<'_>, cx: &mut Ctx) -> Result<Vec<(String, u32)>, LoadErro
 /// The counter, meter and register arrays.
 type Arrays = (Vec<CounterArray>, Vec<MeterArray>, Vec<RegisterArray>);
 
-fn load_arrays(
-    at: &At<'_>,
-    cx: &mut Ctx,
-) -> Result<Arrays, LoadError> {
+fn load_arrays(at: &At<'_>, cx: &mut Ctx) -> Result<Arrays, LoadError> {
     let counters = at.each("counter_arrays", |i, c| {
         let name = c.get("name", |n| n.str().map(str::to_owned))?;
         let direct = c.get("is_direct", |d| {

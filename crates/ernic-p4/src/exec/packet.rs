@@ -1,0 +1,316 @@
+//! The parser and deparser at run time, and the bytes a calculation hashes.
+//! The parser reads only within the packet: an extract past its end stops
+//! with `PacketTooShort`, a stack overflow with `StackOutOfBounds`, a
+//! varbit longer than its header allows with `HeaderTooShort`, and a parser
+//! that visits [`limits::MAX_PARSE_STEPS`] states with `ParserTimeout`, as
+//! v1model defines them; the packet then goes on to ingress with
+//! `parser_error` set.
+
+use crate::program::{CalcInput, HeaderRef, KeyPart, ParseOp, Program, TransitionValue, limits};
+
+use super::bits;
+use super::eval::{Scope, eval};
+use super::phv::{ExecError, Phv};
+use super::state::State;
+use super::switch::{PacketCtx, run_prim};
+
+/// A parse that stopped with an error: its value in the program.
+pub(crate) struct ParseError(pub(crate) u32);
+
+/// The program's value for core error `name` (every program has the core
+/// errors: the loader adds those a file leaves out).
+fn code(p: &Program, name: &str) -> u32 {
+    p.error_code(name).unwrap_or(u32::MAX)
+}
+
+/// Runs the parser over `data`; returns the offset of the payload (the
+/// bytes no state extracted) and the error, if parsing stopped with one.
+pub(crate) fn parse(
+    p: &Program,
+    phv: &mut Phv,
+    st: &mut State,
+    pc: &mut PacketCtx,
+    data: &[u8],
+    key: &mut Vec<u8>,
+) -> Result<(usize, Option<u32>), ExecError> {
+    let mut cursor = 0usize;
+    let mut state = p.parser.init;
+    let mut steps = 0u32;
+    while let Some(s) = state {
+        steps += 1;
+        if steps > limits::MAX_PARSE_STEPS {
+            return Ok((cursor, Some(code(p, "ParserTimeout"))));
+        }
+        let ps = &p.parser.states[s as usize];
+        for op in &ps.ops {
+            match run_op(p, phv, st, pc, data, &mut cursor, op)? {
+                Ok(()) => {}
+                Err(ParseError(e)) => return Ok((cursor, Some(e))),
+            }
+        }
+        key.clear();
+        let ahead = &data[cursor..];
+        for KeyPart::Value(e, w) in &ps.key {
+            let v = eval(p, phv, st, Scope { data: &[], ahead }, e)?;
+            bits::push_be(key, (v as u128) & bits::mask(*w), (*w as usize).div_ceil(8));
+        }
+        let mut next = None;
+        let mut matched = false;
+        for t in &ps.transitions {
+            let hit = match &t.value {
+                TransitionValue::Default => true,
+                TransitionValue::Hex { value, mask } => masked_eq(key, value, mask),
+                TransitionValue::ValueSet { set, mask } => {
+                    st.value_sets[*set as usize].iter().any(|(v, m)| {
+                        key.len() == v.len()
+                            && key
+                                .iter()
+                                .zip(v)
+                                .zip(m)
+                                .zip(mask)
+                                .all(|(((k, v), m), tm)| k & m & tm == v & m & tm)
+                    })
+                }
+            };
+            if hit {
+                next = t.next;
+                matched = true;
+                break;
+            }
+        }
+        if !matched {
+            return Ok((cursor, Some(code(p, "NoMatch"))));
+        }
+        state = next;
+    }
+    Ok((cursor, None))
+}
+
+fn masked_eq(key: &[u8], value: &[u8], mask: &[u8]) -> bool {
+    key.len() == value.len()
+        && key
+            .iter()
+            .zip(value)
+            .zip(mask)
+            .all(|((k, v), m)| k & m == v & m)
+}
+
+type OpResult = Result<Result<(), ParseError>, ExecError>;
+
+fn run_op(
+    p: &Program,
+    phv: &mut Phv,
+    st: &mut State,
+    pc: &mut PacketCtx,
+    data: &[u8],
+    cursor: &mut usize,
+    op: &ParseOp,
+) -> OpResult {
+    let ahead = &data[*cursor..];
+    match op {
+        ParseOp::Extract(h) => {
+            let Some(h) = extract_target(p, phv, st, h, ahead)? else {
+                return Ok(Err(ParseError(code(p, "StackOutOfBounds"))));
+            };
+            Ok(extract(p, phv, h, data, cursor, 0))
+        }
+        ParseOp::ExtractUnionStack { stack, member } => {
+            let us = &p.union_stacks[*stack as usize];
+            let next = phv.ustack_next[*stack as usize];
+            let Some(&u) = us.unions.get(next as usize) else {
+                return Ok(Err(ParseError(code(p, "StackOutOfBounds"))));
+            };
+            phv.ustack_next[*stack as usize] += 1;
+            let h = p.unions[u as usize].headers[*member as usize];
+            Ok(extract(p, phv, h, data, cursor, 0))
+        }
+        ParseOp::ExtractVl(h, len) => {
+            let n = eval(p, phv, st, Scope { data: &[], ahead }, len)?;
+            let Some(h) = extract_target(p, phv, st, h, ahead)? else {
+                return Ok(Err(ParseError(code(p, "StackOutOfBounds"))));
+            };
+            let ty = &p.header_types[p.headers[h as usize].ty as usize];
+            if n < 0 || n % 8 != 0 {
+                return Ok(Err(ParseError(code(p, "ParserInvalidArgument"))));
+            }
+            if n > i128::from(ty.varbit_max_bits) {
+                return Ok(Err(ParseError(code(p, "HeaderTooShort"))));
+            }
+            Ok(extract(p, phv, h, data, cursor, n as u32))
+        }
+        ParseOp::Set(dst, src) => {
+            let v = eval(p, phv, st, Scope { data: &[], ahead }, src)?;
+            super::switch::assign(p, phv, st, Scope::NONE, dst, v)?;
+            Ok(Ok(()))
+        }
+        ParseOp::Verify(cond, err) => {
+            if eval(p, phv, st, Scope { data: &[], ahead }, cond)? == 0 {
+                let v = eval(p, phv, st, Scope::NONE, err)?;
+                return Ok(Err(ParseError(u32::try_from(v).unwrap_or(u32::MAX))));
+            }
+            Ok(Ok(()))
+        }
+        ParseOp::Advance(bits_e) => {
+            let n = eval(p, phv, st, Scope { data: &[], ahead }, bits_e)?;
+            if n < 0 || n % 8 != 0 {
+                return Ok(Err(ParseError(code(p, "ParserInvalidArgument"))));
+            }
+            let bytes = (n / 8) as usize;
+            if bytes > ahead.len() {
+                return Ok(Err(ParseError(code(p, "PacketTooShort"))));
+            }
+            *cursor += bytes;
+            Ok(Ok(()))
+        }
+        ParseOp::Primitive(prim) => {
+            run_prim(p, phv, st, pc, &[], prim)?;
+            Ok(Ok(()))
+        }
+    }
+}
+
+/// The instance an extract writes: a header, or a stack's next element
+/// (`None` when the stack is full).
+fn extract_target(
+    p: &Program,
+    phv: &mut Phv,
+    st: &State,
+    h: &HeaderRef,
+    ahead: &[u8],
+) -> Result<Option<u32>, ExecError> {
+    match h {
+        HeaderRef::StackLast(s) => {
+            let next = phv.stack_next[*s as usize];
+            let Some(&h) = p.stacks[*s as usize].headers.get(next as usize) else {
+                return Ok(None);
+            };
+            phv.stack_next[*s as usize] += 1;
+            Ok(Some(h))
+        }
+        other => super::eval::header_of(p, phv, st, Scope { data: &[], ahead }, other).map(Some),
+    }
+}
+
+/// Extracts header `h` (with a varbit of `vbits`) at the cursor.
+fn extract(
+    p: &Program,
+    phv: &mut Phv,
+    h: u32,
+    data: &[u8],
+    cursor: &mut usize,
+    vbits: u32,
+) -> Result<(), ParseError> {
+    let hdr = &p.headers[h as usize];
+    let ty = &p.header_types[hdr.ty as usize];
+    let total_bits = ty.fixed_bits as usize + vbits as usize;
+    let nbytes = total_bits / 8;
+    if *cursor + nbytes > data.len() {
+        return Err(ParseError(code(p, "PacketTooShort")));
+    }
+    let base = *cursor * 8;
+    let mut off = 0usize;
+    for i in 0..hdr.nfields as usize {
+        let f = (hdr.first_field as usize) + i;
+        let fd = &p.fields[f];
+        if fd.varbit {
+            let start = (base + off) / 8;
+            phv.varbit[h as usize].clear();
+            phv.varbit[h as usize].extend_from_slice(&data[start..start + vbits as usize / 8]);
+            phv.varbit_bits[h as usize] = vbits;
+            off += vbits as usize;
+        } else {
+            phv.vals[f] = bits::read(data, base + off, fd.bits);
+            off += fd.bits as usize;
+        }
+    }
+    phv.mark_valid(p, h);
+    *cursor += nbytes;
+    Ok(())
+}
+
+/// The wire length of a valid header now (fixed fields and varbit), in
+/// bytes.
+pub(crate) fn header_len(p: &Program, phv: &Phv, h: u32) -> usize {
+    let ty = &p.header_types[p.headers[h as usize].ty as usize];
+    (ty.fixed_bits as usize + phv.varbit_bits[h as usize] as usize) / 8
+}
+
+/// Appends header `h` to `out` as the wire has it.
+pub(crate) fn emit(p: &Program, phv: &Phv, h: u32, out: &mut Vec<u8>) {
+    let hdr = &p.headers[h as usize];
+    let start = out.len();
+    out.resize(start + header_len(p, phv, h), 0);
+    let mut off = start * 8;
+    for i in 0..hdr.nfields as usize {
+        let f = hdr.first_field as usize + i;
+        let fd = &p.fields[f];
+        if fd.varbit {
+            let vb = &phv.varbit[h as usize];
+            let at = off / 8;
+            out[at..at + vb.len()].copy_from_slice(vb);
+            off += phv.varbit_bits[h as usize] as usize;
+        } else {
+            bits::write(out, off, fd.bits, phv.vals[f]);
+            off += fd.bits as usize;
+        }
+    }
+}
+
+/// Packs a calculation's inputs into `buf`: fields bit by bit, headers
+/// whole, the payload after the headers that follow the last input's.
+pub(crate) fn calc_bytes(
+    p: &Program,
+    phv: &Phv,
+    inputs: &[CalcInput],
+    payload: &[u8],
+    buf: &mut Vec<u8>,
+) {
+    buf.clear();
+    let mut nbits = 0usize;
+    let mut last_header = None;
+    let mut push = |buf: &mut Vec<u8>, v: u128, w: u32| {
+        buf.resize((nbits + w as usize).div_ceil(8), 0);
+        bits::write(buf, nbits, w, v);
+        nbits += w as usize;
+    };
+    for inp in inputs {
+        match inp {
+            CalcInput::Field(f) => {
+                let fd = &p.fields[*f as usize];
+                last_header = Some(fd.header);
+                if !phv.valid[fd.header as usize] || fd.varbit {
+                    continue;
+                }
+                push(buf, phv.vals[*f as usize], fd.bits);
+            }
+            CalcInput::Const { value, bits: w } => push(buf, (*value as u128) & bits::mask(*w), *w),
+            CalcInput::Header(h) => {
+                last_header = Some(*h);
+                if phv.valid[*h as usize] {
+                    let mut tmp = Vec::new();
+                    emit(p, phv, *h, &mut tmp);
+                    for b in tmp {
+                        push(buf, u128::from(b), 8);
+                    }
+                }
+            }
+            CalcInput::Payload => {
+                let after = last_header.and_then(|l| p.deparser.order.iter().position(|&h| h == l));
+                if let Some(pos) = after {
+                    for &h in &p.deparser.order[pos + 1..] {
+                        if phv.valid[h as usize] {
+                            let mut tmp = Vec::new();
+                            emit(p, phv, h, &mut tmp);
+                            for b in tmp {
+                                push(buf, u128::from(b), 8);
+                            }
+                        }
+                    }
+                }
+                for &b in payload {
+                    push(buf, u128::from(b), 8);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1059 @@
+//! The switch: v1model's packet flow as bmv2's `simple_switch` runs it
+//! (`simple_switch.cpp`), one packet at a time on the caller's thread.
+//!
+//! Ingress: reset the PHV, set `ingress_port`, `packet_length`,
+//! `instance_type`; parse (errors go to `parser_error`); verify checksums;
+//! the ingress pipeline. Then, in bmv2's order: an ingress clone to its
+//! mirroring session's port (the packet as received, re-parsed, with the
+//! clone's field list), a digest, a resubmit (the packet as received, back
+//! to ingress with its field list; the original goes no further), a
+//! multicast group's replicas, the drop port (511), or egress on
+//! `egress_spec`. Egress: `egress_port` set, `egress_spec` preset to the
+//! drop port plus one, the egress pipeline, an egress clone, the drop port,
+//! checksum update and deparse, then a recirculate (the deparsed packet
+//! back to ingress) or the output. A packet and all its copies pass through
+//! ingress at most [`limits::MAX_PASSES`] times and make at most
+//! [`MAX_COPIES`] outputs, so no program can make a packet loop.
+
+use std::collections::VecDeque;
+
+use crate::program::{LValue, Node, Prim, Program, TableImpl, limits};
+
+use super::eval::{Scope, eval, header_of};
+use super::packet::{self, calc_bytes};
+use super::phv::{ExecError, Phv};
+use super::state::State;
+use super::tables::EntryAction;
+use super::{bits, hash};
+
+/// Port 511: `egress_spec` set to it drops the packet (bmv2's default
+/// drop port).
+pub const DROP_PORT: u32 = 511;
+
+/// Outputs one input packet may make (clones and replicas included).
+pub const MAX_COPIES: usize = 1024;
+
+/// `instance_type` values (v1model).
+pub mod instance {
+    /// A packet from a port.
+    pub const NORMAL: u32 = 0;
+    /// An ingress clone.
+    pub const INGRESS_CLONE: u32 = 1;
+    /// An egress clone.
+    pub const EGRESS_CLONE: u32 = 2;
+    /// A recirculated packet.
+    pub const RECIRC: u32 = 4;
+    /// A multicast replica.
+    pub const REPLICATION: u32 = 5;
+    /// A resubmitted packet.
+    pub const RESUBMIT: u32 = 6;
+}
+
+/// A packet out of the switch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// The egress port.
+    pub port: u32,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
+
+/// Extern functions a target provides (`ernic_*` primitives).
+pub trait Externs: Send {
+    /// Runs extern `name` with its evaluated arguments.
+    fn call(&mut self, name: &str, args: &[i128]) -> Result<(), String>;
+}
+
+/// What the current packet asked for besides its headers.
+#[derive(Default)]
+pub(crate) struct PacketCtx {
+    clone: Option<(u32, u32)>,
+    resubmit: Option<u32>,
+    recirculate: Option<u32>,
+    digest: Option<u32>,
+    truncate: Option<usize>,
+    exit: bool,
+    length: i64,
+    now_ns: u64,
+    args: Vec<i128>,
+}
+
+/// A packet waiting for ingress or egress.
+enum Job {
+    Ingress {
+        data: Vec<u8>,
+        port: u32,
+        instance: u32,
+        preserved: Vec<(u32, u128)>,
+        passes: u32,
+    },
+    Egress {
+        phv: Box<Phv>,
+        payload: Vec<u8>,
+        port: u32,
+        instance: u32,
+        rid: Option<u32>,
+        length: i64,
+        passes: u32,
+    },
+    /// An ingress clone: the packet as received, parsed again, to egress.
+    Clone {
+        data: Vec<u8>,
+        in_port: u32,
+        port: u32,
+        preserved: Vec<(u32, u128)>,
+        passes: u32,
+    },
+}
+
+/// A loaded program and its state: the engine's unit.
+pub struct Switch {
+    /// The program.
+    pub program: Program,
+    /// Its run-time state.
+    pub state: State,
+    phv: Phv,
+    key: Vec<u8>,
+    buf: Vec<u8>,
+    jobs: VecDeque<Job>,
+    externs: Option<Box<dyn Externs>>,
+}
+
+impl Switch {
+    /// A switch running `program`, with const entries and default entries
+    /// as the file gives them.
+    pub fn new(program: Program) -> Switch {
+        let state = State::new(&program);
+        let phv = Phv::new(&program);
+        Switch {
+            program,
+            state,
+            phv,
+            key: Vec::new(),
+            buf: Vec::new(),
+            jobs: VecDeque::new(),
+            externs: None,
+        }
+    }
+
+    /// Installs the target's extern functions.
+    pub fn set_externs(&mut self, e: Box<dyn Externs>) {
+        self.externs = Some(e);
+    }
+
+    /// Runs one packet arriving on `port` at time `now_ns`, appending what
+    /// leaves the switch to `out`. A packet whose processing fails (an
+    /// out-of-bounds index, a false assertion) is dropped and counted in
+    /// `state.errors`, with the reason in the log.
+    pub fn process(&mut self, port: u32, data: &[u8], now_ns: u64, out: &mut Vec<Output>) {
+        self.jobs.push_back(Job::Ingress {
+            data: data.to_vec(),
+            port,
+            instance: instance::NORMAL,
+            preserved: Vec::new(),
+            passes: 1,
+        });
+        let mut made = 0usize;
+        while let Some(job) = self.jobs.pop_front() {
+            let r = match job {
+                Job::Ingress {
+                    data,
+                    port,
+                    instance,
+                    preserved,
+                    passes,
+                } => self.ingress(
+                    &data, port, instance, &preserved, passes, now_ns, out, &mut made,
+                ),
+                Job::Clone {
+                    data,
+                    in_port,
+                    port,
+                    preserved,
+                    passes,
+                } => self.clone_to_egress(
+                    &data, in_port, port, &preserved, passes, now_ns, out, &mut made,
+                ),
+                Job::Egress {
+                    phv,
+                    payload,
+                    port,
+                    instance,
+                    rid,
+                    length,
+                    passes,
+                } => {
+                    self.phv = *phv;
+                    let mut pc = PacketCtx {
+                        length,
+                        now_ns,
+                        ..Default::default()
+                    };
+                    self.egress(
+                        &mut pc, &payload, port, instance, rid, passes, out, &mut made,
+                    )
+                }
+            };
+            if let Err(e) = r {
+                self.state.errors += 1;
+                self.state.log(format!("packet dropped: {e}"));
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ingress(
+        &mut self,
+        data: &[u8],
+        port: u32,
+        inst: u32,
+        preserved: &[(u32, u128)],
+        passes: u32,
+        now_ns: u64,
+        out: &mut Vec<Output>,
+        made: &mut usize,
+    ) -> Result<(), ExecError> {
+        self.phv.reset(&self.program);
+        for &(f, v) in preserved {
+            self.phv.vals[f as usize] = v;
+        }
+        let sf = self.program.std.clone();
+        let p = &self.program;
+        let set = |phv: &mut Phv, f: Option<u32>, v: i128| set_std(p, phv, f, v);
+        if inst == instance::NORMAL {
+            set(&mut self.phv, sf.ingress_port, i128::from(port));
+        }
+        set(&mut self.phv, sf.packet_length, data.len() as i128);
+        set(&mut self.phv, sf.instance_type, i128::from(inst));
+        set(
+            &mut self.phv,
+            sf.ingress_global_timestamp,
+            i128::from(now_ns / 1000),
+        );
+        let mut pc = PacketCtx {
+            length: data.len() as i64,
+            now_ns,
+            ..Default::default()
+        };
+        let (payload_at, err) = packet::parse(
+            p,
+            &mut self.phv,
+            &mut self.state,
+            &mut pc,
+            data,
+            &mut self.key,
+        )?;
+        if let Some(e) = err {
+            set(&mut self.phv, sf.parser_error, i128::from(e));
+        }
+        if self.verify_checksums(&data[payload_at..])? {
+            set_std(&self.program, &mut self.phv, sf.checksum_error, 1);
+        }
+        let init = self.program.ingress.init;
+        self.run_pipeline(init, &mut pc)?;
+        let p = &self.program;
+        let egress_spec = sf.egress_spec.map_or(0, |f| self.phv.get(p, f));
+        if let Some((session, fl)) = pc.clone.take() {
+            if let Some(&mport) = self.state.mirrors.get(&session) {
+                // The packet as received, parsed afresh, with the field list.
+                let kept = preserve(p, &self.phv, fl);
+                self.jobs.push_back(Job::Clone {
+                    data: data.to_vec(),
+                    in_port: port,
+                    port: mport,
+                    preserved: kept,
+                    passes,
+                });
+            }
+        }
+        if let Some(d) = pc.digest.take() {
+            let fields = p
+                .learn_lists
+                .iter()
+                .find(|l| l.id == d)
+                .map(|l| l.fields.clone())
+                .unwrap_or_default();
+            let vals: Vec<String> = fields
+                .iter()
+                .map(|&f| format!("{:#x}", self.phv.vals[f as usize]))
+                .collect();
+            self.state.log(format!("digest {d}: {}", vals.join(" ")));
+        }
+        if let Some(fl) = pc.resubmit.take() {
+            if passes < limits::MAX_PASSES {
+                let kept = preserve(p, &self.phv, fl);
+                self.jobs.push_front(Job::Ingress {
+                    data: data.to_vec(),
+                    port,
+                    instance: instance::RESUBMIT,
+                    preserved: kept,
+                    passes: passes + 1,
+                });
+            } else {
+                self.state
+                    .log(format!("resubmit dropped after {passes} passes"));
+            }
+            return Ok(());
+        }
+        let mgid = sf.mcast_grp.map_or(0, |f| self.phv.get(p, f));
+        let payload = &data[payload_at..];
+        if mgid != 0 {
+            let replicas = self
+                .state
+                .mcast
+                .get(&(mgid as u32))
+                .cloned()
+                .unwrap_or_default();
+            for (eport, rid) in replicas {
+                self.jobs.push_back(Job::Egress {
+                    phv: Box::new(self.phv.clone()),
+                    payload: payload.to_vec(),
+                    port: eport,
+                    instance: instance::REPLICATION,
+                    rid: Some(rid),
+                    length: pc.length,
+                    passes,
+                });
+            }
+            return Ok(());
+        }
+        if egress_spec == i128::from(DROP_PORT) {
+            return Ok(());
+        }
+        let eport = u32::try_from(egress_spec).unwrap_or(DROP_PORT);
+        let mut epc = PacketCtx {
+            length: pc.length,
+            now_ns,
+            ..Default::default()
+        };
+        let payload = payload.to_vec();
+        self.egress(
+            &mut epc,
+            &payload,
+            eport,
+            instance::NORMAL,
+            None,
+            passes,
+            out,
+            made,
+        )
+    }
+
+    /// bmv2's ingress clone: the packet as it arrived, parsed afresh, its
+    /// metadata reset but for the clone's field list.
+    #[allow(clippy::too_many_arguments)]
+    fn clone_to_egress(
+        &mut self,
+        data: &[u8],
+        in_port: u32,
+        port: u32,
+        preserved: &[(u32, u128)],
+        passes: u32,
+        now_ns: u64,
+        out: &mut Vec<Output>,
+        made: &mut usize,
+    ) -> Result<(), ExecError> {
+        self.phv.reset(&self.program);
+        let sf = self.program.std.clone();
+        set_std(
+            &self.program,
+            &mut self.phv,
+            sf.ingress_port,
+            i128::from(in_port),
+        );
+        let mut pc = PacketCtx {
+            length: data.len() as i64,
+            now_ns,
+            ..Default::default()
+        };
+        let (payload_at, _) = packet::parse(
+            &self.program,
+            &mut self.phv,
+            &mut self.state,
+            &mut pc,
+            data,
+            &mut self.key,
+        )?;
+        self.phv.reset_metadata(&self.program);
+        for &(f, v) in preserved {
+            self.phv.vals[f as usize] = v;
+        }
+        let payload = data[payload_at..].to_vec();
+        let mut epc = PacketCtx {
+            length: data.len() as i64,
+            now_ns,
+            ..Default::default()
+        };
+        self.egress(
+            &mut epc,
+            &payload,
+            port,
+            instance::INGRESS_CLONE,
+            None,
+            passes,
+            out,
+            made,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn egress(
+        &mut self,
+        pc: &mut PacketCtx,
+        payload: &[u8],
+        port: u32,
+        inst: u32,
+        rid: Option<u32>,
+        passes: u32,
+        out: &mut Vec<Output>,
+        made: &mut usize,
+    ) -> Result<(), ExecError> {
+        let p = &self.program;
+        let sf = p.std.clone();
+        let set = |phv: &mut Phv, f: Option<u32>, v: i128| set_std(p, phv, f, v);
+        set(&mut self.phv, sf.instance_type, i128::from(inst));
+        if let Some(r) = rid {
+            set(&mut self.phv, sf.egress_rid, i128::from(r));
+        }
+        set(&mut self.phv, sf.egress_port, i128::from(port));
+        set(&mut self.phv, sf.egress_spec, i128::from(DROP_PORT + 1));
+        set(&mut self.phv, sf.packet_length, i128::from(pc.length));
+        set(
+            &mut self.phv,
+            sf.egress_global_timestamp,
+            i128::from(pc.now_ns / 1000),
+        );
+        let init = p.egress.init;
+        self.run_pipeline(init, pc)?;
+        let p = &self.program;
+        if let Some((session, fl)) = pc.clone.take() {
+            if let Some(&mport) = self.state.mirrors.get(&session) {
+                let mut copy = self.phv.clone();
+                copy.reset_metadata(p);
+                for (f, v) in preserve(p, &self.phv, fl) {
+                    copy.vals[f as usize] = v;
+                }
+                self.jobs.push_back(Job::Egress {
+                    phv: Box::new(copy),
+                    payload: payload.to_vec(),
+                    port: mport,
+                    instance: instance::EGRESS_CLONE,
+                    rid: None,
+                    length: pc.length,
+                    passes,
+                });
+            }
+        }
+        let spec = sf.egress_spec.map_or(0, |f| self.phv.get(p, f));
+        if spec == i128::from(DROP_PORT) {
+            return Ok(());
+        }
+        let mut data = Vec::with_capacity(payload.len() + 64);
+        self.deparse(payload, &mut data)?;
+        if let Some(n) = pc.truncate {
+            data.truncate(n);
+        }
+        if let Some(fl) = pc.recirculate.take() {
+            if passes < limits::MAX_PASSES {
+                let kept = preserve(&self.program, &self.phv, fl);
+                self.jobs.push_front(Job::Ingress {
+                    data,
+                    port,
+                    instance: instance::RECIRC,
+                    preserved: kept,
+                    passes: passes + 1,
+                });
+            } else {
+                self.state
+                    .log(format!("recirculate dropped after {passes} passes"));
+            }
+            return Ok(());
+        }
+        if *made >= MAX_COPIES {
+            self.state
+                .log("output dropped: too many copies of one packet".into());
+            return Ok(());
+        }
+        *made += 1;
+        out.push(Output { port, data });
+        Ok(())
+    }
+
+    fn verify_checksums(&mut self, payload: &[u8]) -> Result<bool, ExecError> {
+        let p = &self.program;
+        let mut bad = false;
+        for c in p.checksums.iter().filter(|c| c.verify) {
+            if let Some(cond) = &c.cond {
+                if eval(p, &self.phv, &self.state, Scope::NONE, cond)? == 0 {
+                    continue;
+                }
+            }
+            let target = &p.fields[c.target as usize];
+            if !self.phv.valid[target.header as usize] {
+                continue;
+            }
+            let calc = &p.calculations[c.calc as usize];
+            calc_bytes(p, &self.phv, &calc.inputs, payload, &mut self.buf);
+            let v = hash::hash(
+                calc.algo,
+                &self.buf,
+                &mut self.state.round_robin[c.calc as usize],
+            );
+            if u128::from(v) & target.mask() != self.phv.vals[c.target as usize] {
+                bad = true;
+            }
+        }
+        Ok(bad)
+    }
+
+    fn deparse(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), ExecError> {
+        let p = &self.program;
+        for c in p.checksums.iter().filter(|c| c.update) {
+            if let Some(cond) = &c.cond {
+                if eval(p, &self.phv, &self.state, Scope::NONE, cond)? == 0 {
+                    continue;
+                }
+            }
+            let target = &p.fields[c.target as usize];
+            if !self.phv.valid[target.header as usize] {
+                continue;
+            }
+            let calc = &p.calculations[c.calc as usize];
+            calc_bytes(p, &self.phv, &calc.inputs, payload, &mut self.buf);
+            let v = hash::hash(
+                calc.algo,
+                &self.buf,
+                &mut self.state.round_robin[c.calc as usize],
+            );
+            self.phv.vals[c.target as usize] = u128::from(v) & target.mask();
+        }
+        for &h in &p.deparser.order {
+            if self.phv.valid[h as usize] {
+                packet::emit(p, &self.phv, h, out);
+            }
+        }
+        out.extend_from_slice(payload);
+        Ok(())
+    }
+
+    fn run_pipeline(&mut self, init: Option<Node>, pc: &mut PacketCtx) -> Result<(), ExecError> {
+        let mut node = init;
+        pc.exit = false;
+        while let Some(n) = node {
+            if pc.exit {
+                break;
+            }
+            node = match n {
+                Node::Cond(c) => {
+                    let c = &self.program.conditionals[c as usize];
+                    if eval(&self.program, &self.phv, &self.state, Scope::NONE, &c.expr)? != 0 {
+                        c.t
+                    } else {
+                        c.f
+                    }
+                }
+                Node::Call(a) => {
+                    let (action, next) = self.program.action_calls[a as usize];
+                    self.run_action(action, &[], pc)?;
+                    next
+                }
+                Node::Table(t) => self.apply_table(t, pc)?,
+            };
+        }
+        pc.exit = false;
+        Ok(())
+    }
+
+    fn apply_table(&mut self, t: u32, pc: &mut PacketCtx) -> Result<Option<Node>, ExecError> {
+        let p = &self.program;
+        let table = &p.tables[t as usize];
+        self.key.clear();
+        for k in &table.key {
+            let v = eval(p, &self.phv, &self.state, Scope::NONE, &k.value)? as u128;
+            let start = self.key.len();
+            bits::push_be(&mut self.key, v & bits::mask(k.bits), k.nbytes());
+            if let Some(m) = &k.mask {
+                for (b, m) in self.key[start..].iter_mut().zip(m) {
+                    *b &= m;
+                }
+            }
+        }
+        let ts = &mut self.state.tables[t as usize];
+        let hit_idx = ts.lookup(&self.key);
+        let (action_entry, hit) = match hit_idx {
+            Some(i) => {
+                let e = ts.at(i).ok_or(ExecError::UnionMember(0))?;
+                if table.with_counters {
+                    e.packets += 1;
+                    e.bytes += pc.length.max(0) as u64;
+                }
+                if let (Some(m), Some(result)) = (
+                    table.direct_meter,
+                    table.direct_meter.and_then(|m| p.meters[m as usize].result),
+                ) {
+                    let units = match p.meters[m as usize].unit {
+                        crate::program::MeterUnit::Bytes => pc.length.max(0) as u64,
+                        crate::program::MeterUnit::Packets => 1,
+                    };
+                    let colour = e.meter.execute(units, pc.now_ns);
+                    self.phv.set(p, result, colour);
+                }
+                (e.action.clone(), true)
+            }
+            None => (ts.default.clone(), false),
+        };
+        let resolved = self.resolve_action(table.imp, &action_entry)?;
+        if let Some((action, data)) = &resolved {
+            self.run_action(*action, data, pc)?;
+        }
+        let table = &self.program.tables[t as usize];
+        if hit {
+            if let Some(n) = table.next.hit {
+                return Ok(n);
+            }
+        } else if let Some(n) = table.next.miss {
+            return Ok(n);
+        }
+        let pos = resolved.and_then(|(a, _)| table.actions.iter().position(|&x| x == a));
+        Ok(match pos {
+            Some(i) => table.next.by_action[i],
+            None => table.base_default_next,
+        })
+    }
+
+    /// The action and data an entry runs (a member's, or a group member's
+    /// chosen by the selector's hash).
+    fn resolve_action(
+        &mut self,
+        imp: TableImpl,
+        a: &EntryAction,
+    ) -> Result<Option<(u32, Vec<i128>)>, ExecError> {
+        let p = &self.program;
+        Ok(match a {
+            EntryAction::Direct { action, data } => {
+                (*action != u32::MAX).then(|| (*action, data.clone()))
+            }
+            EntryAction::Member(m) => {
+                let prof = match imp {
+                    TableImpl::Indirect(x) | TableImpl::IndirectWs(x) => x,
+                    TableImpl::Simple => return Ok(None),
+                };
+                self.state.profiles[prof as usize]
+                    .members
+                    .get(*m as usize)
+                    .cloned()
+                    .flatten()
+            }
+            EntryAction::Group(g) => {
+                let TableImpl::IndirectWs(prof) = imp else {
+                    return Ok(None);
+                };
+                let members = self.state.profiles[prof as usize]
+                    .groups
+                    .get(*g as usize)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_default();
+                if members.is_empty() {
+                    return Ok(None);
+                }
+                let sel = p.action_profiles[prof as usize].selector.as_ref();
+                let h = match sel {
+                    Some(s) => {
+                        let inputs: Vec<_> = s
+                            .inputs
+                            .iter()
+                            .map(|&f| crate::program::CalcInput::Field(f))
+                            .collect();
+                        calc_bytes(p, &self.phv, &inputs, &[], &mut self.buf);
+                        let rr = p.calculations.len() + prof as usize;
+                        hash::hash(s.algo, &self.buf, &mut self.state.round_robin[rr])
+                    }
+                    None => 0,
+                };
+                let m = members[(h % members.len() as u64) as usize];
+                self.state.profiles[prof as usize]
+                    .members
+                    .get(m as usize)
+                    .cloned()
+                    .flatten()
+            }
+        })
+    }
+
+    fn run_action(
+        &mut self,
+        action: u32,
+        data: &[i128],
+        pc: &mut PacketCtx,
+    ) -> Result<(), ExecError> {
+        let p = &self.program;
+        let body = &p.actions[action as usize].body;
+        let mut pc_i = 0usize;
+        while pc_i < body.len() {
+            match &body[pc_i] {
+                Prim::Jump(t) => {
+                    pc_i = *t as usize;
+                    continue;
+                }
+                Prim::JumpIfZero(c, t) => {
+                    if eval(p, &self.phv, &self.state, Scope { data, ahead: &[] }, c)? == 0 {
+                        pc_i = *t as usize;
+                        continue;
+                    }
+                }
+                Prim::Assert(e) => {
+                    if eval(p, &self.phv, &self.state, Scope { data, ahead: &[] }, e)? == 0 {
+                        return Err(ExecError::Assert {
+                            action: p.actions[action as usize].name.clone(),
+                        });
+                    }
+                }
+                Prim::Extern(name, args) => {
+                    pc.args.clear();
+                    for a in args {
+                        let v = eval(p, &self.phv, &self.state, Scope { data, ahead: &[] }, a)?;
+                        pc.args.push(v);
+                    }
+                    match self.externs.as_mut() {
+                        Some(x) => x
+                            .call(name, &pc.args)
+                            .map_err(|e| ExecError::Extern(name.clone(), e))?,
+                        None => {
+                            return Err(ExecError::Extern(
+                                name.clone(),
+                                "no target registers it here".into(),
+                            ));
+                        }
+                    }
+                }
+                prim => run_prim(p, &mut self.phv, &mut self.state, pc, data, prim)?,
+            }
+            if pc.exit {
+                break;
+            }
+            pc_i += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Sets a standard metadata field the program has.
+fn set_std(p: &Program, phv: &mut Phv, f: Option<u32>, v: i128) {
+    if let Some(f) = f {
+        phv.set(p, f, v);
+    }
+}
+
+/// The values of field list `fl`'s fields (empty for an unknown list).
+fn preserve(p: &Program, phv: &Phv, fl: u32) -> Vec<(u32, u128)> {
+    p.field_lists
+        .iter()
+        .find(|l| l.id == fl)
+        .map_or_else(Vec::new, |l| {
+            l.fields
+                .iter()
+                .map(|&f| (f, phv.vals[f as usize]))
+                .collect()
+        })
+}
+
+/// Writes `v` to what `dst` names.
+pub(crate) fn assign(
+    p: &Program,
+    phv: &mut Phv,
+    st: &mut State,
+    sc: Scope<'_>,
+    dst: &LValue,
+    v: i128,
+) -> Result<(), ExecError> {
+    match dst {
+        LValue::Field(f) => phv.set(p, *f, v),
+        LValue::DynField { header, field } => {
+            let h = header_of(p, phv, st, sc, header)?;
+            phv.set(p, p.headers[h as usize].first_field + field, v);
+        }
+        LValue::Register { array, index } => {
+            let i = eval(p, phv, st, sc, index)?;
+            let bitsw = p.registers[*array as usize].bits;
+            let cell = usize::try_from(i)
+                .ok()
+                .and_then(|i| st.registers[*array as usize].get_mut(i))
+                .ok_or_else(|| ExecError::RegisterIndex {
+                    array: p.registers[*array as usize].name.clone(),
+                    index: i,
+                })?;
+            *cell = (v as u128) & bits::mask(bitsw);
+        }
+    }
+    Ok(())
+}
+
+fn index_of(kind: &'static str, name: &str, len: usize, i: i128) -> Result<usize, ExecError> {
+    usize::try_from(i)
+        .ok()
+        .filter(|&x| x < len)
+        .ok_or_else(|| ExecError::ArrayIndex {
+            kind,
+            array: name.to_owned(),
+            index: i,
+        })
+}
+
+/// Runs one primitive (jumps, assertions and externs are the action
+/// loop's).
+pub(crate) fn run_prim(
+    p: &Program,
+    phv: &mut Phv,
+    st: &mut State,
+    pc: &mut PacketCtx,
+    data: &[i128],
+    prim: &Prim,
+) -> Result<(), ExecError> {
+    let sc = Scope { data, ahead: &[] };
+    let ev = |phv: &Phv, st: &State, e| eval(p, phv, st, sc, e);
+    match prim {
+        Prim::Assign(dst, src) => {
+            let v = ev(phv, st, src)?;
+            assign(p, phv, st, sc, dst, v)?;
+        }
+        Prim::AssignVl(dst, src) => {
+            let (d, s) = (
+                header_of(p, phv, st, sc, dst)?,
+                header_of(p, phv, st, sc, src)?,
+            );
+            let v = phv.varbit[s as usize].clone();
+            phv.varbit[d as usize].clear();
+            phv.varbit[d as usize].extend_from_slice(&v);
+            phv.varbit_bits[d as usize] = phv.varbit_bits[s as usize];
+        }
+        Prim::AssignHeader(dst, src) => {
+            let (d, s) = (
+                header_of(p, phv, st, sc, dst)?,
+                header_of(p, phv, st, sc, src)?,
+            );
+            phv.copy_header(p, d, s);
+        }
+        Prim::AssignUnion(d, s) => {
+            let (dh, sh) = (
+                p.unions[*d as usize].headers.clone(),
+                p.unions[*s as usize].headers.clone(),
+            );
+            for (a, b) in dh.iter().zip(&sh) {
+                phv.copy_header(p, *a, *b);
+            }
+        }
+        Prim::AssignStack(d, s) => {
+            use crate::program::StackRef;
+            match (d, s) {
+                (StackRef::Headers(d), StackRef::Headers(s)) => {
+                    let (dh, sh) = (
+                        p.stacks[*d as usize].headers.clone(),
+                        p.stacks[*s as usize].headers.clone(),
+                    );
+                    for (a, b) in dh.iter().zip(&sh) {
+                        phv.copy_header(p, *a, *b);
+                    }
+                    phv.stack_next[*d as usize] = phv.stack_next[*s as usize];
+                }
+                (StackRef::Unions(d), StackRef::Unions(s)) => {
+                    let (du, su) = (
+                        p.union_stacks[*d as usize].unions.clone(),
+                        p.union_stacks[*s as usize].unions.clone(),
+                    );
+                    for (a, b) in du.iter().zip(&su) {
+                        for (x, y) in p.unions[*a as usize]
+                            .headers
+                            .iter()
+                            .zip(&p.unions[*b as usize].headers)
+                        {
+                            phv.copy_header(p, *x, *y);
+                        }
+                    }
+                    phv.ustack_next[*d as usize] = phv.ustack_next[*s as usize];
+                }
+                _ => {}
+            }
+        }
+        Prim::Drop | Prim::MarkToDrop => {
+            if let Some(f) = p.std.egress_spec {
+                phv.set(p, f, i128::from(DROP_PORT));
+            }
+            if let Some(f) = p.std.mcast_grp {
+                phv.set(p, f, 0);
+            }
+        }
+        Prim::AddHeader(h) => {
+            let h = header_of(p, phv, st, sc, h)?;
+            if !phv.valid[h as usize] {
+                let hd = &p.headers[h as usize];
+                for f in hd.first_field..hd.first_field + hd.nfields {
+                    phv.vals[f as usize] = 0;
+                }
+                phv.mark_valid(p, h);
+                pc.length += packet::header_len(p, phv, h) as i64;
+            }
+        }
+        Prim::MarkValid(h) => {
+            let h = header_of(p, phv, st, sc, h)?;
+            phv.mark_valid(p, h);
+        }
+        Prim::RemoveHeader(h) => {
+            let h = header_of(p, phv, st, sc, h)?;
+            if phv.valid[h as usize] {
+                pc.length -= packet::header_len(p, phv, h) as i64;
+                phv.valid[h as usize] = false;
+            }
+        }
+        Prim::Push(s, n) | Prim::Pop(s, n) => {
+            let n = ev(phv, st, n)?.max(0) as usize;
+            let push = matches!(prim, Prim::Push(..));
+            shift_stack(p, phv, *s, n, push);
+        }
+        Prim::Count(c, i) => {
+            let i = ev(phv, st, i)?;
+            let arr = &mut st.counters[*c as usize];
+            let i = index_of("counter", &p.counters[*c as usize].name, arr.len(), i)?;
+            arr[i].0 += 1;
+            arr[i].1 += pc.length.max(0) as u64;
+        }
+        Prim::ExecuteMeter(m, i, dst) => {
+            let i = ev(phv, st, i)?;
+            let units = match p.meters[*m as usize].unit {
+                crate::program::MeterUnit::Bytes => pc.length.max(0) as u64,
+                crate::program::MeterUnit::Packets => 1,
+            };
+            let arr = &mut st.meters[*m as usize];
+            let i = index_of("meter", &p.meters[*m as usize].name, arr.len(), i)?;
+            let colour = arr[i].execute(units, pc.now_ns);
+            assign(p, phv, st, sc, dst, colour)?;
+        }
+        Prim::RegisterRead(dst, r, i) => {
+            let i = ev(phv, st, i)?;
+            let arr = &st.registers[*r as usize];
+            let i = usize::try_from(i)
+                .ok()
+                .filter(|&x| x < arr.len())
+                .ok_or_else(|| ExecError::RegisterIndex {
+                    array: p.registers[*r as usize].name.clone(),
+                    index: i,
+                })?;
+            let v = arr[i] as i128;
+            assign(p, phv, st, sc, dst, v)?;
+        }
+        Prim::RegisterWrite(r, i, v) => {
+            let idx = ev(phv, st, i)?;
+            let v = ev(phv, st, v)?;
+            assign(
+                p,
+                phv,
+                st,
+                sc,
+                &LValue::Register {
+                    array: *r,
+                    index: Box::new(crate::program::Expr::Const(idx)),
+                },
+                v,
+            )?;
+        }
+        Prim::HashOffset(dst, base, calc, size) => {
+            let base = ev(phv, st, base)?;
+            let size = ev(phv, st, size)?;
+            let c = &p.calculations[*calc as usize];
+            let mut buf = Vec::new();
+            calc_bytes(p, phv, &c.inputs, &[], &mut buf);
+            let h = hash::hash(c.algo, &buf, &mut st.round_robin[*calc as usize]);
+            let size = if size <= 0 { 1 } else { size as u128 };
+            let v = (u128::from(h) % size) as i128 + base;
+            assign(p, phv, st, sc, dst, v)?;
+        }
+        Prim::Random(dst, lo, hi) => {
+            let (lo, hi) = (ev(phv, st, lo)?, ev(phv, st, hi)?);
+            if lo <= hi {
+                // A deterministic generator: the same packets give the same
+                // values (tests compare outputs).
+                let x = pc
+                    .now_ns
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(st.errors.wrapping_add(1442695040888963407));
+                let span = (hi - lo) as u128 + 1;
+                assign(p, phv, st, sc, dst, lo + (u128::from(x) % span) as i128)?;
+            }
+        }
+        Prim::CloneI2E(s, fl) | Prim::CloneE2E(s, fl) => {
+            let s = ev(phv, st, s)?;
+            let fl = ev(phv, st, fl)?;
+            pc.clone = Some((s as u32, fl as u32));
+        }
+        Prim::Resubmit(fl) => pc.resubmit = Some(ev(phv, st, fl)? as u32),
+        Prim::Recirculate(fl) => pc.recirculate = Some(ev(phv, st, fl)? as u32),
+        Prim::Digest(id) => pc.digest = Some(ev(phv, st, id)? as u32),
+        Prim::Truncate(n) => pc.truncate = Some(ev(phv, st, n)?.max(0) as usize),
+        Prim::Exit => pc.exit = true,
+        Prim::Log(fmt, args) => {
+            let mut line = String::new();
+            let mut vals = args.iter();
+            let mut parts = fmt.split("{}");
+            if let Some(first) = parts.next() {
+                line.push_str(first);
+            }
+            for part in parts {
+                match vals.next() {
+                    Some(a) => line.push_str(&ev(phv, st, a)?.to_string()),
+                    None => line.push_str("{}"),
+                }
+                line.push_str(part);
+            }
+            st.log(line);
+        }
+        Prim::NoOp | Prim::Jump(_) | Prim::JumpIfZero(..) | Prim::Assert(_) | Prim::Extern(..) => {}
+    }
+    Ok(())
+}
+
+/// `push_front(n)` / `pop_front(n)` on a stack.
+fn shift_stack(p: &Program, phv: &mut Phv, s: crate::program::StackRef, n: usize, push: bool) {
+    use crate::program::StackRef;
+    let (hs, next): (Vec<Vec<u32>>, &mut u32) = match s {
+        StackRef::Headers(s) => (
+            p.stacks[s as usize]
+                .headers
+                .iter()
+                .map(|&h| vec![h])
+                .collect(),
+            &mut phv.stack_next[s as usize],
+        ),
+        StackRef::Unions(s) => (
+            p.union_stacks[s as usize]
+                .unions
+                .iter()
+                .map(|&u| p.unions[u as usize].headers.clone())
+                .collect(),
+            &mut phv.ustack_next[s as usize],
+        ),
+    };
+    let size = hs.len();
+    let cur = *next as usize;
+    *next = if push {
+        (cur + n).min(size)
+    } else {
+        cur.saturating_sub(n)
+    } as u32;
+    let copy = |phv: &mut Phv, to: usize, from: Option<usize>| {
+        for (i, &h) in hs[to].iter().enumerate() {
+            match from {
+                Some(f) => phv.copy_header(p, h, hs[f][i]),
+                None => phv.valid[h as usize] = false,
+            }
+        }
+    };
+    if push {
+        for i in (0..size).rev() {
+            copy(phv, i, i.checked_sub(n));
+        }
+    } else {
+        for i in 0..size {
+            copy(phv, i, (i + n < size).then_some(i + n));
+        }
+    }
+}

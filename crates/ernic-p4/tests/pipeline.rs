@@ -1,0 +1,271 @@
+//! The bmv2 test programs in `testdata/` run as their `.p4` sources say,
+//! through the switch's control-plane API.
+
+use ernic_p4::exec::tables::MatchParam;
+use ernic_p4::exec::{Output, Switch};
+use ernic_p4::program::Program;
+
+fn switch(name: &str) -> Switch {
+    let p = format!("{}/testdata/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    Switch::new(Program::load(&text).unwrap_or_else(|e| panic!("{name}: {e}")))
+}
+
+fn run(sw: &mut Switch, port: u32, data: &[u8]) -> Vec<Output> {
+    let mut out = Vec::new();
+    sw.process(port, data, 0, &mut out);
+    out
+}
+
+#[test]
+fn swap_1_sends_by_f1() {
+    // swap_1.p4: t_ingress_1 matches hdr1.f1 exactly; a11 sends to port 1,
+    // a12 to port 2.
+    let mut sw = switch("swap_1");
+    sw.table_add(
+        "t_ingress_1",
+        "a11",
+        vec![MatchParam::Exact(vec![0x01])],
+        vec![],
+        0,
+    )
+    .unwrap();
+    sw.table_add(
+        "t_ingress_1",
+        "a12",
+        vec![MatchParam::Exact(vec![0x02])],
+        vec![],
+        0,
+    )
+    .unwrap();
+    let pkt = [0x01, 0xaa, 0xde, 0xad];
+    assert_eq!(
+        run(&mut sw, 3, &pkt),
+        vec![Output {
+            port: 1,
+            data: pkt.to_vec()
+        }]
+    );
+    let pkt2 = [0x02, 0xbb];
+    assert_eq!(
+        run(&mut sw, 3, &pkt2),
+        vec![Output {
+            port: 2,
+            data: pkt2.to_vec()
+        }]
+    );
+    // A miss runs no action: egress_spec stays 0.
+    assert_eq!(run(&mut sw, 3, &[0x07, 0x00])[0].port, 0);
+    // The same key twice is refused, as bmv2 does.
+    let e = sw
+        .table_add(
+            "t_ingress_1",
+            "a11",
+            vec![MatchParam::Exact(vec![0x01])],
+            vec![],
+            0,
+        )
+        .unwrap_err();
+    assert_eq!(e.to_string(), "DUPLICATE_ENTRY");
+}
+
+#[test]
+fn handles_are_bmv2s() {
+    let mut sw = switch("swap_1");
+    let h0 = sw
+        .table_add(
+            "t_ingress_1",
+            "a11",
+            vec![MatchParam::Exact(vec![1])],
+            vec![],
+            0,
+        )
+        .unwrap();
+    let h1 = sw
+        .table_add(
+            "t_ingress_1",
+            "a11",
+            vec![MatchParam::Exact(vec![2])],
+            vec![],
+            0,
+        )
+        .unwrap();
+    assert_eq!((h0, h1), (0, 1));
+    sw.table_delete("t_ingress_1", h0).unwrap();
+    // The lowest free index again, with its version bumped.
+    let h2 = sw
+        .table_add(
+            "t_ingress_1",
+            "a11",
+            vec![MatchParam::Exact(vec![3])],
+            vec![],
+            0,
+        )
+        .unwrap();
+    assert_eq!(h2, 1 << 24);
+    assert_eq!(
+        sw.table_delete("t_ingress_1", h0).unwrap_err().to_string(),
+        "EXPIRED_HANDLE"
+    );
+}
+
+#[test]
+fn parser_deparser_1_passes_tcp_and_udp_unchanged() {
+    let mut sw = switch("parser_deparser_1");
+    let mut pkt = vec![0u8; 12];
+    pkt.extend_from_slice(&[0x08, 0x00]);
+    // IPv4, protocol 6 (TCP), then a 20-byte TCP header and a payload.
+    pkt.extend_from_slice(&[
+        0x45, 0, 0, 44, 0, 1, 0, 0, 64, 6, 0x12, 0x34, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]);
+    pkt.extend_from_slice(&[
+        0x04, 0xd2, 0x16, 0x2e, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+    ]);
+    pkt.extend_from_slice(b"data");
+    assert_eq!(
+        run(&mut sw, 0, &pkt),
+        vec![Output {
+            port: 0,
+            data: pkt.clone()
+        }]
+    );
+    // A packet too short for its IPv4 header still goes through, unparsed
+    // bytes as payload.
+    let short = &pkt[..20];
+    assert_eq!(
+        run(&mut sw, 0, short),
+        vec![Output {
+            port: 0,
+            data: short.to_vec()
+        }]
+    );
+}
+
+#[test]
+fn header_stack_pop_drops_the_front() {
+    // header_stack.p4: a1(v1) sets hdr[1].f1 = v1, then pops one header.
+    let mut sw = switch("header_stack");
+    let pkt = [0x00, 0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0xee];
+    assert_eq!(
+        run(&mut sw, 0, &pkt)[0].data,
+        pkt,
+        "no default action: unchanged"
+    );
+    sw.table_set_default("t1", "a1", vec![0xabcd]).unwrap();
+    assert_eq!(
+        run(&mut sw, 0, &pkt)[0].data,
+        vec![0xab, 0xcd, 0x00, 0x04, 0xee]
+    );
+    let e = sw
+        .table_set_default("t1", "a1", vec![0x1_0000])
+        .unwrap_err();
+    assert!(e.to_string().contains("does not fit in 16 bits"), "{e}");
+}
+
+#[test]
+fn loopback_returns_to_the_ingress_port() {
+    let mut sw = switch("loopback");
+    assert_eq!(
+        run(&mut sw, 5, b"hello"),
+        vec![Output {
+            port: 5,
+            data: b"hello".to_vec()
+        }]
+    );
+}
+
+#[test]
+fn ternary_lower_priority_number_wins() {
+    let mut sw = switch("ternary");
+    sw.table_add(
+        "ter",
+        "send_1",
+        vec![MatchParam::Ternary(vec![0x00, 0x01], vec![0x00, 0xff])],
+        vec![],
+        20,
+    )
+    .unwrap();
+    sw.table_add(
+        "ter",
+        "send_2",
+        vec![MatchParam::Ternary(vec![0x10, 0x00], vec![0xff, 0x00])],
+        vec![],
+        10,
+    )
+    .unwrap();
+    assert_eq!(
+        run(&mut sw, 0, &[0x10, 0x01])[0].port,
+        2,
+        "both match: priority 10 wins"
+    );
+    assert_eq!(run(&mut sw, 0, &[0x20, 0x01])[0].port, 1);
+    assert_eq!(run(&mut sw, 0, &[0x20, 0x02])[0].port, 0, "miss: NoAction");
+}
+
+#[test]
+fn counter_counts_direct_hits() {
+    // counter.p4: t_redirect keyed on packet_length; a hit sends the packet
+    // back and counts it in the direct counter.
+    let mut sw = switch("counter");
+    let h = sw
+        .table_add(
+            "t_redirect",
+            "port_redirect",
+            vec![MatchParam::Exact(vec![0, 0, 0, 6])],
+            vec![],
+            0,
+        )
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(run(&mut sw, 2, b"sixsix")[0].port, 2);
+    }
+    assert_eq!(run(&mut sw, 2, b"seven!!")[0].port, 0, "other lengths miss");
+    assert_eq!(sw.counter_read("cntr", u64::from(h)).unwrap(), (3, 18));
+    sw.counter_reset("cntr").unwrap();
+    assert_eq!(sw.counter_read("cntr", u64::from(h)).unwrap(), (0, 0));
+}
+
+#[test]
+fn exact_match_1_applies_three_tables() {
+    let mut sw = switch("exact_match_1");
+    let mac = |b: u8| vec![0, 0, 0, 0, 0, b];
+    sw.table_add(
+        "exact_3",
+        "_nop",
+        vec![MatchParam::Exact(mac(2)), MatchParam::Exact(mac(1))],
+        vec![],
+        0,
+    )
+    .unwrap();
+    let mut pkt = mac(1);
+    pkt.extend(mac(2));
+    pkt.extend([0x88, 0xb5]);
+    assert_eq!(
+        run(&mut sw, 0, &pkt),
+        vec![Output {
+            port: 0,
+            data: pkt.clone()
+        }]
+    );
+    assert!(
+        sw.table_add(
+            "exact_3",
+            "_nop",
+            vec![MatchParam::Exact(mac(2))],
+            vec![],
+            0
+        )
+        .is_err(),
+        "a key of one field for two"
+    );
+    assert!(
+        sw.table_add(
+            "exact_3",
+            "nope",
+            vec![MatchParam::Exact(mac(2)), MatchParam::Exact(mac(3))],
+            vec![],
+            0
+        )
+        .is_err()
+    );
+}
