@@ -7,3 +7,6 @@
 //! comes from outside: a program using something the engine does not
 //! implement is refused at load with the JSON path of what is missing, never
 //! run in part, and no packet can make the pipeline loop or panic.
+
+pub mod pcap;
+pub mod text;
