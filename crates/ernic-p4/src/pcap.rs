@@ -1,0 +1,1 @@
+//! pcap (placeholder)

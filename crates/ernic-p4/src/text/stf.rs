@@ -1,0 +1,1 @@
+//! p4c STF (placeholder)
