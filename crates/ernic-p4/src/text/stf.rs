@@ -1,1 +1,0 @@
-//! p4c STF (placeholder)
