@@ -48,7 +48,10 @@ impl MatchKind {
     /// Whether an entry of a table with this (table-level) match type needs
     /// a priority: runtime_CLI pops one for `ternary` and `range` tables.
     pub fn needs_priority(self) -> bool {
-        matches!(self, MatchKind::Ternary | MatchKind::Optional | MatchKind::Range)
+        matches!(
+            self,
+            MatchKind::Ternary | MatchKind::Optional | MatchKind::Range
+        )
     }
 }
 
@@ -137,7 +140,10 @@ fn split2<'a>(text: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
 }
 
 fn value(field: &str, bits: u32) -> Result<Value, MatchError> {
-    parse_value(field, bits).map_err(|error| MatchError::Param { field: field.to_string(), error })
+    parse_value(field, bits).map_err(|error| MatchError::Param {
+        field: field.to_string(),
+        error,
+    })
 }
 
 /// Parses one match-key token for a field of `kind` and `bits`.
@@ -152,12 +158,19 @@ pub fn parse_match(text: &str, kind: MatchKind, bits: u32) -> Result<MatchText, 
                 .ok_or_else(|| MatchError::BadPrefixLength(text.into()))?;
             match u32::try_from(len) {
                 Ok(prefix_len) if prefix_len <= bits => Ok(MatchText::Lpm { value, prefix_len }),
-                _ => Err(MatchError::PrefixTooLong { text: text.into(), len, bits }),
+                _ => Err(MatchError::PrefixTooLong {
+                    text: text.into(),
+                    len,
+                    bits,
+                }),
             }
         }
         MatchKind::Ternary | MatchKind::Optional => {
             let (v, m) = split2(text, "&&&").ok_or_else(|| MatchError::BadTernary(text.into()))?;
-            Ok(MatchText::Ternary { value: value(v, bits)?, mask: value(m, bits)? })
+            Ok(MatchText::Ternary {
+                value: value(v, bits)?,
+                mask: value(m, bits)?,
+            })
         }
         MatchKind::Range => {
             let (lo, hi) = split2(text, "->").ok_or_else(|| MatchError::BadRange(text.into()))?;
@@ -187,27 +200,51 @@ mod tests {
 
     #[test]
     fn each_kind_parses_its_shape() {
-        assert_eq!(parse_match("0x0a", MatchKind::Exact, 8), Ok(MatchText::Exact(v(10, 8))));
+        assert_eq!(
+            parse_match("0x0a", MatchKind::Exact, 8),
+            Ok(MatchText::Exact(v(10, 8)))
+        );
         assert_eq!(
             parse_match("10.0.0.0/8", MatchKind::Lpm, 32),
-            Ok(MatchText::Lpm { value: v(0x0a00_0000, 32), prefix_len: 8 })
+            Ok(MatchText::Lpm {
+                value: v(0x0a00_0000, 32),
+                prefix_len: 8
+            })
         );
         assert_eq!(
             parse_match("0x1234&&&0xff00", MatchKind::Ternary, 16),
-            Ok(MatchText::Ternary { value: v(0x1234, 16), mask: v(0xff00, 16) })
+            Ok(MatchText::Ternary {
+                value: v(0x1234, 16),
+                mask: v(0xff00, 16)
+            })
         );
         // optional is written like ternary, any mask allowed.
         assert_eq!(
             parse_match("5&&&3", MatchKind::Optional, 8),
-            Ok(MatchText::Ternary { value: v(5, 8), mask: v(3, 8) })
+            Ok(MatchText::Ternary {
+                value: v(5, 8),
+                mask: v(3, 8)
+            })
         );
         assert_eq!(
             parse_match("0->255", MatchKind::Range, 8),
-            Ok(MatchText::Range { lo: v(0, 8), hi: v(255, 8) })
+            Ok(MatchText::Range {
+                lo: v(0, 8),
+                hi: v(255, 8)
+            })
         );
-        assert_eq!(parse_match("1", MatchKind::Valid, 1), Ok(MatchText::Valid(true)));
-        assert_eq!(parse_match("0", MatchKind::Valid, 1), Ok(MatchText::Valid(false)));
-        assert_eq!(parse_match("2", MatchKind::Valid, 1), Ok(MatchText::Valid(true)));
+        assert_eq!(
+            parse_match("1", MatchKind::Valid, 1),
+            Ok(MatchText::Valid(true))
+        );
+        assert_eq!(
+            parse_match("0", MatchKind::Valid, 1),
+            Ok(MatchText::Valid(false))
+        );
+        assert_eq!(
+            parse_match("2", MatchKind::Valid, 1),
+            Ok(MatchText::Valid(true))
+        );
     }
 
     #[test]
@@ -229,19 +266,38 @@ mod tests {
             e("1-2", MatchKind::Range, 8),
             "Invalid range value 1-2, use '->' to separate range start and range end"
         );
-        assert_eq!(e("9->3", MatchKind::Range, 8), "start is less than end in expression 9->3");
+        assert_eq!(
+            e("9->3", MatchKind::Range, 8),
+            "start is less than end in expression 9->3"
+        );
         assert_eq!(
             e("zz&&&0xff", MatchKind::Ternary, 8),
             "Error while parsing zz - Invalid input, could not cast to integer, try in hex with 0x prefix"
         );
-        assert_eq!(e("0x100", MatchKind::Exact, 8), "Error while parsing 0x100 - Parameter is too large");
-        assert_eq!(e("1.2.3/8", MatchKind::Lpm, 32), "Error while parsing 1.2.3 - Invalid IPv4 address");
+        assert_eq!(
+            e("0x100", MatchKind::Exact, 8),
+            "Error while parsing 0x100 - Parameter is too large"
+        );
+        assert_eq!(
+            e("1.2.3/8", MatchKind::Lpm, 32),
+            "Error while parsing 1.2.3 - Invalid IPv4 address"
+        );
         assert!(matches!(
             parse_match("0/33", MatchKind::Lpm, 32),
-            Err(MatchError::PrefixTooLong { len: 33, bits: 32, .. })
+            Err(MatchError::PrefixTooLong {
+                len: 33,
+                bits: 32,
+                ..
+            })
         ));
-        assert!(matches!(parse_match("0/0x8", MatchKind::Lpm, 32), Err(MatchError::BadPrefixLength(_))));
-        assert!(matches!(parse_match("yes", MatchKind::Valid, 1), Err(MatchError::BadValid(_))));
+        assert!(matches!(
+            parse_match("0/0x8", MatchKind::Lpm, 32),
+            Err(MatchError::BadPrefixLength(_))
+        ));
+        assert!(matches!(
+            parse_match("yes", MatchKind::Valid, 1),
+            Err(MatchError::BadValid(_))
+        ));
     }
 
     #[test]

@@ -74,7 +74,10 @@ fn top_byte_mask(bits: u32) -> u8 {
 impl Value {
     /// Zero of width `bits`.
     pub fn zero(bits: u32) -> Value {
-        Value { bits, bytes: vec![0; byte_len(bits)] }
+        Value {
+            bits,
+            bytes: vec![0; byte_len(bits)],
+        }
     }
 
     /// `v` as a `bits`-wide value; [`ValueError::TooLarge`] if it does not
@@ -93,19 +96,30 @@ impl Value {
 
     /// The value as an integer, if it fits in 128 bits.
     pub fn as_u128(&self) -> Option<u128> {
-        let first = self.bytes.iter().position(|&b| b != 0).unwrap_or(self.bytes.len());
+        let first = self
+            .bytes
+            .iter()
+            .position(|&b| b != 0)
+            .unwrap_or(self.bytes.len());
         let significant = &self.bytes[first..];
         if significant.len() > 16 {
             return None;
         }
-        Some(significant.iter().fold(0u128, |acc, &b| (acc << 8) | u128::from(b)))
+        Some(
+            significant
+                .iter()
+                .fold(0u128, |acc, &b| (acc << 8) | u128::from(b)),
+        )
     }
 
     /// Builds a value from big-endian `magnitude` (any length), refusing it
     /// when its significant bytes exceed the byte width, and masking the
     /// top byte to the bit width as bmv2 does.
     fn from_magnitude(magnitude: &[u8], bits: u32) -> Result<Value, ValueError> {
-        let first = magnitude.iter().position(|&b| b != 0).unwrap_or(magnitude.len());
+        let first = magnitude
+            .iter()
+            .position(|&b| b != 0)
+            .unwrap_or(magnitude.len());
         let significant = &magnitude[first..];
         let mut out = Value::zero(bits);
         let len = out.bytes.len();
@@ -150,7 +164,10 @@ fn parse_ipv4(text: &str) -> Result<Vec<u8>, ValueError> {
     if parts.len() != 4 {
         return Err(ValueError::BadIpv4);
     }
-    parts.iter().map(|p| octet(p, Base::Ten).ok_or(ValueError::BadIpv4)).collect()
+    parts
+        .iter()
+        .map(|p| octet(p, Base::Ten).ok_or(ValueError::BadIpv4))
+        .collect()
 }
 
 /// `macAddr_to_bytes`: six `int(part, 16)` parts (so `0x1f` is a part).
@@ -159,7 +176,10 @@ fn parse_mac(text: &str) -> Result<Vec<u8>, ValueError> {
     if parts.len() != 6 {
         return Err(ValueError::BadMac);
     }
-    parts.iter().map(|p| octet(p, Base::Sixteen).ok_or(ValueError::BadMac)).collect()
+    parts
+        .iter()
+        .map(|p| octet(p, Base::Sixteen).ok_or(ValueError::BadMac))
+        .collect()
 }
 
 fn octet(part: &str, base: Base) -> Option<u8> {
@@ -213,12 +233,15 @@ impl PyInt {
         };
         let digits = digits(body, radix, after_prefix)?;
         // int(s, 0) refuses "010" (but takes "000").
-        if base == Base::Auto && radix == 10 && digits.len() > 1 && digits[0] == 0 {
-            if digits.iter().any(|&d| d != 0) {
-                return None;
-            }
+        let leading_zero = base == Base::Auto && radix == 10 && digits.len() > 1 && digits[0] == 0;
+        if leading_zero && digits.iter().any(|&d| d != 0) {
+            return None;
         }
-        Some(PyInt { negative, radix, digits })
+        Some(PyInt {
+            negative,
+            radix,
+            digits,
+        })
     }
 
     /// The magnitude as big-endian bytes of exactly `width` bytes, or `None`
@@ -258,7 +281,11 @@ fn digits(body: &str, radix: u32, after_prefix: bool) -> Option<Vec<u8>> {
     let mut prev_underscore = false;
     for (i, c) in body.chars().enumerate() {
         if c == '_' {
-            let allowed = if i == 0 { after_prefix } else { !prev_underscore };
+            let allowed = if i == 0 {
+                after_prefix
+            } else {
+                !prev_underscore
+            };
             if !allowed {
                 return None;
             }

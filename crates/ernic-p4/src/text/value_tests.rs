@@ -18,8 +18,14 @@ fn decimal_and_prefixed_integers() {
     assert_eq!(bytes("000", 8), [0]);
     assert_eq!(bytes("+7", 8), [7]);
     // int(s, 0) refuses a decimal with a leading zero, and stray underscores.
-    for bad in ["010", "1__0", "_1", "1_", "0x", "", "ten", "0xfg", "1.5", "0b2"] {
-        assert_eq!(parse_value(bad, 16), Err(ValueError::NotAnInteger), "{bad:?}");
+    for bad in [
+        "010", "1__0", "_1", "1_", "0x", "", "ten", "0xfg", "1.5", "0b2",
+    ] {
+        assert_eq!(
+            parse_value(bad, 16),
+            Err(ValueError::NotAnInteger),
+            "{bad:?}"
+        );
     }
 }
 
@@ -52,10 +58,16 @@ fn ipv4_mac_and_ipv6_at_their_widths_only() {
     // A dotted quad at another width is just a bad integer.
     assert_eq!(parse_value("10.1.2.3", 24), Err(ValueError::NotAnInteger));
 
-    assert_eq!(bytes("00:12:34:56:78:9a", 48), [0, 0x12, 0x34, 0x56, 0x78, 0x9a]);
+    assert_eq!(
+        bytes("00:12:34:56:78:9a", 48),
+        [0, 0x12, 0x34, 0x56, 0x78, 0x9a]
+    );
     assert_eq!(bytes("0:1:2:3:4:0x1f", 48), [0, 1, 2, 3, 4, 0x1f]);
     assert_eq!(parse_value("00:12:34:56:78", 48), Err(ValueError::BadMac));
-    assert_eq!(parse_value("00:12:34:56:78:gg", 48), Err(ValueError::BadMac));
+    assert_eq!(
+        parse_value("00:12:34:56:78:gg", 48),
+        Err(ValueError::BadMac)
+    );
     assert_eq!(ValueError::BadMac.to_string(), "Invalid MAC address");
 
     let v6 = bytes("1080::8:800:200C:417A", 128);

@@ -82,75 +82,233 @@ pub enum Command {
     McDump,
     GetTimeElapsed,
     GetTimeSinceEpoch,
-    TableShowActions { table: String },
-    TableInfo { table: String },
+    TableShowActions {
+        table: String,
+    },
+    TableInfo {
+        table: String,
+    },
     /// `table_set_default <table> <action> <params...>`
-    TableSetDefault { table: String, action: String, params: Vec<String> },
-    TableResetDefault { table: String },
-    TableNumEntries { table: String },
-    TableClear { table: String },
+    TableSetDefault {
+        table: String,
+        action: String,
+        params: Vec<String>,
+    },
+    TableResetDefault {
+        table: String,
+    },
+    TableNumEntries {
+        table: String,
+    },
+    TableClear {
+        table: String,
+    },
     /// `table_add <table> <action> <match...> => <params...> [priority]`:
     /// `args` is everything after the action, for [`split_entry`].
-    TableAdd { table: String, action: String, args: Vec<String> },
-    TableSetTimeout { table: String, handle: i64, timeout_ms: i64 },
+    TableAdd {
+        table: String,
+        action: String,
+        args: Vec<String>,
+    },
+    TableSetTimeout {
+        table: String,
+        handle: i64,
+        timeout_ms: i64,
+    },
     /// `table_modify <table> <action> <handle> [=>] <params...>`
-    TableModify { table: String, action: String, handle: i64, params: Vec<String> },
-    TableDelete { table: String, handle: i64 },
-    TableDump { table: String },
-    TableDumpEntry { table: String, handle: i64 },
+    TableModify {
+        table: String,
+        action: String,
+        handle: i64,
+        params: Vec<String>,
+    },
+    TableDelete {
+        table: String,
+        handle: i64,
+    },
+    TableDump {
+        table: String,
+    },
+    TableDumpEntry {
+        table: String,
+        handle: i64,
+    },
     /// `table_dump_entry_from_key <table> <match...> [priority]`: `args` for
     /// [`split_key`].
-    TableDumpEntryFromKey { table: String, args: Vec<String> },
+    TableDumpEntryFromKey {
+        table: String,
+        args: Vec<String>,
+    },
     /// `act_prof_create_member <prof> <action> <params...>`
-    ActProfCreateMember { profile: ProfileRef, action: String, params: Vec<String> },
-    ActProfDeleteMember { profile: ProfileRef, member: i64 },
-    ActProfModifyMember { profile: ProfileRef, action: String, member: i64, params: Vec<String> },
-    ActProfCreateGroup { profile: ProfileRef },
-    ActProfDeleteGroup { profile: ProfileRef, group: i64 },
-    ActProfAddMemberToGroup { profile: ProfileRef, member: i64, group: i64 },
-    ActProfRemoveMemberFromGroup { profile: ProfileRef, member: i64, group: i64 },
-    ActProfDumpMember { profile: ProfileRef, member: i64 },
-    ActProfDumpGroup { profile: ProfileRef, group: i64 },
-    ActProfDump { profile: String },
+    ActProfCreateMember {
+        profile: ProfileRef,
+        action: String,
+        params: Vec<String>,
+    },
+    ActProfDeleteMember {
+        profile: ProfileRef,
+        member: i64,
+    },
+    ActProfModifyMember {
+        profile: ProfileRef,
+        action: String,
+        member: i64,
+        params: Vec<String>,
+    },
+    ActProfCreateGroup {
+        profile: ProfileRef,
+    },
+    ActProfDeleteGroup {
+        profile: ProfileRef,
+        group: i64,
+    },
+    ActProfAddMemberToGroup {
+        profile: ProfileRef,
+        member: i64,
+        group: i64,
+    },
+    ActProfRemoveMemberFromGroup {
+        profile: ProfileRef,
+        member: i64,
+        group: i64,
+    },
+    ActProfDumpMember {
+        profile: ProfileRef,
+        member: i64,
+    },
+    ActProfDumpGroup {
+        profile: ProfileRef,
+        group: i64,
+    },
+    ActProfDump {
+        profile: String,
+    },
     /// `table_indirect_add[_with_group] <table> <match...> => <handle>
     /// [priority]`: `args` for [`split_indirect_entry`]; the handle is a
     /// member, or a group when `with_group`.
-    TableIndirectAdd { table: String, args: Vec<String>, with_group: bool },
-    TableIndirectDelete { table: String, handle: i64 },
+    TableIndirectAdd {
+        table: String,
+        args: Vec<String>,
+        with_group: bool,
+    },
+    TableIndirectDelete {
+        table: String,
+        handle: i64,
+    },
     /// `table_indirect_set_default[_with_group] <table> <handle>`
-    TableIndirectSetDefault { table: String, handle: i64, with_group: bool },
-    TableIndirectResetDefault { table: String },
-    McMgrpCreate { mgrp: i64 },
-    McMgrpDestroy { mgrp: i64 },
+    TableIndirectSetDefault {
+        table: String,
+        handle: i64,
+        with_group: bool,
+    },
+    TableIndirectResetDefault {
+        table: String,
+    },
+    McMgrpCreate {
+        mgrp: i64,
+    },
+    McMgrpDestroy {
+        mgrp: i64,
+    },
     /// `mc_node_create <rid> <ports...> [| <lags...>]` (sorted, no repeats)
-    McNodeCreate { rid: i64, ports: Vec<u32>, lags: Vec<u32> },
-    McNodeUpdate { node: i64, ports: Vec<u32>, lags: Vec<u32> },
-    McNodeAssociate { mgrp: i64, node: i64 },
-    McNodeDissociate { mgrp: i64, node: i64 },
-    McNodeDestroy { node: i64 },
-    McSetLagMembership { lag: i64, ports: Vec<u32> },
-    LoadNewConfigFile { path: String },
-    WriteConfigToFile { path: String },
-    SerializeState { path: String },
+    McNodeCreate {
+        rid: i64,
+        ports: Vec<u32>,
+        lags: Vec<u32>,
+    },
+    McNodeUpdate {
+        node: i64,
+        ports: Vec<u32>,
+        lags: Vec<u32>,
+    },
+    McNodeAssociate {
+        mgrp: i64,
+        node: i64,
+    },
+    McNodeDissociate {
+        mgrp: i64,
+        node: i64,
+    },
+    McNodeDestroy {
+        node: i64,
+    },
+    McSetLagMembership {
+        lag: i64,
+        ports: Vec<u32>,
+    },
+    LoadNewConfigFile {
+        path: String,
+    },
+    WriteConfigToFile {
+        path: String,
+    },
+    SerializeState {
+        path: String,
+    },
     /// `meter_array_set_rates <meter> <rate:burst...>`
-    MeterArraySetRates { meter: String, rates: Vec<MeterRate> },
-    MeterSetRates { meter: String, index: i64, rates: Vec<MeterRate> },
-    MeterGetRates { meter: String, index: i64 },
-    CounterRead { counter: String, index: i64 },
-    CounterWrite { counter: String, index: i64, packets: i64, bytes: i64 },
-    CounterReset { counter: String },
+    MeterArraySetRates {
+        meter: String,
+        rates: Vec<MeterRate>,
+    },
+    MeterSetRates {
+        meter: String,
+        index: i64,
+        rates: Vec<MeterRate>,
+    },
+    MeterGetRates {
+        meter: String,
+        index: i64,
+    },
+    CounterRead {
+        counter: String,
+        index: i64,
+    },
+    CounterWrite {
+        counter: String,
+        index: i64,
+        packets: i64,
+        bytes: i64,
+    },
+    CounterReset {
+        counter: String,
+    },
     /// `register_read <reg> [index]` (no index: the whole array)
-    RegisterRead { register: String, index: Option<i64> },
-    RegisterWrite { register: String, index: i64, value: i64 },
-    RegisterReset { register: String },
+    RegisterRead {
+        register: String,
+        index: Option<i64>,
+    },
+    RegisterWrite {
+        register: String,
+        index: i64,
+        value: i64,
+    },
+    RegisterReset {
+        register: String,
+    },
     /// `pvs_add <pvs> <value>`: the value (Python `int(v, 0)`) is checked
     /// against the set's width by the engine ([`parse_pvs_value`]).
-    PvsAdd { pvs: String, value: String },
-    PvsRemove { pvs: String, value: String },
-    PvsGet { pvs: String },
-    PvsClear { pvs: String },
-    PortAdd { iface: String, port: i64, pcap: Option<String> },
-    PortRemove { port: i64 },
+    PvsAdd {
+        pvs: String,
+        value: String,
+    },
+    PvsRemove {
+        pvs: String,
+        value: String,
+    },
+    PvsGet {
+        pvs: String,
+    },
+    PvsClear {
+        pvs: String,
+    },
+    PortAdd {
+        iface: String,
+        port: i64,
+        pcap: Option<String>,
+    },
+    PortRemove {
+        port: i64,
+    },
     /// `set_crc{16,32}_parameters <name> <poly> <init> <xor> <refl_data>
     /// <refl_rem>`
     SetCrcParameters {
@@ -162,15 +320,36 @@ pub enum Command {
         data_reflected: bool,
         remainder_reflected: bool,
     },
-    SetToeplitzHashKey { name: String, key: Vec<u8> },
+    SetToeplitzHashKey {
+        name: String,
+        key: Vec<u8>,
+    },
     /// `set_queue_depth <nb_pkts> [<egress_port> [<priority>]]`
-    SetQueueDepth { depth: i64, port: Option<i64>, priority: Option<i64> },
+    SetQueueDepth {
+        depth: i64,
+        port: Option<i64>,
+        priority: Option<i64>,
+    },
     /// `set_queue_rate <rate_pps> [<egress_port> [<priority>]]`
-    SetQueueRate { rate_pps: i64, port: Option<i64>, priority: Option<i64> },
-    MirroringAdd { session: i64, port: i64 },
-    MirroringAddMc { session: i64, mgrp: i64 },
-    MirroringDelete { session: i64 },
-    MirroringGet { session: i64 },
+    SetQueueRate {
+        rate_pps: i64,
+        port: Option<i64>,
+        priority: Option<i64>,
+    },
+    MirroringAdd {
+        session: i64,
+        port: i64,
+    },
+    MirroringAddMc {
+        session: i64,
+        mgrp: i64,
+    },
+    MirroringDelete {
+        session: i64,
+    },
+    MirroringGet {
+        session: i64,
+    },
 }
 
 /// A direct entry's tail split as `table_add` splits it.
@@ -213,7 +392,11 @@ pub fn split_entry(args: &[String], needs_priority: bool) -> Result<EntryArgs, C
     let priority = pop_priority(&mut args, needs_priority)?;
     // runtime_CLI fails with a Python NameError here; say what is missing.
     let idx = arrow_index(&args).ok_or(CliError::InsufficientArgs)?;
-    Ok(EntryArgs { match_key: args[..idx].to_vec(), params: args[idx + 1..].to_vec(), priority })
+    Ok(EntryArgs {
+        match_key: args[..idx].to_vec(),
+        params: args[idx + 1..].to_vec(),
+        priority,
+    })
 }
 
 /// An indirect entry's tail split as `table_indirect_add` splits it.
@@ -229,7 +412,10 @@ pub struct IndirectEntryArgs {
 
 /// Splits a [`Command::TableIndirectAdd`] tail: priority, key tokens, `=>`,
 /// exactly one handle.
-pub fn split_indirect_entry(args: &[String], needs_priority: bool) -> Result<IndirectEntryArgs, CliError> {
+pub fn split_indirect_entry(
+    args: &[String],
+    needs_priority: bool,
+) -> Result<IndirectEntryArgs, CliError> {
     let mut args = args.to_vec();
     let priority = pop_priority(&mut args, needs_priority)?;
     let idx = arrow_index(&args).ok_or(CliError::NoHandle)?;
@@ -237,12 +423,19 @@ pub fn split_indirect_entry(args: &[String], needs_priority: bool) -> Result<Ind
         return Err(CliError::NoHandle);
     }
     let handle = parse_py_int(&args[idx + 1]).ok_or(CliError::BadFormat("handle"))?;
-    Ok(IndirectEntryArgs { match_key: args[..idx].to_vec(), handle, priority })
+    Ok(IndirectEntryArgs {
+        match_key: args[..idx].to_vec(),
+        handle,
+        priority,
+    })
 }
 
 /// Splits a [`Command::TableDumpEntryFromKey`] tail: the key tokens and
 /// the priority, if the table takes one.
-pub fn split_key(args: &[String], needs_priority: bool) -> Result<(Vec<String>, Option<i32>), CliError> {
+pub fn split_key(
+    args: &[String],
+    needs_priority: bool,
+) -> Result<(Vec<String>, Option<i32>), CliError> {
     let mut args = args.to_vec();
     let priority = pop_priority(&mut args, needs_priority)?;
     Ok((args, priority))
@@ -256,7 +449,9 @@ pub fn parse_pvs_value(text: &str, bits: u32) -> Result<Vec<u8>, CliError> {
     if n.negative {
         return Ok(vec![0; byte_len(bits)]);
     }
-    let bytes = n.to_magnitude(byte_len(bits)).ok_or(CliError::PvsValueTooLarge(bits))?;
+    let bytes = n
+        .to_magnitude(byte_len(bits))
+        .ok_or(CliError::PvsValueTooLarge(bits))?;
     let spare = (byte_len(bits) * 8) as u32 - bits;
     if spare > 0 && bytes.first().is_some_and(|b| b >> (8 - spare) != 0) {
         return Err(CliError::PvsValueTooLarge(bits));
@@ -266,3 +461,5 @@ pub fn parse_pvs_value(text: &str, bits: u32) -> Result<Vec<u8>, CliError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_wording;

@@ -1,5 +1,3 @@
-use proptest::prelude::*;
-
 use super::*;
 
 fn cmd(line: &str) -> Command {
@@ -26,39 +24,94 @@ fn table_commands_keep_names_and_raw_tokens() {
     );
     assert_eq!(
         cmd("table_set_default ipv4_lpm drop"),
-        Command::TableSetDefault { table: "ipv4_lpm".into(), action: "drop".into(), params: vec![] }
+        Command::TableSetDefault {
+            table: "ipv4_lpm".into(),
+            action: "drop".into(),
+            params: vec![]
+        }
     );
     assert_eq!(
         cmd("  table_modify t a 7 => 1 2"),
-        Command::TableModify { table: "t".into(), action: "a".into(), handle: 7, params: strings(&["1", "2"]) }
+        Command::TableModify {
+            table: "t".into(),
+            action: "a".into(),
+            handle: 7,
+            params: strings(&["1", "2"])
+        }
     );
     assert_eq!(
         cmd("table_modify t a 7 1"),
-        Command::TableModify { table: "t".into(), action: "a".into(), handle: 7, params: strings(&["1"]) }
+        Command::TableModify {
+            table: "t".into(),
+            action: "a".into(),
+            handle: 7,
+            params: strings(&["1"])
+        }
     );
-    assert_eq!(cmd("table_delete t 3"), Command::TableDelete { table: "t".into(), handle: 3 });
-    assert_eq!(cmd("table_reset_default t"), Command::TableResetDefault { table: "t".into() });
-    assert_eq!(cmd("table_dump t"), Command::TableDump { table: "t".into() });
-    assert_eq!(cmd("table_dump_entry t 0"), Command::TableDumpEntry { table: "t".into(), handle: 0 });
+    assert_eq!(
+        cmd("table_delete t 3"),
+        Command::TableDelete {
+            table: "t".into(),
+            handle: 3
+        }
+    );
+    assert_eq!(
+        cmd("table_reset_default t"),
+        Command::TableResetDefault { table: "t".into() }
+    );
+    assert_eq!(
+        cmd("table_dump t"),
+        Command::TableDump { table: "t".into() }
+    );
+    assert_eq!(
+        cmd("table_dump_entry t 0"),
+        Command::TableDumpEntry {
+            table: "t".into(),
+            handle: 0
+        }
+    );
     assert_eq!(
         cmd("table_dump_entry_from_key t 0x1&&&0xff 5"),
-        Command::TableDumpEntryFromKey { table: "t".into(), args: strings(&["0x1&&&0xff", "5"]) }
+        Command::TableDumpEntryFromKey {
+            table: "t".into(),
+            args: strings(&["0x1&&&0xff", "5"])
+        }
     );
-    assert_eq!(cmd("table_clear t"), Command::TableClear { table: "t".into() });
-    assert_eq!(cmd("table_num_entries t"), Command::TableNumEntries { table: "t".into() });
-    assert_eq!(cmd("table_info t"), Command::TableInfo { table: "t".into() });
-    assert_eq!(cmd("table_show_actions t"), Command::TableShowActions { table: "t".into() });
+    assert_eq!(
+        cmd("table_clear t"),
+        Command::TableClear { table: "t".into() }
+    );
+    assert_eq!(
+        cmd("table_num_entries t"),
+        Command::TableNumEntries { table: "t".into() }
+    );
+    assert_eq!(
+        cmd("table_info t"),
+        Command::TableInfo { table: "t".into() }
+    );
+    assert_eq!(
+        cmd("table_show_actions t"),
+        Command::TableShowActions { table: "t".into() }
+    );
     assert_eq!(cmd("show_tables"), Command::ShowTables);
     assert_eq!(cmd("show_actions"), Command::ShowActions);
     assert_eq!(
         cmd("table_set_timeout t 1 500"),
-        Command::TableSetTimeout { table: "t".into(), handle: 1, timeout_ms: 500 }
+        Command::TableSetTimeout {
+            table: "t".into(),
+            handle: 1,
+            timeout_ms: 500
+        }
     );
 }
 
 #[test]
 fn entry_tails_split_as_table_add_does() {
-    let e = split_entry(&strings(&["10.0.1.1/32", "=>", "00:00:00:00:01:01", "1"]), false).unwrap();
+    let e = split_entry(
+        &strings(&["10.0.1.1/32", "=>", "00:00:00:00:01:01", "1"]),
+        false,
+    )
+    .unwrap();
     assert_eq!(e.match_key, strings(&["10.0.1.1/32"]));
     assert_eq!(e.params, strings(&["00:00:00:00:01:01", "1"]));
     assert_eq!(e.priority, None);
@@ -67,22 +120,42 @@ fn entry_tails_split_as_table_add_does() {
     // Without "=>", runtime_CLI drops the last token as if it were "=>".
     let e = split_entry(&strings(&["1", "2", "3"]), false).unwrap();
     assert_eq!((e.match_key, e.params), (strings(&["1", "2"]), vec![]));
-    assert_eq!(split_entry(&strings(&["1", "=>", "x"]), true), Err(CliError::NoPriority));
+    assert_eq!(
+        split_entry(&strings(&["1", "=>", "x"]), true),
+        Err(CliError::NoPriority)
+    );
     assert_eq!(
         CliError::NoPriority.printed(),
         "Error: Table is ternary, but could not extract a valid priority from args"
     );
-    assert_eq!(split_entry(&strings(&["5"]), true), Err(CliError::InsufficientArgs));
+    assert_eq!(
+        split_entry(&strings(&["5"]), true),
+        Err(CliError::InsufficientArgs)
+    );
 
     let i = split_indirect_entry(&strings(&["0x0a", "=>", "4"]), false).unwrap();
-    assert_eq!((i.match_key, i.handle, i.priority), (strings(&["0x0a"]), 4, None));
-    assert_eq!(split_indirect_entry(&strings(&["0x0a", "4"]), false), Err(CliError::NoHandle));
-    assert_eq!(split_indirect_entry(&strings(&["0x0a", "=>", "4", "5"]), false), Err(CliError::NoHandle));
     assert_eq!(
-        split_indirect_entry(&strings(&["1", "=>", "h"]), false).unwrap_err().printed(),
+        (i.match_key, i.handle, i.priority),
+        (strings(&["0x0a"]), 4, None)
+    );
+    assert_eq!(
+        split_indirect_entry(&strings(&["0x0a", "4"]), false),
+        Err(CliError::NoHandle)
+    );
+    assert_eq!(
+        split_indirect_entry(&strings(&["0x0a", "=>", "4", "5"]), false),
+        Err(CliError::NoHandle)
+    );
+    assert_eq!(
+        split_indirect_entry(&strings(&["1", "=>", "h"]), false)
+            .unwrap_err()
+            .printed(),
         "Error: Bad format for handle"
     );
-    assert_eq!(split_key(&strings(&["1&&&1", "3"]), true), Ok((strings(&["1&&&1"]), Some(3))));
+    assert_eq!(
+        split_key(&strings(&["1&&&1", "3"]), true),
+        Ok((strings(&["1&&&1"]), Some(3)))
+    );
 }
 
 #[test]
@@ -91,132 +164,419 @@ fn action_profile_commands_and_their_legacy_table_forms() {
     let t = |s: &str| ProfileRef::Table(s.into());
     assert_eq!(
         cmd("act_prof_create_member ap a 1 2"),
-        Command::ActProfCreateMember { profile: p("ap"), action: "a".into(), params: strings(&["1", "2"]) }
+        Command::ActProfCreateMember {
+            profile: p("ap"),
+            action: "a".into(),
+            params: strings(&["1", "2"])
+        }
     );
     assert_eq!(
         cmd("table_indirect_create_member tbl a"),
-        Command::ActProfCreateMember { profile: t("tbl"), action: "a".into(), params: vec![] }
+        Command::ActProfCreateMember {
+            profile: t("tbl"),
+            action: "a".into(),
+            params: vec![]
+        }
     );
-    assert_eq!(cmd("act_prof_delete_member ap 3"), Command::ActProfDeleteMember { profile: p("ap"), member: 3 });
+    assert_eq!(
+        cmd("act_prof_delete_member ap 3"),
+        Command::ActProfDeleteMember {
+            profile: p("ap"),
+            member: 3
+        }
+    );
     assert_eq!(
         cmd("act_prof_modify_member ap a 3 => 9"),
-        Command::ActProfModifyMember { profile: p("ap"), action: "a".into(), member: 3, params: strings(&["9"]) }
+        Command::ActProfModifyMember {
+            profile: p("ap"),
+            action: "a".into(),
+            member: 3,
+            params: strings(&["9"])
+        }
     );
-    assert_eq!(cmd("act_prof_create_group ap"), Command::ActProfCreateGroup { profile: p("ap") });
-    assert_eq!(cmd("act_prof_delete_group ap 2"), Command::ActProfDeleteGroup { profile: p("ap"), group: 2 });
+    assert_eq!(
+        cmd("act_prof_create_group ap"),
+        Command::ActProfCreateGroup { profile: p("ap") }
+    );
+    assert_eq!(
+        cmd("act_prof_delete_group ap 2"),
+        Command::ActProfDeleteGroup {
+            profile: p("ap"),
+            group: 2
+        }
+    );
     assert_eq!(
         cmd("act_prof_add_member_to_group ap 1 2"),
-        Command::ActProfAddMemberToGroup { profile: p("ap"), member: 1, group: 2 }
+        Command::ActProfAddMemberToGroup {
+            profile: p("ap"),
+            member: 1,
+            group: 2
+        }
     );
     assert_eq!(
         cmd("table_indirect_remove_member_from_group tbl 1 2"),
-        Command::ActProfRemoveMemberFromGroup { profile: t("tbl"), member: 1, group: 2 }
+        Command::ActProfRemoveMemberFromGroup {
+            profile: t("tbl"),
+            member: 1,
+            group: 2
+        }
     );
-    assert_eq!(cmd("act_prof_dump ap"), Command::ActProfDump { profile: "ap".into() });
-    assert_eq!(cmd("act_prof_dump_member ap 1"), Command::ActProfDumpMember { profile: p("ap"), member: 1 });
-    assert_eq!(cmd("table_dump_group tbl 1"), Command::ActProfDumpGroup { profile: t("tbl"), group: 1 });
+    assert_eq!(
+        cmd("act_prof_dump ap"),
+        Command::ActProfDump {
+            profile: "ap".into()
+        }
+    );
+    assert_eq!(
+        cmd("act_prof_dump_member ap 1"),
+        Command::ActProfDumpMember {
+            profile: p("ap"),
+            member: 1
+        }
+    );
+    assert_eq!(
+        cmd("table_dump_group tbl 1"),
+        Command::ActProfDumpGroup {
+            profile: t("tbl"),
+            group: 1
+        }
+    );
     assert_eq!(
         cmd("table_indirect_add_with_group tbl 0x1 => 2"),
-        Command::TableIndirectAdd { table: "tbl".into(), args: strings(&["0x1", "=>", "2"]), with_group: true }
+        Command::TableIndirectAdd {
+            table: "tbl".into(),
+            args: strings(&["0x1", "=>", "2"]),
+            with_group: true
+        }
     );
     assert_eq!(
         cmd("table_indirect_set_default tbl 2"),
-        Command::TableIndirectSetDefault { table: "tbl".into(), handle: 2, with_group: false }
+        Command::TableIndirectSetDefault {
+            table: "tbl".into(),
+            handle: 2,
+            with_group: false
+        }
     );
-    assert_eq!(cmd("table_indirect_delete tbl 2"), Command::TableIndirectDelete { table: "tbl".into(), handle: 2 });
+    assert_eq!(
+        cmd("table_indirect_delete tbl 2"),
+        Command::TableIndirectDelete {
+            table: "tbl".into(),
+            handle: 2
+        }
+    );
     // The legacy wrapper checks for a table name first.
-    assert_eq!(printed("table_indirect_delete_group"), "Error: Insufficient number of args");
-    assert_eq!(printed("act_prof_delete_group"), "Error: Wrong number of args, expected 2 but got 0");
-    assert_eq!(printed("act_prof_delete_member ap x"), "Error: Bad format for member handle");
-    assert_eq!(printed("act_prof_add_member_to_group ap 1 g"), "Error: Bad format for group handle");
+    assert_eq!(
+        printed("table_indirect_delete_group"),
+        "Error: Insufficient number of args"
+    );
+    assert_eq!(
+        printed("act_prof_delete_group"),
+        "Error: Wrong number of args, expected 2 but got 0"
+    );
+    assert_eq!(
+        printed("act_prof_delete_member ap x"),
+        "Error: Bad format for member handle"
+    );
+    assert_eq!(
+        printed("act_prof_add_member_to_group ap 1 g"),
+        "Error: Bad format for group handle"
+    );
 }
 
 #[test]
 fn counters_registers_meters() {
-    assert_eq!(cmd("counter_read c 3"), Command::CounterRead { counter: "c".into(), index: 3 });
-    assert_eq!(cmd("counter_reset c"), Command::CounterReset { counter: "c".into() });
+    assert_eq!(
+        cmd("counter_read c 3"),
+        Command::CounterRead {
+            counter: "c".into(),
+            index: 3
+        }
+    );
+    assert_eq!(
+        cmd("counter_reset c"),
+        Command::CounterReset {
+            counter: "c".into()
+        }
+    );
     assert_eq!(
         cmd("counter_write c 1 10 1500"),
-        Command::CounterWrite { counter: "c".into(), index: 1, packets: 10, bytes: 1500 }
+        Command::CounterWrite {
+            counter: "c".into(),
+            index: 1,
+            packets: 10,
+            bytes: 1500
+        }
     );
-    assert_eq!(printed("counter_write c 1 x 1500"), "Error: Bad format for packets");
-    assert_eq!(printed("counter_read c"), "Error: Wrong number of args, expected 2 but got 1");
-    assert_eq!(cmd("register_read r"), Command::RegisterRead { register: "r".into(), index: None });
-    assert_eq!(cmd("register_read r 2"), Command::RegisterRead { register: "r".into(), index: Some(2) });
-    assert_eq!(printed("register_read r 2 3"), "Error: Wrong number of args, expected 2 but got 3");
+    assert_eq!(
+        printed("counter_write c 1 x 1500"),
+        "Error: Bad format for packets"
+    );
+    assert_eq!(
+        printed("counter_read c"),
+        "Error: Wrong number of args, expected 2 but got 1"
+    );
+    assert_eq!(
+        cmd("register_read r"),
+        Command::RegisterRead {
+            register: "r".into(),
+            index: None
+        }
+    );
+    assert_eq!(
+        cmd("register_read r 2"),
+        Command::RegisterRead {
+            register: "r".into(),
+            index: Some(2)
+        }
+    );
+    assert_eq!(
+        printed("register_read r 2 3"),
+        "Error: Wrong number of args, expected 2 but got 3"
+    );
     assert_eq!(
         cmd("register_write cIngress.regfile 5 100"),
-        Command::RegisterWrite { register: "cIngress.regfile".into(), index: 5, value: 100 }
+        Command::RegisterWrite {
+            register: "cIngress.regfile".into(),
+            index: 5,
+            value: 100
+        }
     );
     // register_write's value is int(v): decimal only.
-    assert_eq!(printed("register_write r 5 0x10"), "Error: Bad format for value, must be an integer");
-    assert_eq!(cmd("register_reset r"), Command::RegisterReset { register: "r".into() });
+    assert_eq!(
+        printed("register_write r 5 0x10"),
+        "Error: Bad format for value, must be an integer"
+    );
+    assert_eq!(
+        cmd("register_reset r"),
+        Command::RegisterReset {
+            register: "r".into()
+        }
+    );
     assert_eq!(
         cmd("meter_array_set_rates cIngress.meter0 0.000006:7 0.00008:9"),
         Command::MeterArraySetRates {
             meter: "cIngress.meter0".into(),
-            rates: vec![MeterRate { rate: 0.000006, burst: 7 }, MeterRate { rate: 0.00008, burst: 9 }],
+            rates: vec![
+                MeterRate {
+                    rate: 0.000006,
+                    burst: 7
+                },
+                MeterRate {
+                    rate: 0.00008,
+                    burst: 9
+                }
+            ],
         }
     );
     assert_eq!(
         cmd("meter_set_rates m 2 1e-3:4"),
-        Command::MeterSetRates { meter: "m".into(), index: 2, rates: vec![MeterRate { rate: 0.001, burst: 4 }] }
+        Command::MeterSetRates {
+            meter: "m".into(),
+            index: 2,
+            rates: vec![MeterRate {
+                rate: 0.001,
+                burst: 4
+            }]
+        }
     );
-    assert_eq!(printed("meter_set_rates m 2 0.5"), "Error: Error while parsing rates");
-    assert_eq!(printed("meter_set_rates m 2 0.5:1.5"), "Error: Error while parsing rates");
-    assert_eq!(printed("meter_set_rates m x 0.5:1"), "Error: Bad format for index");
-    assert_eq!(cmd("meter_get_rates m 1"), Command::MeterGetRates { meter: "m".into(), index: 1 });
+    assert_eq!(
+        printed("meter_set_rates m 2 0.5"),
+        "Error: Error while parsing rates"
+    );
+    assert_eq!(
+        printed("meter_set_rates m 2 0.5:1.5"),
+        "Error: Error while parsing rates"
+    );
+    assert_eq!(
+        printed("meter_set_rates m x 0.5:1"),
+        "Error: Bad format for index"
+    );
+    assert_eq!(
+        cmd("meter_get_rates m 1"),
+        Command::MeterGetRates {
+            meter: "m".into(),
+            index: 1
+        }
+    );
 }
 
 #[test]
 fn multicast_and_mirroring() {
-    assert_eq!(cmd("mc_mgrp_create 1113"), Command::McMgrpCreate { mgrp: 1113 });
+    assert_eq!(
+        cmd("mc_mgrp_create 1113"),
+        Command::McMgrpCreate { mgrp: 1113 }
+    );
     assert_eq!(cmd("mc_mgrp_destroy 1"), Command::McMgrpDestroy { mgrp: 1 });
-    assert_eq!(cmd("mc_node_create 257 8 6"), Command::McNodeCreate { rid: 257, ports: vec![6, 8], lags: vec![] });
-    assert_eq!(cmd("mc_node_create 0 1 | 3 2"), Command::McNodeCreate { rid: 0, ports: vec![1], lags: vec![2, 3] });
-    assert_eq!(cmd("mc_node_create 5"), Command::McNodeCreate { rid: 5, ports: vec![], lags: vec![] });
-    assert_eq!(printed("mc_node_create 0 1 x"), "Error: 'x' is not a valid port number");
-    assert_eq!(printed("mc_node_create 0 -1"), "Error: '-1' is not a valid port number");
-    assert_eq!(printed("mc_node_create 0 2 1 2"), "Error: Found duplicate port number '2'");
-    assert_eq!(printed("mc_node_create 0 | 4 4"), "Error: Found duplicate lag number '4'");
+    assert_eq!(
+        cmd("mc_node_create 257 8 6"),
+        Command::McNodeCreate {
+            rid: 257,
+            ports: vec![6, 8],
+            lags: vec![]
+        }
+    );
+    assert_eq!(
+        cmd("mc_node_create 0 1 | 3 2"),
+        Command::McNodeCreate {
+            rid: 0,
+            ports: vec![1],
+            lags: vec![2, 3]
+        }
+    );
+    assert_eq!(
+        cmd("mc_node_create 5"),
+        Command::McNodeCreate {
+            rid: 5,
+            ports: vec![],
+            lags: vec![]
+        }
+    );
+    assert_eq!(
+        printed("mc_node_create 0 1 x"),
+        "Error: 'x' is not a valid port number"
+    );
+    assert_eq!(
+        printed("mc_node_create 0 -1"),
+        "Error: '-1' is not a valid port number"
+    );
+    assert_eq!(
+        printed("mc_node_create 0 2 1 2"),
+        "Error: Found duplicate port number '2'"
+    );
+    assert_eq!(
+        printed("mc_node_create 0 | 4 4"),
+        "Error: Found duplicate lag number '4'"
+    );
     assert_eq!(printed("mc_node_create r 1"), "Error: Bad format for rid");
-    assert_eq!(cmd("mc_node_update 3 1 2"), Command::McNodeUpdate { node: 3, ports: vec![1, 2], lags: vec![] });
-    assert_eq!(cmd("mc_node_associate 1113 0"), Command::McNodeAssociate { mgrp: 1113, node: 0 });
-    assert_eq!(cmd("mc_node_dissociate 1113 0"), Command::McNodeDissociate { mgrp: 1113, node: 0 });
-    assert_eq!(printed("mc_node_associate g 0"), "Error: Bad format for multicast group id");
+    assert_eq!(
+        cmd("mc_node_update 3 1 2"),
+        Command::McNodeUpdate {
+            node: 3,
+            ports: vec![1, 2],
+            lags: vec![]
+        }
+    );
+    assert_eq!(
+        cmd("mc_node_associate 1113 0"),
+        Command::McNodeAssociate {
+            mgrp: 1113,
+            node: 0
+        }
+    );
+    assert_eq!(
+        cmd("mc_node_dissociate 1113 0"),
+        Command::McNodeDissociate {
+            mgrp: 1113,
+            node: 0
+        }
+    );
+    assert_eq!(
+        printed("mc_node_associate g 0"),
+        "Error: Bad format for multicast group id"
+    );
     assert_eq!(cmd("mc_node_destroy 4"), Command::McNodeDestroy { node: 4 });
-    assert_eq!(cmd("mc_set_lag_membership 1 3 2"), Command::McSetLagMembership { lag: 1, ports: vec![2, 3] });
+    assert_eq!(
+        cmd("mc_set_lag_membership 1 3 2"),
+        Command::McSetLagMembership {
+            lag: 1,
+            ports: vec![2, 3]
+        }
+    );
     assert_eq!(cmd("mc_dump"), Command::McDump);
-    assert_eq!(cmd("mirroring_add 5 4"), Command::MirroringAdd { session: 5, port: 4 });
-    assert_eq!(cmd("mirroring_add_mc 8 3"), Command::MirroringAddMc { session: 8, mgrp: 3 });
-    assert_eq!(cmd("mirroring_delete 5"), Command::MirroringDelete { session: 5 });
-    assert_eq!(cmd("mirroring_get 10"), Command::MirroringGet { session: 10 });
-    assert_eq!(printed("mirroring_add x 4"), "Error: Bad format for mirror_id, expected integer");
-    assert_eq!(printed("mirroring_add 1"), "Error: Wrong number of args, expected 2 but got 1");
+    assert_eq!(
+        cmd("mirroring_add 5 4"),
+        Command::MirroringAdd {
+            session: 5,
+            port: 4
+        }
+    );
+    assert_eq!(
+        cmd("mirroring_add_mc 8 3"),
+        Command::MirroringAddMc {
+            session: 8,
+            mgrp: 3
+        }
+    );
+    assert_eq!(
+        cmd("mirroring_delete 5"),
+        Command::MirroringDelete { session: 5 }
+    );
+    assert_eq!(
+        cmd("mirroring_get 10"),
+        Command::MirroringGet { session: 10 }
+    );
+    assert_eq!(
+        printed("mirroring_add x 4"),
+        "Error: Bad format for mirror_id, expected integer"
+    );
+    assert_eq!(
+        printed("mirroring_add 1"),
+        "Error: Wrong number of args, expected 2 but got 1"
+    );
 }
 
 #[test]
 fn switch_and_queue_commands() {
-    assert_eq!(cmd("set_queue_depth 64"), Command::SetQueueDepth { depth: 64, port: None, priority: None });
-    assert_eq!(cmd("set_queue_depth 64 2"), Command::SetQueueDepth { depth: 64, port: Some(2), priority: None });
+    assert_eq!(
+        cmd("set_queue_depth 64"),
+        Command::SetQueueDepth {
+            depth: 64,
+            port: None,
+            priority: None
+        }
+    );
+    assert_eq!(
+        cmd("set_queue_depth 64 2"),
+        Command::SetQueueDepth {
+            depth: 64,
+            port: Some(2),
+            priority: None
+        }
+    );
     assert_eq!(
         cmd("set_queue_rate 1000 2 7"),
-        Command::SetQueueRate { rate_pps: 1000, port: Some(2), priority: Some(7) }
+        Command::SetQueueRate {
+            rate_pps: 1000,
+            port: Some(2),
+            priority: Some(7)
+        }
     );
-    assert_eq!(printed("set_queue_rate fast"), "Error: Bad format for rate_pps, expected integer");
-    assert_eq!(printed("set_queue_depth"), "Error: Insufficient number of args");
+    assert_eq!(
+        printed("set_queue_rate fast"),
+        "Error: Bad format for rate_pps, expected integer"
+    );
+    assert_eq!(
+        printed("set_queue_depth"),
+        "Error: Insufficient number of args"
+    );
     assert_eq!(cmd("reset_state"), Command::ResetState);
-    assert_eq!(printed("reset_state now"), "Error: Wrong number of args, expected 0 but got 1");
+    assert_eq!(
+        printed("reset_state now"),
+        "Error: Wrong number of args, expected 0 but got 1"
+    );
     assert_eq!(cmd("help"), Command::Help(None));
     assert_eq!(cmd("?table_add"), Command::Help(Some("table_add".into())));
     assert_eq!(cmd("!ls -l"), Command::Shell("ls -l".into()));
     assert_eq!(cmd("EOF"), Command::Eof);
-    assert_eq!(cmd("pvs_add p 0x10"), Command::PvsAdd { pvs: "p".into(), value: "0x10".into() });
+    assert_eq!(
+        cmd("pvs_add p 0x10"),
+        Command::PvsAdd {
+            pvs: "p".into(),
+            value: "0x10".into()
+        }
+    );
     assert_eq!(
         cmd("port_add veth0 3 /tmp/p.pcap"),
-        Command::PortAdd { iface: "veth0".into(), port: 3, pcap: Some("/tmp/p.pcap".into()) }
+        Command::PortAdd {
+            iface: "veth0".into(),
+            port: 3,
+            pcap: Some("/tmp/p.pcap".into())
+        }
     );
-    assert_eq!(printed("port_remove x"), "Error: Bad format for port_num, must be an integer");
+    assert_eq!(
+        printed("port_remove x"),
+        "Error: Bad format for port_num, must be an integer"
+    );
     assert_eq!(
         cmd("set_crc16_parameters calc 0x1021 0xffff 0 false True"),
         Command::SetCrcParameters {
@@ -229,112 +589,27 @@ fn switch_and_queue_commands() {
             remainder_reflected: true,
         }
     );
-    assert_eq!(printed("set_crc16_parameters c 0x10000 0 0 0 0"), "Error: Integer cannot fit within 16 bits");
-    assert_eq!(printed("set_crc32_parameters c 1 0 0 maybe 0"), "Error: Invalid bool parameter");
+    assert_eq!(
+        printed("set_crc16_parameters c 0x10000 0 0 0 0"),
+        "Error: Integer cannot fit within 16 bits"
+    );
+    assert_eq!(
+        printed("set_crc32_parameters c 1 0 0 maybe 0"),
+        "Error: Invalid bool parameter"
+    );
     assert_eq!(
         cmd("set_toeplitz_hash_key h 6d5a56da"),
-        Command::SetToeplitzHashKey { name: "h".into(), key: vec![0x6d, 0x5a, 0x56, 0xda] }
+        Command::SetToeplitzHashKey {
+            name: "h".into(),
+            key: vec![0x6d, 0x5a, 0x56, 0xda]
+        }
     );
-    assert_eq!(printed("set_toeplitz_hash_key h 6d5a"), "Error: Toeplitz hash key must be a multiple of 4 bytes in length");
-    assert_eq!(printed("set_toeplitz_hash_key h xyz0"), "Error: Toeplitz hash key must be a hex string");
-}
-
-#[test]
-fn unknown_commands_and_wrong_counts_use_the_clis_words() {
-    assert_eq!(printed("table_ad t a 1 => 2"), "*** Unknown syntax: table_ad t a 1 => 2");
-    assert_eq!(printed("-x"), "*** Unknown syntax: -x");
-    assert_eq!(printed("table-add t"), "*** Unknown syntax: table-add t");
-    assert_eq!(printed("table_add t a"), "Error: Insufficient number of args");
-    assert_eq!(printed("table_delete t"), "Error: Wrong number of args, expected 2 but got 1");
-    assert_eq!(printed("table_delete t h"), "Error: Bad format for entry handle");
-    assert_eq!(printed("table_modify t a h 1"), "Error: Bad format for entry handle");
-    assert_eq!(printed("show_tables x"), "Error: Wrong number of args, expected 0 but got 1");
-    assert_eq!(printed("table_set_timeout t 1 soon"), "Error: Bad format for timeout");
-    assert_eq!(printed("table_indirect_add t"), "Error: Insufficient number of args");
-}
-
-#[test]
-fn engine_side_messages_have_bmv2s_wording() {
-    let cases: Vec<(CliError, &str)> = vec![
-        (CliError::InvalidTableName("foo".into()), "Error: Invalid table name (foo)"),
-        (CliError::InvalidActionProfileName("ap".into()), "Error: Invalid action profile name (ap)"),
-        (CliError::InvalidCounterName("c".into()), "Error: Invalid counter name (c)"),
-        (CliError::InvalidRegisterName("r".into()), "Error: Invalid register name (r)"),
-        (CliError::InvalidMeterName("m".into()), "Error: Invalid meter name (m)"),
-        (CliError::InvalidCrcName { width: 16, name: "x".into() }, "Error: Invalid crc16_custom name (x)"),
-        (CliError::TableHasNoAction { table: "t".into(), action: "a".into() }, "Error: Table t has no action a"),
-        (
-            CliError::ProfileHasNoAction { profile: "p".into(), action: "a".into() },
-            "Error: Action profile 'p' has no action 'a'",
-        ),
-        (CliError::WrongParamCount { action: "fwd".into(), expected: 2 }, "Error: Action fwd needs 2 parameters"),
-        (CliError::WrongKeyCount { table: "t".into(), expected: 1 }, "Error: Table t needs 1 key fields"),
-        (CliError::WrongRateCount { expected: 2, got: 1 }, "Error: Invalid number of rates, expected 2 but got 1"),
-        (
-            CliError::Operation { kind: OperationKind::Table, code: "DUPLICATE_ENTRY".into() },
-            "Invalid table operation (DUPLICATE_ENTRY)",
-        ),
-        (
-            CliError::Operation { kind: OperationKind::Pre, code: "INVALID_MGID".into() },
-            "Invalid PRE operation (INVALID_MGID)",
-        ),
-        (
-            CliError::RuntimeData { field: "0x1ff".into(), error: crate::text::value::ValueError::TooLarge },
-            "Invalid runtime data: Error while parsing 0x1ff - Parameter is too large",
-        ),
-        (
-            CliError::MatchKey(crate::text::key::MatchError::BadLpm("1".into())),
-            "Invalid match key: Invalid LPM value 1, use '/' to separate prefix and length",
-        ),
-    ];
-    for (e, text) in cases {
-        assert_eq!(e.printed(), text);
-    }
-}
-
-#[test]
-fn pvs_values_fit_the_sets_width() {
-    assert_eq!(parse_pvs_value("0x1ff", 9), Ok(vec![0x01, 0xff]));
-    assert_eq!(parse_pvs_value("0x200", 9), Err(CliError::PvsValueTooLarge(9)));
     assert_eq!(
-        CliError::PvsValueTooLarge(9).printed(),
-        "Error: Input is too large, it should fit within 9 bits"
+        printed("set_toeplitz_hash_key h 6d5a"),
+        "Error: Toeplitz hash key must be a multiple of 4 bytes in length"
     );
-    assert_eq!(parse_pvs_value("x", 9), Err(CliError::PvsNotAnInteger));
-}
-
-#[test]
-fn scripts_skip_blank_and_comment_lines_and_number_the_rest() {
-    let script = "# set up\n\ntable_set_default t drop\nbogus\n  \nmirroring_add 1 2\n";
-    let out = parse_script(script);
-    assert_eq!(out.len(), 3);
-    assert_eq!(out[0].0, 3);
-    assert!(matches!(out[0].1, Ok(Command::TableSetDefault { .. })));
-    assert_eq!((out[1].0, out[1].1.clone()), (4, Err(CliError::UnknownSyntax("bogus".into()))));
-    assert_eq!((out[2].0, out[2].1.clone()), (6, Ok(Command::MirroringAdd { session: 1, port: 2 })));
-}
-
-proptest! {
-    #[test]
-    fn parse_script_never_panics(text in "(?s).{0,200}") {
-        let _ = parse_script(&text);
-    }
-
-    #[test]
-    fn command_shaped_lines_never_panic(
-        name in prop::sample::select(vec![
-            "table_add", "table_modify", "act_prof_modify_member", "table_indirect_add", "mc_node_create",
-            "meter_set_rates", "set_crc32_parameters", "set_toeplitz_hash_key", "register_read", "set_queue_rate",
-        ]),
-        args in prop::collection::vec("[0-9a-fx:|=>._&-]{0,6}", 0..8),
-        prio in any::<bool>(),
-    ) {
-        let line = format!("{name} {}", args.join(" "));
-        if let Ok(Some(Command::TableAdd { args, .. })) = parse_line(&line) {
-            let _ = split_entry(&args, prio);
-        }
-        if let Ok(Some(Command::TableIndirectAdd { args, .. })) = parse_line(&line) {
-            let _ = split_indirect_entry(&args, prio);
-        }
-    }
+    assert_eq!(
+        printed("set_toeplitz_hash_key h xyz0"),
+        "Error: Toeplitz hash key must be a hex string"
+    );
 }

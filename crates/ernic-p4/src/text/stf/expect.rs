@@ -54,12 +54,21 @@ impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mismatch::TooLong { received, expected } => {
-                write!(f, "Received packet too long {received} vs {expected} (in units of hex digits)")
+                write!(
+                    f,
+                    "Received packet too long {received} vs {expected} (in units of hex digits)"
+                )
             }
             Mismatch::TooShort { received, expected } => {
                 write!(f, "Received packet too short {received} vs {expected}")
             }
-            Mismatch::Differs { position, expected, received, received_hex, expected_hex } => write!(
+            Mismatch::Differs {
+                position,
+                expected,
+                received,
+                received_hex,
+                expected_hex,
+            } => write!(
                 f,
                 "Packet different at position {position}: expected {expected}, received {received}\n\
                  Received packet\n {received_hex}\nExpected packet\n {expected_hex}"
@@ -83,14 +92,24 @@ impl ExpectedPacket {
         };
         let nibbles = body
             .chars()
-            .map(|c| if c == '*' { Some(None) } else { c.to_digit(16).map(|d| Some(d as u8)) })
+            .map(|c| {
+                if c == '*' {
+                    Some(None)
+                } else {
+                    c.to_digit(16).map(|d| Some(d as u8))
+                }
+            })
             .collect::<Option<Vec<_>>>()?;
         Some(ExpectedPacket { nibbles, exact_len })
     }
 
     /// The expectation as p4c prints it: upper-case hex, `*`, and `$` if exact.
     pub fn to_text(&self) -> String {
-        let mut s: String = self.nibbles.iter().map(|n| n.map_or('*', hex_digit)).collect();
+        let mut s: String = self
+            .nibbles
+            .iter()
+            .map(|n| n.map_or('*', hex_digit))
+            .collect();
         if self.exact_len {
             s.push('$');
         }
@@ -147,12 +166,27 @@ mod tests {
         let e = ExpectedPacket::parse("0a0b").unwrap();
         assert!(e.matches(&[0x0a, 0x0b]));
         assert!(e.matches(&[0x0a, 0x0b, 0xff]));
-        assert_eq!(e.compare(&[0x0a]), Err(Mismatch::TooShort { received: 2, expected: 4 }));
+        assert_eq!(
+            e.compare(&[0x0a]),
+            Err(Mismatch::TooShort {
+                received: 2,
+                expected: 4
+            })
+        );
         let e = ExpectedPacket::parse("0a 0b $").unwrap();
         assert!(e.matches(&[0x0a, 0x0b]));
         let err = e.compare(&[0x0a, 0x0b, 0xff]).unwrap_err();
-        assert_eq!(err, Mismatch::TooLong { received: 6, expected: 4 });
-        assert_eq!(err.to_string(), "Received packet too long 6 vs 4 (in units of hex digits)");
+        assert_eq!(
+            err,
+            Mismatch::TooLong {
+                received: 6,
+                expected: 4
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "Received packet too long 6 vs 4 (in units of hex digits)"
+        );
         // "$" alone: only an empty packet.
         let e = ExpectedPacket::parse("$").unwrap();
         assert!(e.matches(&[]));
@@ -188,7 +222,10 @@ mod tests {
                 expected_hex: "0000**02".into(),
             }
         );
-        assert!(err.to_string().starts_with("Packet different at position 2: expected 0, received 1"));
+        assert!(
+            err.to_string()
+                .starts_with("Packet different at position 2: expected 0, received 1")
+        );
         assert_eq!(e.to_text(), "0000**02");
     }
 }

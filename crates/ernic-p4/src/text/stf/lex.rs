@@ -129,7 +129,8 @@ pub(super) fn lex_line(line: &str) -> Result<Vec<Tok>, StfErrorKind> {
             break;
         }
         // Numbers, in p4c's rule order: hex (with `*`), binary, decimal.
-        let prefixed = |p: u8| c == b'0' && s.get(i + 1).is_some_and(|&x| x.to_ascii_lowercase() == p);
+        let prefixed =
+            |p: u8| c == b'0' && s.get(i + 1).is_some_and(|&x| x.to_ascii_lowercase() == p);
         if prefixed(b'x') && run(s, i + 2, |c| c.is_ascii_hexdigit() || c == b'*') > 0 {
             let n = 2 + run(s, i + 2, |c| c.is_ascii_hexdigit() || c == b'*');
             out.push(Tok::Hex(line[i..i + n].to_string()));
@@ -156,7 +157,11 @@ pub(super) fn lex_line(line: &str) -> Result<Vec<Tok>, StfErrorKind> {
             if keyword_state {
                 keyword_state = false;
                 packet_data = lower == "packet" || lower == "expect";
-                out.push(if is_kw { Tok::Keyword(lower) } else { Tok::Id(word.to_string()) });
+                out.push(if is_kw {
+                    Tok::Keyword(lower)
+                } else {
+                    Tok::Id(word.to_string())
+                });
             } else if lower == "packets" || lower == "bytes" {
                 out.push(Tok::Keyword(lower));
             } else {
@@ -166,8 +171,13 @@ pub(super) fn lex_line(line: &str) -> Result<Vec<Tok>, StfErrorKind> {
             continue;
         }
         if c == b'"' {
-            let n = s[i + 1..].iter().position(|&c| c == b'"').filter(|&n| n > 0);
-            let Some(n) = n else { return Err(StfErrorKind::IllegalCharacter('"')) };
+            let n = s[i + 1..]
+                .iter()
+                .position(|&c| c == b'"')
+                .filter(|&n| n > 0);
+            let Some(n) = n else {
+                return Err(StfErrorKind::IllegalCharacter('"'));
+            };
             out.push(Tok::Id(line[i + 1..i + 1 + n].to_string()));
             i += n + 2;
             continue;
@@ -181,7 +191,11 @@ pub(super) fn lex_line(line: &str) -> Result<Vec<Tok>, StfErrorKind> {
         let one = [":", ",", ".", "[", "]", "(", ")", "/", "=", "<", ">"];
         match one.into_iter().find(|p| p.as_bytes()[0] == c) {
             Some(p) => out.push(Tok::Punct(p)),
-            None => return Err(StfErrorKind::IllegalCharacter(line[i..].chars().next().unwrap_or('?'))),
+            None => {
+                return Err(StfErrorKind::IllegalCharacter(
+                    line[i..].chars().next().unwrap_or('?'),
+                ));
+            }
         }
         i += 1;
     }

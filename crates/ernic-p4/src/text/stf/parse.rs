@@ -3,8 +3,8 @@
 
 use super::lex::{Tok, lex_line};
 use super::{
-    CmpOp, CountType, CounterCheck, CounterIndex, ExpectedPacket, StfAction, StfError, StfErrorKind, StfKey,
-    StfStatement, StfValue,
+    CmpOp, CountType, CounterCheck, CounterIndex, ExpectedPacket, StfAction, StfError,
+    StfErrorKind, StfKey, StfStatement, StfValue,
 };
 use crate::text::cli::parse_line;
 
@@ -19,7 +19,10 @@ pub fn parse_stf(text: &str) -> Vec<std::result::Result<(usize, StfStatement), S
         match lex_line(line).and_then(|toks| statement(&toks)) {
             Ok(None) => {}
             Ok(Some(s)) => out.push(Ok((line_no, s))),
-            Err(kind) => out.push(Err(StfError { line: line_no, kind })),
+            Err(kind) => out.push(Err(StfError {
+                line: line_no,
+                kind,
+            })),
         }
     }
     out
@@ -137,13 +140,18 @@ impl Cursor<'_> {
 }
 
 fn u32_of(text: &str) -> Result<u32> {
-    text.parse().map_err(|_| StfErrorKind::NumberTooLarge(text.to_string()))
+    text.parse()
+        .map_err(|_| StfErrorKind::NumberTooLarge(text.to_string()))
 }
 
 fn statement(toks: &[Tok]) -> Result<Option<StfStatement>> {
     let mut c = Cursor { toks, pos: 0 };
-    let Some(first) = c.peek() else { return Ok(None) };
-    let Tok::Keyword(kw) = first else { return Err(Cursor::unexpected(first)) };
+    let Some(first) = c.peek() else {
+        return Ok(None);
+    };
+    let Tok::Keyword(kw) = first else {
+        return Err(Cursor::unexpected(first));
+    };
     let kw = kw.clone();
     c.pos += 1;
     let st = match kw.as_str() {
@@ -153,13 +161,18 @@ fn statement(toks: &[Tok]) -> Result<Option<StfStatement>> {
         "remove" => {
             // p4c lexes `all` as an identifier here; take either.
             match c.next()? {
-                Tok::Id(a) | Tok::Keyword(a) if a.eq_ignore_ascii_case("all") => StfStatement::RemoveAll,
+                Tok::Id(a) | Tok::Keyword(a) if a.eq_ignore_ascii_case("all") => {
+                    StfStatement::RemoveAll
+                }
                 t => return Err(Cursor::unexpected(t)),
             }
         }
         "setdefault" => {
             let table = c.qualified_name()?;
-            StfStatement::SetDefault { table, action: c.action()? }
+            StfStatement::SetDefault {
+                table,
+                action: c.action()?,
+            }
         }
         "add" => add(&mut c)?,
         "check_counter" => check_counter(&mut c)?,
@@ -207,8 +220,13 @@ fn packet(kw: &str, c: &mut Cursor<'_>) -> Result<StfStatement> {
     if text.len() % 2 != 0 {
         return Err(StfErrorKind::OddPacketData(text));
     }
-    let data = text.as_bytes().chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap_or("zz"), 16));
-    let data = data.collect::<std::result::Result<Vec<u8>, _>>().map_err(|_| StfErrorKind::OddPacketData(text))?;
+    let data = text
+        .as_bytes()
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap_or("zz"), 16));
+    let data = data
+        .collect::<std::result::Result<Vec<u8>, _>>()
+        .map_err(|_| StfErrorKind::OddPacketData(text))?;
     Ok(StfStatement::Packet { port, data })
 }
 
@@ -235,20 +253,45 @@ fn add(c: &mut Cursor<'_>) -> Result<StfStatement> {
         }
         c.punct(":")?;
         let value = c.number()?;
-        let value = if c.eat_punct("/") { StfValue::Prefix { value, len: c.number()? } } else { StfValue::Number(value) };
+        let value = if c.eat_punct("/") {
+            StfValue::Prefix {
+                value,
+                len: c.number()?,
+            }
+        } else {
+            StfValue::Number(value)
+        };
         keys.push(StfKey { field: name, value });
     };
-    let handle_name = if c.eat_punct("=") { Some(c.id()?) } else { None };
-    Ok(StfStatement::Add { table, priority, keys, action, handle_name })
+    let handle_name = if c.eat_punct("=") {
+        Some(c.id()?)
+    } else {
+        None
+    };
+    Ok(StfStatement::Add {
+        table,
+        priority,
+        keys,
+        action,
+        handle_name,
+    })
 }
 
 /// `CHECK_COUNTER ID LPAREN id_or_index RPAREN [count_type logical_cond number]`
 fn check_counter(c: &mut Cursor<'_>) -> Result<StfStatement> {
     let counter = c.id()?;
     c.punct("(")?;
-    let index = if c.is_number() { CounterIndex::Number(c.number()?) } else { CounterIndex::Id(c.id()?) };
+    let index = if c.is_number() {
+        CounterIndex::Number(c.number()?)
+    } else {
+        CounterIndex::Id(c.id()?)
+    };
     c.punct(")")?;
-    let mut check = CounterCheck { count: None, op: CmpOp::Eq, value: "0".into() };
+    let mut check = CounterCheck {
+        count: None,
+        op: CmpOp::Eq,
+        value: "0".into(),
+    };
     if c.peek().is_some() {
         check.count = Some(match c.next()? {
             Tok::Keyword(k) if k == "packets" => CountType::Packets,
@@ -266,7 +309,11 @@ fn check_counter(c: &mut Cursor<'_>) -> Result<StfStatement> {
         };
         check.value = c.number()?;
     }
-    Ok(StfStatement::CheckCounter { counter, index, check })
+    Ok(StfStatement::CheckCounter {
+        counter,
+        index,
+        check,
+    })
 }
 
 /// bmv2stf.py's `direct_cmd`s: checked against its grammar, then passed to
@@ -285,7 +332,12 @@ fn direct_command(kw: &str, c: &mut Cursor<'_>) -> Result<StfStatement> {
         "meter_set_rates" => "qnr",
         "meter_array_set_rates" => "qr",
         // Any other keyword (`all`, `packets`, `bytes`) cannot start a line.
-        _ => return Err(StfErrorKind::UnexpectedToken { value: kw.to_string(), ty: "keyword" }),
+        _ => {
+            return Err(StfErrorKind::UnexpectedToken {
+                value: kw.to_string(),
+                ty: "keyword",
+            });
+        }
     };
     for part in shape.chars() {
         match part {
@@ -301,7 +353,7 @@ fn direct_command(kw: &str, c: &mut Cursor<'_>) -> Result<StfStatement> {
         }
     }
     let line = words.join(" ");
-    let command =
-        parse_line(&line).and_then(|cmd| cmd.ok_or_else(|| crate::text::cli::CliError::UnknownSyntax(line.clone())));
+    let command = parse_line(&line)
+        .and_then(|cmd| cmd.ok_or_else(|| crate::text::cli::CliError::UnknownSyntax(line.clone())));
     Ok(StfStatement::Cli { line, command })
 }

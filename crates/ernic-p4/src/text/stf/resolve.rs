@@ -105,7 +105,11 @@ pub fn find_key_field(name: &str, fields: &[&str]) -> Result<usize, ResolveError
         key.push('$');
     } else if has(&format!("{key}.$valid$")) {
         key.push_str(".$valid$");
-    } else if let Some(alt) = key.strip_suffix("valid").filter(|_| key.ends_with(".valid")).map(|h| format!("{h}$valid$")) {
+    } else if let Some(alt) = key
+        .strip_suffix("valid")
+        .filter(|_| key.ends_with(".valid"))
+        .map(|h| format!("{h}$valid$"))
+    {
         found = has(&alt);
         if found {
             key = alt;
@@ -115,10 +119,8 @@ pub fn find_key_field(name: &str, fields: &[&str]) -> Result<usize, ResolveError
     }
     if !found {
         for f in fields {
-            if f.ends_with(&format!(".{key}")) || f.ends_with(&format!(".{key}$")) {
-                key = f.to_string();
-                found = true;
-            } else if key == "valid" && f.ends_with(".$valid$") {
+            let suffix = f.ends_with(&format!(".{key}")) || f.ends_with(&format!(".{key}$"));
+            if suffix || (key == "valid" && f.ends_with(".$valid$")) {
                 key = f.to_string();
                 found = true;
             }
@@ -127,16 +129,26 @@ pub fn find_key_field(name: &str, fields: &[&str]) -> Result<usize, ResolveError
     if !found && key == "valid" && has("$valid$") {
         key = "$valid$".into();
     }
-    fields.iter().position(|f| *f == key).ok_or(ResolveError::UnexpectedKeyField(key))
+    fields
+        .iter()
+        .position(|f| *f == key)
+        .ok_or(ResolveError::UnexpectedKeyField(key))
 }
 
 /// `re.match("(.*)\$([0-9]+)(.*)")`: the last `$` followed by digits
 /// becomes `[digits]`.
 fn stack_index(name: &str) -> String {
     let b = name.as_bytes();
-    let at = (0..b.len()).rev().find(|&i| b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit));
-    let Some(at) = at else { return name.to_string() };
-    let digits = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let at = (0..b.len())
+        .rev()
+        .find(|&i| b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit));
+    let Some(at) = at else {
+        return name.to_string();
+    };
+    let digits = b[at + 1..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
     let end = at + 1 + digits;
     format!("{}[{}]{}", &name[..at], &name[at + 1..end], &name[end..])
 }
@@ -155,7 +167,11 @@ pub fn match_token(field: &str, value: &StfValue, kind: &str) -> Result<String, 
         StfValue::Number(v) => v,
         StfValue::Prefix { value, len } if kind == "lpm" => return Ok(format!("{value}/{len}")),
         StfValue::Prefix { value, .. } => {
-            return Err(ResolveError::PrefixNotLpm { field: field.into(), value: value.clone(), kind: kind.into() });
+            return Err(ResolveError::PrefixNotLpm {
+                field: field.into(),
+                value: value.clone(),
+                kind: kind.into(),
+            });
         }
     };
     match kind {
@@ -170,8 +186,14 @@ pub fn match_token(field: &str, value: &StfValue, kind: &str) -> Result<String, 
                 return Err(ResolveError::DecimalTernary(v.clone()));
             };
             let body = &v[2..];
-            let mask: String = body.chars().map(|c| if c == '*' { '0' } else { one }).collect();
-            Ok(format!("{prefix}{}&&&{prefix}{mask}", body.replace('*', "0")))
+            let mask: String = body
+                .chars()
+                .map(|c| if c == '*' { '0' } else { one })
+                .collect();
+            Ok(format!(
+                "{prefix}{}&&&{prefix}{mask}",
+                body.replace('*', "0")
+            ))
         }
         "lpm" => {
             let (text, per_digit) = if v.starts_with("0x") {
@@ -205,13 +227,22 @@ fn decimal_to_hex(dec: &str) -> String {
             carry >>= 4;
         }
     }
-    nibbles.iter().map(|&n| char::from_digit(u32::from(n), 16).unwrap_or('0')).collect()
+    nibbles
+        .iter()
+        .map(|&n| char::from_digit(u32::from(n), 16).unwrap_or('0'))
+        .collect()
 }
 
 /// The CLI match tokens of an `add`, in key order: each given key set on
 /// its field, the rest at their defaults. `fields` are `(name, kind)`.
-pub fn entry_match_tokens(keys: &[StfKey], fields: &[(&str, &str)]) -> Result<Vec<String>, ResolveError> {
-    let mut tokens = fields.iter().map(|(_, kind)| default_match_token(kind).map(String::from)).collect::<Result<Vec<_>, _>>()?;
+pub fn entry_match_tokens(
+    keys: &[StfKey],
+    fields: &[(&str, &str)],
+) -> Result<Vec<String>, ResolveError> {
+    let mut tokens = fields
+        .iter()
+        .map(|(_, kind)| default_match_token(kind).map(String::from))
+        .collect::<Result<Vec<_>, _>>()?;
     let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
     for k in keys {
         let i = find_key_field(&k.field, &names)?;
@@ -224,10 +255,17 @@ pub fn entry_match_tokens(keys: &[StfKey], fields: &[(&str, &str)]) -> Result<Ve
 pub fn action_params(action: &StfAction, params: &[&str]) -> Result<Vec<String>, ResolveError> {
     let mut values: Vec<Option<String>> = vec![None; params.len()];
     for (name, value) in &action.args {
-        let i = params.iter().position(|p| p == name).ok_or_else(|| ResolveError::UnexpectedActionArg(name.clone()))?;
+        let i = params
+            .iter()
+            .position(|p| p == name)
+            .ok_or_else(|| ResolveError::UnexpectedActionArg(name.clone()))?;
         values[i] = Some(value.clone());
     }
-    values.into_iter().zip(params).map(|(v, p)| v.ok_or_else(|| ResolveError::MissingActionArg(p.to_string()))).collect()
+    values
+        .into_iter()
+        .zip(params)
+        .map(|(v, p)| v.ok_or_else(|| ResolveError::MissingActionArg(p.to_string())))
+        .collect()
 }
 
 /// `tableByName`: the exact name, else the one table whose name ends with it.
@@ -240,7 +278,11 @@ pub fn find_table(name: &str, tables: &[&str]) -> Result<usize, ResolveError> {
         if t.ends_with(name) {
             if let Some(first) = found {
                 let (first, second) = (tables[first].to_string(), t.to_string());
-                return Err(ResolveError::AmbiguousTable { name: name.into(), first, second });
+                return Err(ResolveError::AmbiguousTable {
+                    name: name.into(),
+                    first,
+                    second,
+                });
             }
             found = Some(i);
         }
@@ -254,10 +296,19 @@ pub fn find_action(name: &str, table: &str, actions: &[&str]) -> Result<usize, R
     if let Some(i) = actions.iter().position(|a| *a == name) {
         return Ok(i);
     }
-    let mut hits = actions.iter().enumerate().filter(|(_, a)| a.ends_with(name));
+    let mut hits = actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.ends_with(name));
     match (hits.next(), hits.next()) {
         (Some((i, _)), None) => Ok(i),
-        (Some(_), Some(_)) => Err(ResolveError::AmbiguousAction { action: name.into(), table: table.into() }),
-        _ => Err(ResolveError::NoAction { action: name.into(), table: table.into() }),
+        (Some(_), Some(_)) => Err(ResolveError::AmbiguousAction {
+            action: name.into(),
+            table: table.into(),
+        }),
+        _ => Err(ResolveError::NoAction {
+            action: name.into(),
+            table: table.into(),
+        }),
     }
 }
