@@ -30,9 +30,11 @@
 //! STF runner converts its priorities with `10000 - prio` for that reason.
 
 mod error;
+mod help;
 mod parse;
 
 pub use error::{CliError, OperationKind};
+pub use help::{HELP, help_text};
 pub use parse::{parse_line, parse_script};
 
 use super::value::parse_py_int;

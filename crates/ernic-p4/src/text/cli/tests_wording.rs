@@ -177,6 +177,28 @@ fn scripts_skip_blank_and_comment_lines_and_number_the_rest() {
     );
 }
 
+#[test]
+fn every_command_runtime_cli_documents_is_parsed_and_has_its_help() {
+    assert_eq!(HELP.len(), 84);
+    for (name, _) in HELP {
+        let r = parse_line(name);
+        assert!(!matches!(r, Err(CliError::UnknownSyntax(_))), "{name}");
+    }
+    assert_eq!(
+        help_text("table_add"),
+        Some(
+            "Add entry to a match table: table_add <table name> <action name> <match fields> => <action parameters> [priority]"
+        )
+    );
+    assert!(
+        help_text("table_indirect_create_group")
+            .unwrap()
+            .ends_with("\nUse 'act_prof_create_group' instead")
+    );
+    assert_eq!(help_text("greet"), None);
+    assert_eq!(help_text("bogus"), None);
+}
+
 proptest! {
     #[test]
     fn parse_script_never_panics(text in "(?s).{0,200}") {
