@@ -106,8 +106,8 @@ pub enum MatchError {
     #[error("Invalid LPM value {0}, the prefix length must be a decimal integer")]
     BadPrefixLength(String),
     /// (ernic's wording: bmv2's server refuses it.) The prefix length is
-    /// larger than the field.
-    #[error("Invalid LPM value {text}, prefix length {len} is larger than the field's {bits} bits")]
+    /// negative or larger than the field.
+    #[error("Invalid LPM value {text}, prefix length {len} is not within the field's {bits} bits")]
     PrefixTooLong {
         /// The token.
         text: String,

@@ -63,7 +63,7 @@ pub struct MeterRate {
 /// One parsed CLI line. Integers are Python `int()`s (decimal, sign
 /// allowed) as `i64`; ranges are the engine's to check.
 #[derive(Clone, PartialEq, Debug)]
-#[allow(missing_docs)] // The fields are the commands' documented arguments.
+#[allow(missing_docs)] // Fields: the arguments named in each variant's usage line.
 pub enum Command {
     /// `help [command]`
     Help(Option<String>),
@@ -74,37 +74,42 @@ pub enum Command {
     Eof,
     /// `greet`: prints "hello".
     Greet,
+    /// `show_tables`
     ShowTables,
+    /// `show_actions`
     ShowActions,
+    /// `show_pvs`
     ShowPvs,
+    /// `show_ports`
     ShowPorts,
+    /// `switch_info`
     SwitchInfo,
+    /// `reset_state`
     ResetState,
+    /// `swap_configs`: swaps in the config `load_new_config_file` loaded.
     SwapConfigs,
+    /// `mc_dump`: Dump entries in multicast engine
     McDump,
+    /// `get_time_elapsed`
     GetTimeElapsed,
+    /// `get_time_since_epoch`
     GetTimeSinceEpoch,
-    TableShowActions {
-        table: String,
-    },
-    TableInfo {
-        table: String,
-    },
+    /// `table_show_actions <table_name>`
+    TableShowActions { table: String },
+    /// `table_info <table_name>`
+    TableInfo { table: String },
     /// `table_set_default <table> <action> <params...>`
     TableSetDefault {
         table: String,
         action: String,
         params: Vec<String>,
     },
-    TableResetDefault {
-        table: String,
-    },
-    TableNumEntries {
-        table: String,
-    },
-    TableClear {
-        table: String,
-    },
+    /// `table_reset_default <table name>`
+    TableResetDefault { table: String },
+    /// `table_num_entries <table name>`
+    TableNumEntries { table: String },
+    /// `table_clear <table name>`
+    TableClear { table: String },
     /// `table_add <table> <action> <match...> => <params...> [priority]`:
     /// `args` is everything after the action, for [`split_entry`].
     TableAdd {
@@ -112,6 +117,7 @@ pub enum Command {
         action: String,
         args: Vec<String>,
     },
+    /// `table_set_timeout <table_name> <entry handle> <timeout (ms)>`
     TableSetTimeout {
         table: String,
         handle: i64,
@@ -124,67 +130,53 @@ pub enum Command {
         handle: i64,
         params: Vec<String>,
     },
-    TableDelete {
-        table: String,
-        handle: i64,
-    },
-    TableDump {
-        table: String,
-    },
-    TableDumpEntry {
-        table: String,
-        handle: i64,
-    },
+    /// `table_delete <table name> <entry handle>`
+    TableDelete { table: String, handle: i64 },
+    /// `table_dump <table name>`
+    TableDump { table: String },
+    /// `table_dump_entry <table name> <entry handle>`
+    TableDumpEntry { table: String, handle: i64 },
     /// `table_dump_entry_from_key <table> <match...> [priority]`: `args` for
     /// [`split_key`].
-    TableDumpEntryFromKey {
-        table: String,
-        args: Vec<String>,
-    },
+    TableDumpEntryFromKey { table: String, args: Vec<String> },
     /// `act_prof_create_member <prof> <action> <params...>`
     ActProfCreateMember {
         profile: ProfileRef,
         action: String,
         params: Vec<String>,
     },
-    ActProfDeleteMember {
-        profile: ProfileRef,
-        member: i64,
-    },
+    /// `act_prof_delete_member <action profile name> <member handle>`
+    ActProfDeleteMember { profile: ProfileRef, member: i64 },
+    /// `act_prof_modify_member <action profile name> <action_name> <member_handle> [action parameters]`
     ActProfModifyMember {
         profile: ProfileRef,
         action: String,
         member: i64,
         params: Vec<String>,
     },
-    ActProfCreateGroup {
-        profile: ProfileRef,
-    },
-    ActProfDeleteGroup {
-        profile: ProfileRef,
-        group: i64,
-    },
+    /// `act_prof_create_group <action profile name>`
+    ActProfCreateGroup { profile: ProfileRef },
+    /// `act_prof_delete_group <action profile name> <group handle>`
+    ActProfDeleteGroup { profile: ProfileRef, group: i64 },
+    /// `act_prof_add_member_to_group <action profile name> <member handle> <group handle>`
     ActProfAddMemberToGroup {
         profile: ProfileRef,
         member: i64,
         group: i64,
     },
+    /// `act_prof_remove_member_from_group <action profile name> <member handle> <group handle>`
     ActProfRemoveMemberFromGroup {
         profile: ProfileRef,
         member: i64,
         group: i64,
     },
-    ActProfDumpMember {
-        profile: ProfileRef,
-        member: i64,
-    },
-    ActProfDumpGroup {
-        profile: ProfileRef,
-        group: i64,
-    },
-    ActProfDump {
-        profile: String,
-    },
+    /// `act_prof_dump_member <action profile name> <member handle>`
+    ActProfDumpMember { profile: ProfileRef, member: i64 },
+    /// `act_prof_dump_group <action profile name> <group handle>` (legacy:
+    /// `table_dump_group <table name> <group handle>`)
+    ActProfDumpGroup { profile: ProfileRef, group: i64 },
+    /// `act_prof_dump <action profile name>`
+    ActProfDump { profile: String },
     /// `table_indirect_add[_with_group] <table> <match...> => <handle>
     /// [priority]`: `args` for [`split_indirect_entry`]; the handle is a
     /// member, or a group when `with_group`.
@@ -193,124 +185,100 @@ pub enum Command {
         args: Vec<String>,
         with_group: bool,
     },
-    TableIndirectDelete {
-        table: String,
-        handle: i64,
-    },
+    /// `table_indirect_delete <table name> <entry handle>`
+    TableIndirectDelete { table: String, handle: i64 },
     /// `table_indirect_set_default[_with_group] <table> <handle>`
     TableIndirectSetDefault {
         table: String,
         handle: i64,
         with_group: bool,
     },
-    TableIndirectResetDefault {
-        table: String,
-    },
-    McMgrpCreate {
-        mgrp: i64,
-    },
-    McMgrpDestroy {
-        mgrp: i64,
-    },
+    /// `table_indirect_reset_default <table name>`
+    TableIndirectResetDefault { table: String },
+    /// `mc_mgrp_create <group id>`
+    McMgrpCreate { mgrp: i64 },
+    /// `mc_mgrp_destroy <group id>`
+    McMgrpDestroy { mgrp: i64 },
     /// `mc_node_create <rid> <ports...> [| <lags...>]` (sorted, no repeats)
     McNodeCreate {
         rid: i64,
         ports: Vec<u32>,
         lags: Vec<u32>,
     },
+    /// `mc_node_update <node handle> <space-separated port list> [ | <space-separated lag list> ]`
     McNodeUpdate {
         node: i64,
         ports: Vec<u32>,
         lags: Vec<u32>,
     },
-    McNodeAssociate {
-        mgrp: i64,
-        node: i64,
-    },
-    McNodeDissociate {
-        mgrp: i64,
-        node: i64,
-    },
-    McNodeDestroy {
-        node: i64,
-    },
-    McSetLagMembership {
-        lag: i64,
-        ports: Vec<u32>,
-    },
-    LoadNewConfigFile {
-        path: String,
-    },
-    WriteConfigToFile {
-        path: String,
-    },
-    SerializeState {
-        path: String,
-    },
+    /// `mc_node_associate <group handle> <node handle>`
+    McNodeAssociate { mgrp: i64, node: i64 },
+    /// `mc_node_dissociate <group handle> <node handle>`
+    McNodeDissociate { mgrp: i64, node: i64 },
+    /// `mc_node_destroy <node handle>`
+    McNodeDestroy { node: i64 },
+    /// `mc_set_lag_membership <lag index> <space-separated port list>`
+    McSetLagMembership { lag: i64, ports: Vec<u32> },
+    /// `load_new_config_file <path to .json file>`
+    LoadNewConfigFile { path: String },
+    /// `write_config_to_file <file>`: the JSON config in use, to a file.
+    WriteConfigToFile { path: String },
+    /// `serialize_state <file>`: the switch state, to a file.
+    SerializeState { path: String },
     /// `meter_array_set_rates <meter> <rate:burst...>`
     MeterArraySetRates {
         meter: String,
         rates: Vec<MeterRate>,
     },
+    /// `meter_set_rates <name> <index> <rate_1>:<burst_1> <rate_2>:<burst_2> ...`
     MeterSetRates {
         meter: String,
         index: i64,
         rates: Vec<MeterRate>,
     },
-    MeterGetRates {
-        meter: String,
-        index: i64,
-    },
-    CounterRead {
-        counter: String,
-        index: i64,
-    },
+    /// `meter_get_rates <name> <index>`
+    MeterGetRates { meter: String, index: i64 },
+    /// `counter_read <name> <index>`
+    CounterRead { counter: String, index: i64 },
+    /// `counter_write <name> <index> <packets> <bytes>`
     CounterWrite {
         counter: String,
         index: i64,
         packets: i64,
         bytes: i64,
     },
-    CounterReset {
-        counter: String,
-    },
+    /// `counter_reset <name>`
+    CounterReset { counter: String },
     /// `register_read <reg> [index]` (no index: the whole array)
     RegisterRead {
         register: String,
         index: Option<i64>,
     },
+    /// `register_write <name> <index> <value>`
     RegisterWrite {
         register: String,
         index: i64,
         value: i64,
     },
-    RegisterReset {
-        register: String,
-    },
+    /// `register_reset <name>`
+    RegisterReset { register: String },
     /// `pvs_add <pvs> <value>`: the value (Python `int(v, 0)`) is checked
     /// against the set's width by the engine ([`parse_pvs_value`]).
-    PvsAdd {
-        pvs: String,
-        value: String,
-    },
-    PvsRemove {
-        pvs: String,
-        value: String,
-    },
-    PvsGet {
-        pvs: String,
-    },
-    PvsClear {
-        pvs: String,
-    },
+    PvsAdd { pvs: String, value: String },
+    /// `pvs_remove <pvs_name> <value>`
+    PvsRemove { pvs: String, value: String },
+    /// `pvs_get <pvs_name>`
+    PvsGet { pvs: String },
+    /// `pvs_clear <pvs_name>`
+    PvsClear { pvs: String },
+    /// `port_add <iface_name> <port_num> [pcap_path]`
     PortAdd {
         iface: String,
         port: i64,
         pcap: Option<String>,
     },
-    PortRemove {
-        port: i64,
-    },
+    /// `port_remove <port_num>`
+    PortRemove { port: i64 },
     /// `set_crc{16,32}_parameters <name> <poly> <init> <xor> <refl_data>
     /// <refl_rem>`
     SetCrcParameters {
@@ -322,10 +290,8 @@ pub enum Command {
         data_reflected: bool,
         remainder_reflected: bool,
     },
-    SetToeplitzHashKey {
-        name: String,
-        key: Vec<u8>,
-    },
+    /// `set_toeplitz_hash_key <name> <key in hex string>`
+    SetToeplitzHashKey { name: String, key: Vec<u8> },
     /// `set_queue_depth <nb_pkts> [<egress_port> [<priority>]]`
     SetQueueDepth {
         depth: i64,
@@ -338,20 +304,14 @@ pub enum Command {
         port: Option<i64>,
         priority: Option<i64>,
     },
-    MirroringAdd {
-        session: i64,
-        port: i64,
-    },
-    MirroringAddMc {
-        session: i64,
-        mgrp: i64,
-    },
-    MirroringDelete {
-        session: i64,
-    },
-    MirroringGet {
-        session: i64,
-    },
+    /// `mirroring_add <mirror_id> <egress_port>`
+    MirroringAdd { session: i64, port: i64 },
+    /// `mirroring_add_mc <mirror_id> <mgrp>`
+    MirroringAddMc { session: i64, mgrp: i64 },
+    /// `mirroring_delete <mirror_id>`
+    MirroringDelete { session: i64 },
+    /// `mirroring_get <mirror_id>`
+    MirroringGet { session: i64 },
 }
 
 /// A direct entry's tail split as `table_add` splits it.
