@@ -613,3 +613,35 @@ fn switch_and_queue_commands() {
         "Error: Toeplitz hash key must be a hex string"
     );
 }
+
+#[test]
+fn bmv2s_simple_router_commands_end_to_end() {
+    // From behavioral-model's targets/simple_router/commands.txt.
+    let script = "table_set_default send_frame _drop\n\
+                  table_add send_frame rewrite_mac 1 => 00:aa:bb:00:00:00\n\
+                  table_add ipv4_lpm set_nhop 10.0.0.10/32 => 10.0.0.10 1\n";
+    let out = parse_script(script);
+    assert_eq!(out.len(), 3);
+    let Ok(Command::TableAdd { args, .. }) = &out[2].1 else {
+        panic!("{out:?}")
+    };
+    let e = split_entry(args, false).unwrap();
+    use crate::text::key::{MatchKind, MatchText, parse_match};
+    use crate::text::value::parse_value;
+    let MatchText::Lpm { value, prefix_len } =
+        parse_match(&e.match_key[0], MatchKind::Lpm, 32).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!((value.bytes, prefix_len), (vec![10, 0, 0, 10], 32));
+    assert_eq!(parse_value(&e.params[0], 32).unwrap().bytes, [10, 0, 0, 10]);
+    assert_eq!(parse_value(&e.params[1], 9).unwrap().bytes, [0, 1]);
+    let Ok(Command::TableAdd { args, .. }) = &out[1].1 else {
+        panic!()
+    };
+    let e = split_entry(args, false).unwrap();
+    assert_eq!(
+        parse_value(&e.params[0], 48).unwrap().bytes,
+        [0, 0xaa, 0xbb, 0, 0, 0]
+    );
+}
