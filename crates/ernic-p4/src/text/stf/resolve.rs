@@ -61,6 +61,10 @@ pub enum ResolveError {
     /// (ernic's wording: bmv2stf.py raises KeyError) A parameter not given.
     #[error("Missing action arg {0}")]
     MissingActionArg(String),
+    /// (ernic's wording: bmv2stf.py raises TypeError) An `add` without a
+    /// priority for a ternary table.
+    #[error("Table {0} is ternary, but the add has no priority")]
+    MissingPriority(String),
     /// (ernic's wording: bmv2stf.py raises on it) `value/len` for a key
     /// that is not lpm.
     #[error("Prefix value {value} for {kind} key field {field}")]
@@ -311,4 +315,41 @@ pub fn find_action(name: &str, table: &str, actions: &[&str]) -> Result<usize, R
             table: table.into(),
         }),
     }
+}
+
+/// The simple_switch_CLI line bmv2stf.py sends for an `add`
+/// (`parse_table_add`): `table_add TABLE ACTION KEYS => PARAMS`, plus the
+/// converted priority ([`bmv2_priority`]) when the table's match type is
+/// `ternary` (and only then: for a `range` table the CLI then asks for one).
+/// Names are the resolved full names; tokens come from
+/// [`entry_match_tokens`] and [`action_params`].
+pub fn table_add_line(
+    table: &str,
+    action: &str,
+    match_tokens: &[String],
+    params: &[String],
+    priority: Option<u32>,
+    table_match_type: &str,
+) -> Result<String, ResolveError> {
+    let mut line = format!(
+        "table_add {table} {action} {} => {}",
+        match_tokens.join(" "),
+        params.join(" ")
+    );
+    if table_match_type == "ternary" {
+        let p = priority.ok_or_else(|| ResolveError::MissingPriority(table.to_string()))?;
+        line.push_str(&format!(" {}", bmv2_priority(p)));
+    }
+    Ok(line)
+}
+
+/// The line bmv2stf.py sends for a `setdefault` (`parse_table_set_default`):
+/// the table as written in the STF file, the resolved action, its params.
+pub fn table_set_default_line(table: &str, action: &str, params: &[String]) -> String {
+    let mut line = format!("table_set_default {table} {action}");
+    for p in params {
+        line.push(' ');
+        line.push_str(p);
+    }
+    line
 }

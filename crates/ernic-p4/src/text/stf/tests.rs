@@ -438,6 +438,66 @@ fn names_and_arguments_resolve_as_bmv2stf_does() {
     );
 }
 
+#[test]
+fn add_and_setdefault_become_the_cli_lines_bmv2stf_sends() {
+    // p4_14_samples/basic_routing.stf, against its tables' keys.
+    let StfStatement::Add {
+        keys,
+        action: a,
+        priority,
+        ..
+    } = one("add ipv4_fib_lpm 1600 vrf:30 dstAddr:0xc0a8**** fib_hit_nexthop(nexthop_index:1)")
+    else {
+        panic!()
+    };
+    let tokens = entry_match_tokens(
+        &keys,
+        &[("ingress_metadata.vrf", "exact"), ("ipv4.dstAddr", "lpm")],
+    )
+    .unwrap();
+    let params = action_params(&a, &["nexthop_index"]).unwrap();
+    let line = table_add_line(
+        "ipv4_fib_lpm",
+        "fib_hit_nexthop",
+        &tokens,
+        &params,
+        priority,
+        "lpm",
+    )
+    .unwrap();
+    assert_eq!(
+        line,
+        "table_add ipv4_fib_lpm fib_hit_nexthop 30 0xc0a80000/16 => 1"
+    );
+    let line =
+        table_add_line("t", "a", &["0x25&&&0xFF".into()], &[], Some(100), "ternary").unwrap();
+    assert_eq!(line, "table_add t a 0x25&&&0xFF =>  9900");
+    assert_eq!(
+        table_add_line("t", "a", &[], &[], None, "ternary"),
+        Err(ResolveError::MissingPriority("t".into()))
+    );
+    assert_eq!(
+        table_set_default_line("ipv4_fib_lpm", "on_miss", &[]),
+        "table_set_default ipv4_fib_lpm on_miss"
+    );
+    assert_eq!(
+        table_set_default_line("t", "a", &["1".into(), "2".into()]),
+        "table_set_default t a 1 2"
+    );
+    // And the CLI parser takes them.
+    let cmd = crate::text::cli::parse_line("table_add t a 0x25&&&0xFF =>  9900")
+        .unwrap()
+        .unwrap();
+    let crate::text::cli::Command::TableAdd { args, .. } = cmd else {
+        panic!()
+    };
+    let e = crate::text::cli::split_entry(&args, true).unwrap();
+    assert_eq!(
+        (e.match_key.len(), e.params.len(), e.priority),
+        (1, 0, Some(9900))
+    );
+}
+
 proptest! {
     #[test]
     fn parse_stf_never_panics(text in "(?s).{0,200}") {
