@@ -9,10 +9,17 @@
 //! run in part, and no packet can make the pipeline loop or panic.
 //!
 //! - [`program`]: the bmv2 JSON loader and the checked program it yields.
+//! - [`exec`]: the switch that runs it (v1model's packet flow) and its
+//!   control-plane API.
+//! - [`text`]: the text formats that drive it: simple_switch_CLI commands
+//!   and p4c's STF tests.
+//! - [`pcap`]: pcap and pcapng packet files.
 //! - [`fp8`]: the OCP 8-bit float formats (E4M3, E5M2): exact decoding,
 //!   one-rounding encoding from f32/f16/bf16, and elementwise region ops
 //!   (accumulate, scale, convert) for the engine's fp8 externs.
 
 pub mod exec;
 pub mod fp8;
+pub mod pcap;
 pub mod program;
+pub mod text;
