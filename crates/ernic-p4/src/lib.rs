@@ -22,4 +22,5 @@ pub mod exec;
 pub mod fp8;
 pub mod pcap;
 pub mod program;
+pub mod runtime;
 pub mod text;

@@ -2,6 +2,7 @@
 //! parser and deparser, tables, meters and hashes, and v1model's packet
 //! flow through the switch.
 
+mod action;
 mod bits;
 pub mod control;
 mod eval;

@@ -8,11 +8,12 @@
 
 use crate::program::{CalcInput, HeaderRef, KeyPart, ParseOp, Program, TransitionValue, limits};
 
+use super::action::run_prim;
 use super::bits;
 use super::eval::{Scope, eval};
 use super::phv::{ExecError, Phv};
 use super::state::State;
-use super::switch::{PacketCtx, run_prim};
+use super::switch::PacketCtx;
 
 /// A parse that stopped with an error: its value in the program.
 pub(crate) struct ParseError(pub(crate) u32);
@@ -140,7 +141,7 @@ fn run_op(
         }
         ParseOp::Set(dst, src) => {
             let v = eval(p, phv, st, Scope { data: &[], ahead }, src)?;
-            super::switch::assign(p, phv, st, Scope::NONE, dst, v)?;
+            super::action::assign(p, phv, st, Scope::NONE, dst, v)?;
             Ok(Ok(()))
         }
         ParseOp::Verify(cond, err) => {

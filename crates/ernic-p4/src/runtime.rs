@@ -1,0 +1,562 @@
+//! The simple_switch_CLI command language run against a [`Switch`]: each
+//! parsed [`Command`] resolved against the program (table, action and field
+//! names, key widths and kinds, parameter widths) and executed through the
+//! control-plane API, printing what bmv2's CLI prints and failing with its
+//! wording. A script is run line by line; a failing line is reported and
+//! the rest still run, as in the CLI.
+
+use std::fmt::Write as _;
+
+use crate::exec::Switch;
+use crate::exec::control::ControlError;
+use crate::exec::tables::{EntryAction, MatchParam, TableError};
+use crate::program::{MatchKind, TableImpl};
+use crate::text::cli::{self, CliError, Command, OperationKind, ProfileRef};
+use crate::text::key::{self, MatchText};
+use crate::text::value::parse_value;
+
+/// Runs every line of `script`, appending the CLI's output (and an error
+/// line for each line that fails) to `out`; returns how many lines failed.
+pub fn run_script(sw: &mut Switch, script: &str, out: &mut String) -> usize {
+    let mut failed = 0;
+    for (line, cmd) in cli::parse_script(script) {
+        let r = cmd.and_then(|c| execute(sw, &c, out));
+        if let Err(e) = r {
+            failed += 1;
+            let _ = writeln!(out, "line {line}: {}", e.printed());
+        }
+    }
+    failed
+}
+
+fn table_err(e: ControlError, table: &str, action: &str) -> CliError {
+    match e {
+        ControlError::NoTable(t) => CliError::InvalidTableName(t),
+        ControlError::NoAction(a) => CliError::TableHasNoAction {
+            table: table.into(),
+            action: if action.is_empty() { a } else { action.into() },
+        },
+        ControlError::ParamCount { action, expected } => {
+            CliError::WrongParamCount { action, expected }
+        }
+        ControlError::NoCounter(c) => CliError::InvalidCounterName(c),
+        ControlError::NoRegister(r) => CliError::InvalidRegisterName(r),
+        ControlError::NoMeter(m) => CliError::InvalidMeterName(m),
+        ControlError::NoProfile(p) => CliError::InvalidActionProfileName(p),
+        ControlError::NoValueSet(p) => CliError::InvalidPvsName(p),
+        ControlError::Table(t) => CliError::Operation {
+            kind: OperationKind::Table,
+            code: t.to_string(),
+        },
+        ControlError::Index { .. } => CliError::Operation {
+            kind: OperationKind::Register,
+            code: "INVALID_INDEX".into(),
+        },
+        ControlError::TooWide { what, .. } => CliError::RuntimeData {
+            field: what,
+            error: crate::text::value::ValueError::TooLarge,
+        },
+    }
+}
+
+/// Parses the match-key tokens of table `t`.
+fn match_key(
+    sw: &Switch,
+    t: usize,
+    tname: &str,
+    tokens: &[String],
+) -> Result<Vec<MatchParam>, CliError> {
+    let table = &sw.program.tables[t];
+    if tokens.len() != table.key.len() {
+        return Err(CliError::WrongKeyCount {
+            table: tname.into(),
+            expected: table.key.len(),
+        });
+    }
+    let mut key = Vec::with_capacity(tokens.len());
+    for (tok, k) in tokens.iter().zip(&table.key) {
+        let kind = match k.kind {
+            MatchKind::Exact => key::MatchKind::Exact,
+            MatchKind::Lpm => key::MatchKind::Lpm,
+            MatchKind::Ternary => key::MatchKind::Ternary,
+            MatchKind::Optional => key::MatchKind::Optional,
+            MatchKind::Range => key::MatchKind::Range,
+            MatchKind::Valid => key::MatchKind::Valid,
+        };
+        let m = key::parse_match(tok, kind, k.bits).map_err(CliError::MatchKey)?;
+        key.push(match m {
+            MatchText::Exact(v) => MatchParam::Exact(v.bytes),
+            MatchText::Lpm { value, prefix_len } => MatchParam::Lpm(value.bytes, prefix_len),
+            MatchText::Ternary { value, mask } => MatchParam::Ternary(value.bytes, mask.bytes),
+            MatchText::Range { lo, hi } => MatchParam::Range(lo.bytes, hi.bytes),
+            MatchText::Valid(b) => MatchParam::Valid(b),
+        });
+    }
+    Ok(key)
+}
+
+/// Parses action parameters for action `a`.
+fn params(sw: &Switch, a: u32, tokens: &[String]) -> Result<Vec<i128>, CliError> {
+    let act = &sw.program.actions[a as usize];
+    if tokens.len() != act.params.len() {
+        return Err(CliError::WrongParamCount {
+            action: act.name.clone(),
+            expected: act.params.len(),
+        });
+    }
+    tokens
+        .iter()
+        .zip(&act.params)
+        .map(|(tok, (_, bits))| {
+            let v = parse_value(tok, *bits).map_err(|error| CliError::RuntimeData {
+                field: tok.clone(),
+                error,
+            })?;
+            Ok(v.as_u128().unwrap_or(0) as i128)
+        })
+        .collect()
+}
+
+fn table_of(sw: &Switch, name: &str) -> Result<usize, CliError> {
+    sw.program
+        .table(name)
+        .map(|t| t as usize)
+        .ok_or_else(|| CliError::InvalidTableName(name.into()))
+}
+
+fn action_in(sw: &Switch, t: usize, tname: &str, action: &str) -> Result<u32, CliError> {
+    sw.program.tables[t]
+        .actions
+        .iter()
+        .copied()
+        .find(|&a| {
+            let n = &sw.program.actions[a as usize].name;
+            n == action || n.rsplit('.').next() == Some(action)
+        })
+        .ok_or_else(|| CliError::TableHasNoAction {
+            table: tname.into(),
+            action: action.into(),
+        })
+}
+
+fn needs_priority(sw: &Switch, t: usize) -> bool {
+    let k = sw.program.tables[t].match_type;
+    matches!(k, MatchKind::Ternary | MatchKind::Range)
+        || sw.program.tables[t].key.iter().any(|k| {
+            matches!(
+                k.kind,
+                MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
+            )
+        })
+}
+
+fn profile_name(sw: &Switch, p: &ProfileRef) -> Result<String, CliError> {
+    match p {
+        ProfileRef::Profile(n) => Ok(n.clone()),
+        ProfileRef::Table(t) => {
+            let ti = table_of(sw, t)?;
+            match sw.program.tables[ti].imp {
+                TableImpl::Indirect(p) | TableImpl::IndirectWs(p) => {
+                    Ok(sw.program.action_profiles[p as usize].name.clone())
+                }
+                TableImpl::Simple => Err(CliError::NotIndirect),
+            }
+        }
+    }
+}
+
+fn handle(h: i64) -> Result<u32, CliError> {
+    u32::try_from(h).map_err(|_| CliError::Operation {
+        kind: OperationKind::Table,
+        code: TableError::InvalidHandle.to_string(),
+    })
+}
+
+/// Runs one command, appending its output.
+pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), CliError> {
+    match cmd {
+        Command::TableAdd {
+            table,
+            action,
+            args,
+        } => {
+            let t = table_of(sw, table)?;
+            let a = action_in(sw, t, table, action)?;
+            let e = cli::split_entry(args, needs_priority(sw, t))?;
+            let key = match_key(sw, t, table, &e.match_key)?;
+            let data = params(sw, a, &e.params)?;
+            let an = sw.program.actions[a as usize].name.clone();
+            let h = sw
+                .table_add(table, &an, key, data, e.priority.unwrap_or(0))
+                .map_err(|e| table_err(e, table, action))?;
+            let _ = writeln!(out, "Entry has been added with handle {h}");
+        }
+        Command::TableSetDefault {
+            table,
+            action,
+            params: toks,
+        } => {
+            let t = table_of(sw, table)?;
+            let a = action_in(sw, t, table, action)?;
+            let data = params(sw, a, toks)?;
+            let an = sw.program.actions[a as usize].name.clone();
+            sw.table_set_default(table, &an, data)
+                .map_err(|e| table_err(e, table, action))?;
+        }
+        Command::TableModify {
+            table,
+            action,
+            handle: h,
+            params: toks,
+        } => {
+            let t = table_of(sw, table)?;
+            let a = action_in(sw, t, table, action)?;
+            let data = params(sw, a, toks)?;
+            let an = sw.program.actions[a as usize].name.clone();
+            sw.table_modify(table, &an, handle(*h)?, data)
+                .map_err(|e| table_err(e, table, action))?;
+        }
+        Command::TableDelete { table, handle: h }
+        | Command::TableIndirectDelete { table, handle: h } => {
+            sw.table_delete(table, handle(*h)?)
+                .map_err(|e| table_err(e, table, ""))?;
+        }
+        Command::TableClear { table } => {
+            sw.table_clear(table).map_err(|e| table_err(e, table, ""))?
+        }
+        Command::TableResetDefault { table } | Command::TableIndirectResetDefault { table } => sw
+            .table_reset_default(table)
+            .map_err(|e| table_err(e, table, ""))?,
+        Command::TableNumEntries { table } => {
+            let t = table_of(sw, table)?;
+            let _ = writeln!(out, "{}", sw.state.tables[t].len());
+        }
+        Command::TableDump { table } => {
+            let t = table_of(sw, table)?;
+            dump_table(sw, t, out);
+        }
+        Command::ShowTables => {
+            for t in &sw.program.tables {
+                let key: Vec<String> = t
+                    .key
+                    .iter()
+                    .map(|k| format!("{}({}, {})", k.name, k.kind.name(), k.bits))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{:<24} [implementation={}, mk={}]",
+                    t.name,
+                    impl_name(sw, t.imp),
+                    key.join(",\t")
+                );
+            }
+        }
+        Command::ShowActions => {
+            for a in &sw.program.actions {
+                let ps: Vec<String> = a.params.iter().map(|(n, b)| format!("{n}({b})")).collect();
+                let _ = writeln!(out, "{:<24} [{}]", a.name, ps.join(",\t"));
+            }
+        }
+        Command::ActProfCreateMember {
+            profile,
+            action,
+            params: toks,
+        } => {
+            let pn = profile_name(sw, profile)?;
+            let a = sw
+                .program
+                .action(action)
+                .ok_or_else(|| CliError::ProfileHasNoAction {
+                    profile: pn.clone(),
+                    action: action.clone(),
+                })?;
+            let data = params(sw, a, toks)?;
+            let an = sw.program.actions[a as usize].name.clone();
+            let m = sw
+                .member_create(&pn, &an, data)
+                .map_err(|e| table_err(e, "", action))?;
+            let _ = writeln!(out, "Member has been created with handle {m}");
+        }
+        Command::ActProfDeleteMember { profile, member } => {
+            let pn = profile_name(sw, profile)?;
+            sw.member_delete(&pn, handle(*member)?)
+                .map_err(|e| table_err(e, "", ""))?;
+        }
+        Command::ActProfModifyMember {
+            profile,
+            action,
+            member,
+            params: toks,
+        } => {
+            let pn = profile_name(sw, profile)?;
+            let a = sw
+                .program
+                .action(action)
+                .ok_or_else(|| CliError::ProfileHasNoAction {
+                    profile: pn.clone(),
+                    action: action.clone(),
+                })?;
+            let data = params(sw, a, toks)?;
+            let an = sw.program.actions[a as usize].name.clone();
+            sw.member_modify(&pn, &an, handle(*member)?, data)
+                .map_err(|e| table_err(e, "", action))?;
+        }
+        Command::ActProfCreateGroup { profile } => {
+            let pn = profile_name(sw, profile)?;
+            let g = sw.group_create(&pn).map_err(|e| table_err(e, "", ""))?;
+            let _ = writeln!(out, "Group has been created with handle {g}");
+        }
+        Command::ActProfDeleteGroup { profile, group } => {
+            let pn = profile_name(sw, profile)?;
+            sw.group_delete(&pn, handle(*group)?)
+                .map_err(|e| table_err(e, "", ""))?;
+        }
+        Command::ActProfAddMemberToGroup {
+            profile,
+            member,
+            group,
+        }
+        | Command::ActProfRemoveMemberFromGroup {
+            profile,
+            member,
+            group,
+        } => {
+            let pn = profile_name(sw, profile)?;
+            let add = matches!(cmd, Command::ActProfAddMemberToGroup { .. });
+            sw.group_member(&pn, handle(*member)?, handle(*group)?, add)
+                .map_err(|e| table_err(e, "", ""))?;
+        }
+        Command::TableIndirectAdd {
+            table,
+            args,
+            with_group,
+        } => {
+            let t = table_of(sw, table)?;
+            let e = cli::split_indirect_entry(args, needs_priority(sw, t))?;
+            let key = match_key(sw, t, table, &e.match_key)?;
+            let target = if *with_group {
+                EntryAction::Group(handle(e.handle)?)
+            } else {
+                EntryAction::Member(handle(e.handle)?)
+            };
+            let h = sw
+                .table_add_indirect(table, key, target, e.priority.unwrap_or(0))
+                .map_err(|e| table_err(e, table, ""))?;
+            let _ = writeln!(out, "Entry has been added with handle {h}");
+        }
+        Command::TableIndirectSetDefault {
+            table,
+            handle: h,
+            with_group,
+        } => {
+            let target = if *with_group {
+                EntryAction::Group(handle(*h)?)
+            } else {
+                EntryAction::Member(handle(*h)?)
+            };
+            sw.table_set_default_indirect(table, target)
+                .map_err(|e| table_err(e, table, ""))?;
+        }
+        Command::CounterRead { counter, index } => {
+            let (pk, by) = sw
+                .counter_read(counter, *index as u64)
+                .map_err(counter_err)?;
+            let _ = writeln!(
+                out,
+                "{counter}[{index}]=  BmCounterValue(packets={pk}, bytes={by})"
+            );
+        }
+        Command::CounterWrite {
+            counter,
+            index,
+            packets,
+            bytes,
+        } => {
+            sw.counter_write(counter, *index as u64, *packets as u64, *bytes as u64)
+                .map_err(counter_err)?;
+        }
+        Command::CounterReset { counter } => sw.counter_reset(counter).map_err(counter_err)?,
+        Command::RegisterRead { register, index } => match index {
+            Some(i) => {
+                let v = sw
+                    .register_read(register, *i as u64)
+                    .map_err(|e| table_err(e, "", ""))?;
+                let _ = writeln!(out, "{register}[{i}]= {v}");
+            }
+            None => {
+                let vals = sw
+                    .register_read_all(register)
+                    .map_err(|e| table_err(e, "", ""))?;
+                let s: Vec<String> = vals.iter().map(u128::to_string).collect();
+                let _ = writeln!(out, "{register}= {}", s.join(", "));
+            }
+        },
+        Command::RegisterWrite {
+            register,
+            index,
+            value,
+        } => sw
+            .register_write(register, *index as u64, i128::from(*value))
+            .map_err(|e| table_err(e, "", ""))?,
+        Command::RegisterReset { register } => sw
+            .register_reset(register)
+            .map_err(|e| table_err(e, "", ""))?,
+        Command::MeterArraySetRates { meter, rates } => sw
+            .meter_set_rates(
+                meter,
+                None,
+                rates
+                    .iter()
+                    .map(|r| (r.rate, r.burst.max(0) as u64))
+                    .collect(),
+            )
+            .map_err(|e| table_err(e, "", ""))?,
+        Command::MeterSetRates {
+            meter,
+            index,
+            rates,
+        } => sw
+            .meter_set_rates(
+                meter,
+                Some(*index as u64),
+                rates
+                    .iter()
+                    .map(|r| (r.rate, r.burst.max(0) as u64))
+                    .collect(),
+            )
+            .map_err(|e| table_err(e, "", ""))?,
+        Command::MirroringAdd { session, port } => sw.mirroring_add(*session as u32, *port as u32),
+        Command::MirroringDelete { session } => {
+            if !sw.mirroring_delete(*session as u32) {
+                return Err(CliError::Operation {
+                    kind: OperationKind::Mirroring,
+                    code: "SESSION_NOT_FOUND".into(),
+                });
+            }
+        }
+        Command::McMgrpCreate { mgrp } => {
+            sw.state.mcast.entry(*mgrp as u32).or_default();
+        }
+        Command::McMgrpDestroy { mgrp } => {
+            sw.state.mcast.remove(&(*mgrp as u32));
+        }
+        Command::McNodeCreate { rid, ports, .. } => {
+            let h = sw.state.mcast_nodes.len();
+            sw.state
+                .mcast_nodes
+                .push(Some((*rid as u32, ports.clone())));
+            let _ = writeln!(out, "node was created with handle {h}");
+        }
+        Command::McNodeAssociate { mgrp, node } => {
+            let (rid, ports) = sw
+                .state
+                .mcast_nodes
+                .get(*node as usize)
+                .cloned()
+                .flatten()
+                .ok_or(CliError::Operation {
+                    kind: OperationKind::Pre,
+                    code: "INVALID_L1_HANDLE".into(),
+                })?;
+            let g = sw
+                .state
+                .mcast
+                .get_mut(&(*mgrp as u32))
+                .ok_or(CliError::Operation {
+                    kind: OperationKind::Pre,
+                    code: "INVALID_MGID".into(),
+                })?;
+            g.extend(ports.iter().map(|&p| (p, rid)));
+        }
+        Command::ResetState => {
+            let p = sw.program.clone();
+            *sw = Switch::new(p);
+        }
+        Command::Help(_)
+        | Command::Greet
+        | Command::SetQueueDepth { .. }
+        | Command::SetQueueRate { .. } => {}
+        other => {
+            return Err(CliError::UnknownSyntax(format!(
+                "{other:?} is not supported by ernic's P4 engine"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn counter_err(e: ControlError) -> CliError {
+    match e {
+        ControlError::Index { .. } => CliError::Operation {
+            kind: OperationKind::Counter,
+            code: "INVALID_INDEX".into(),
+        },
+        other => table_err(other, "", ""),
+    }
+}
+
+fn impl_name(sw: &Switch, i: TableImpl) -> String {
+    match i {
+        TableImpl::Simple => "None".into(),
+        TableImpl::Indirect(p) | TableImpl::IndirectWs(p) => {
+            sw.program.action_profiles[p as usize].name.clone()
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn dump_table(sw: &Switch, t: usize, out: &mut String) {
+    let table = &sw.program.tables[t];
+    let ts = &sw.state.tables[t];
+    let _ = writeln!(out, "==========\nTABLE ENTRIES");
+    for h in ts.handles() {
+        let Ok(e) = ts.get(h) else { continue };
+        let _ = writeln!(out, "**********\nDumping entry {h:#x}\nMatch key:");
+        for (i, (k, p)) in table.key.iter().zip(&e.key).enumerate() {
+            let v = match p {
+                MatchParam::Exact(v) => hex(v),
+                MatchParam::Lpm(v, l) => format!("{}/{l}", hex(v)),
+                MatchParam::Ternary(v, m) => format!("{} &&& {}", hex(v), hex(m)),
+                MatchParam::Range(a, b) => format!("{} -> {}", hex(a), hex(b)),
+                MatchParam::Valid(b) => format!("{:02x}", *b as u8),
+            };
+            let _ = writeln!(
+                out,
+                "* {:<20}: {:<10}{v}",
+                format!("{} ", k.name),
+                k.kind.name().to_uppercase()
+            );
+            let _ = i;
+        }
+        if matches!(table.match_type, MatchKind::Ternary | MatchKind::Range) {
+            let _ = writeln!(out, "Priority: {}", e.priority);
+        }
+        let _ = writeln!(out, "Action entry: {}", action_text(sw, &e.action));
+    }
+    let _ = writeln!(out, "==========\nDumping default entry");
+    if ts.default_set {
+        let _ = writeln!(out, "Action entry: {}", action_text(sw, &ts.default));
+    } else {
+        let _ = writeln!(out, "EMPTY");
+    }
+    let _ = writeln!(out, "==========");
+}
+
+fn action_text(sw: &Switch, a: &EntryAction) -> String {
+    match a {
+        EntryAction::Direct { action, data } => {
+            let name = sw
+                .program
+                .actions
+                .get(*action as usize)
+                .map_or("NoAction", |a| a.name.as_str());
+            let d: Vec<String> = data.iter().map(|v| format!("{v:x}")).collect();
+            format!("{name} - {}", d.join(", "))
+        }
+        EntryAction::Member(m) => format!("member {m}"),
+        EntryAction::Group(g) => format!("group {g}"),
+    }
+}
