@@ -23,4 +23,5 @@ pub mod fp8;
 pub mod pcap;
 pub mod program;
 pub mod runtime;
+pub mod stf;
 pub mod text;
