@@ -10,12 +10,15 @@
 //!   (`perf`, like spdk_nvme_perf), `identify` and `discover`.
 //! - `s3`: the S3 store with its RDMA data plane (`serve`), a client of it
 //!   (`get`, `put`, `ls`, `mb`), and `bench`.
+//! - `p4`: the P4 engine offline: bmv2 JSON programs over pcap files
+//!   (`run`), p4c's STF tests (`stf`), and `bench`.
 
 #[allow(unsafe_code)]
 mod bench;
 mod fabric;
 mod mesh;
 mod nvme;
+mod p4;
 mod perf;
 mod progress;
 mod s3;
@@ -45,6 +48,9 @@ enum Cmd {
     /// S3 over RDMA: serve the store, get/put/ls/mb as a client, bench.
     #[command(subcommand)]
     S3(s3::S3Cmd),
+    /// The P4 engine offline: run pcaps through a program, run STF tests, bench.
+    #[command(subcommand)]
+    P4(p4::P4Cmd),
 }
 
 fn main() {
@@ -55,6 +61,7 @@ fn main() {
         Cmd::Mesh(cmd) => mesh::run(&cmd),
         Cmd::Nvme(cmd) => nvme::run(&cmd),
         Cmd::S3(cmd) => s3::run(&cmd),
+        Cmd::P4(cmd) => p4::run(&cmd),
     };
     if let Err(e) = result {
         eprintln!("ernic: {e:#}");

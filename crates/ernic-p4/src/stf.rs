@@ -87,31 +87,46 @@ impl Run<'_> {
                 }
             }
             StfStatement::Expect { port, packet } => {
-                self.expected.entry(port).or_default().push_back((line, packet));
+                self.expected
+                    .entry(port)
+                    .or_default()
+                    .push_back((line, packet));
             }
             StfStatement::NoPacket => {}
             StfStatement::Wait => self.check_outputs(line),
-            StfStatement::Add { table, priority, keys, action, handle_name } => {
-                match self.add_line(&table, priority, &keys, &action) {
-                    Ok(cli_line) => {
-                        let before = self.sw.state.tables.iter().map(|t| t.handles()).collect::<Vec<_>>();
-                        if self.cli(line, &cli_line) {
-                            if let Some(name) = handle_name {
-                                if let Some(h) = self.new_handle(&before) {
-                                    self.handles.insert(name, h);
-                                }
+            StfStatement::Add {
+                table,
+                priority,
+                keys,
+                action,
+                handle_name,
+            } => match self.add_line(&table, priority, &keys, &action) {
+                Ok(cli_line) => {
+                    let before = self
+                        .sw
+                        .state
+                        .tables
+                        .iter()
+                        .map(|t| t.handles())
+                        .collect::<Vec<_>>();
+                    if self.cli(line, &cli_line) {
+                        if let Some(name) = handle_name {
+                            if let Some(h) = self.new_handle(&before) {
+                                self.handles.insert(name, h);
                             }
                         }
+                    }
+                }
+                Err(e) => self.report.fail(line, e),
+            },
+            StfStatement::SetDefault { table, action } => {
+                match self.set_default_line(&table, &action) {
+                    Ok(l) => {
+                        self.cli(line, &l);
                     }
                     Err(e) => self.report.fail(line, e),
                 }
             }
-            StfStatement::SetDefault { table, action } => match self.set_default_line(&table, &action) {
-                Ok(l) => {
-                    self.cli(line, &l);
-                }
-                Err(e) => self.report.fail(line, e),
-            },
             StfStatement::RemoveAll => {
                 for t in 0..self.sw.program.tables.len() {
                     if !self.sw.program.tables[t].immutable {
@@ -119,8 +134,15 @@ impl Run<'_> {
                     }
                 }
             }
-            StfStatement::CheckCounter { counter, index, check } => self.check_counter(line, &counter, &index, &check),
-            StfStatement::Cli { line: text, command } => match command {
+            StfStatement::CheckCounter {
+                counter,
+                index,
+                check,
+            } => self.check_counter(line, &counter, &index, &check),
+            StfStatement::Cli {
+                line: text,
+                command,
+            } => match command {
                 Ok(c) => {
                     let mut out = String::new();
                     if let Err(e) = runtime::execute(self.sw, &c, &mut out) {
@@ -162,48 +184,92 @@ impl Run<'_> {
         None
     }
 
-    fn add_line(&self, table: &str, priority: Option<u32>, keys: &[stf::StfKey], action: &StfAction) -> Result<String, resolve::ResolveError> {
+    fn add_line(
+        &self,
+        table: &str,
+        priority: Option<u32>,
+        keys: &[stf::StfKey],
+        action: &StfAction,
+    ) -> Result<String, resolve::ResolveError> {
         let p = &self.sw.program;
         let names: Vec<&str> = p.tables.iter().map(|t| t.name.as_str()).collect();
         let t = &p.tables[resolve::find_table(table, &names)?];
-        let fields: Vec<(&str, &str)> = t.key.iter().map(|k| (k.name.as_str(), k.kind.name())).collect();
+        let fields: Vec<(&str, &str)> = t
+            .key
+            .iter()
+            .map(|k| (k.name.as_str(), k.kind.name()))
+            .collect();
         let tokens = resolve::entry_match_tokens(keys, &fields)?;
-        let anames: Vec<&str> = t.actions.iter().map(|&a| p.actions[a as usize].name.as_str()).collect();
-        let a = &p.actions[t.actions[resolve::find_action(&action.name, &t.name, &anames)?] as usize];
+        let anames: Vec<&str> = t
+            .actions
+            .iter()
+            .map(|&a| p.actions[a as usize].name.as_str())
+            .collect();
+        let a =
+            &p.actions[t.actions[resolve::find_action(&action.name, &t.name, &anames)?] as usize];
         let pnames: Vec<&str> = a.params.iter().map(|x| x.0.as_str()).collect();
         let params = resolve::action_params(action, &pnames)?;
-        let kind = if matches!(t.match_type, MatchKind::Range) { "ternary" } else { t.match_type.name() };
+        let kind = if matches!(t.match_type, MatchKind::Range) {
+            "ternary"
+        } else {
+            t.match_type.name()
+        };
         resolve::table_add_line(&t.name, &a.name, &tokens, &params, priority, kind)
     }
 
-    fn set_default_line(&self, table: &str, action: &StfAction) -> Result<String, resolve::ResolveError> {
+    fn set_default_line(
+        &self,
+        table: &str,
+        action: &StfAction,
+    ) -> Result<String, resolve::ResolveError> {
         let p = &self.sw.program;
         let names: Vec<&str> = p.tables.iter().map(|t| t.name.as_str()).collect();
         let t = &p.tables[resolve::find_table(table, &names)?];
-        let anames: Vec<&str> = t.actions.iter().map(|&a| p.actions[a as usize].name.as_str()).collect();
-        let a = &p.actions[t.actions[resolve::find_action(&action.name, &t.name, &anames)?] as usize];
+        let anames: Vec<&str> = t
+            .actions
+            .iter()
+            .map(|&a| p.actions[a as usize].name.as_str())
+            .collect();
+        let a =
+            &p.actions[t.actions[resolve::find_action(&action.name, &t.name, &anames)?] as usize];
         let pnames: Vec<&str> = a.params.iter().map(|x| x.0.as_str()).collect();
         let params = resolve::action_params(action, &pnames)?;
         Ok(resolve::table_set_default_line(&t.name, &a.name, &params))
     }
 
-    fn check_counter(&mut self, line: usize, counter: &str, index: &CounterIndex, check: &stf::CounterCheck) {
+    fn check_counter(
+        &mut self,
+        line: usize,
+        counter: &str,
+        index: &CounterIndex,
+        check: &stf::CounterCheck,
+    ) {
         let idx = match index {
             CounterIndex::Number(n) => cli_number(n),
             CounterIndex::Id(name) => self.handles.get(name).map(|&h| u64::from(h)),
         };
         let Some(idx) = idx else {
-            self.report.fail(line, format!("check_counter {counter}: unknown index {index:?}"));
+            self.report.fail(
+                line,
+                format!("check_counter {counter}: unknown index {index:?}"),
+            );
             return;
         };
         let Some(want) = cli_number(&check.value) else {
-            self.report.fail(line, format!("check_counter {counter}: bad value {:?}", check.value));
+            self.report.fail(
+                line,
+                format!("check_counter {counter}: bad value {:?}", check.value),
+            );
             return;
         };
         match self.sw.counter_read(counter, idx) {
             Err(e) => self.report.fail(line, e),
             Ok((packets, bytes)) => {
-                let got = if check.count == Some(CountType::Bytes) { bytes } else { packets };
+                let got = if check.count == Some(CountType::Bytes) {
+                    bytes
+                } else {
+                    packets
+                };
                 let ok = match check.op {
                     CmpOp::Eq => got == want,
                     CmpOp::Ne => got != want,
@@ -214,9 +280,17 @@ impl Run<'_> {
                 };
                 if ok {
                     self.report.passed += 1;
-                    self.report.lines.push(format!("line {line}: ok: counter {counter}[{idx}] = {got}"));
+                    self.report
+                        .lines
+                        .push(format!("line {line}: ok: counter {counter}[{idx}] = {got}"));
                 } else {
-                    self.report.fail(line, format!("counter {counter}[{idx}] is {got}, expected {:?} {want}", check.op));
+                    self.report.fail(
+                        line,
+                        format!(
+                            "counter {counter}[{idx}] is {got}, expected {:?} {want}",
+                            check.op
+                        ),
+                    );
                 }
             }
         }
@@ -231,33 +305,51 @@ impl Run<'_> {
             let (n_exp, n_got) = (exp.len(), got.len());
             for (line, e) in exp {
                 let Some(pkt) = got.pop_front() else {
-                    self.report.fail(line, format!("expected a packet on port {port}, none came"));
+                    self.report
+                        .fail(line, format!("expected a packet on port {port}, none came"));
                     continue;
                 };
                 match e {
                     None => {
                         self.report.passed += 1;
-                        self.report.lines.push(format!("line {line}: ok: a packet on port {port}"));
+                        self.report
+                            .lines
+                            .push(format!("line {line}: ok: a packet on port {port}"));
                     }
                     Some(e) => match e.compare(&pkt) {
                         Ok(()) => {
                             self.report.passed += 1;
-                            self.report.lines.push(format!("line {line}: ok: port {port} {}", hex(&pkt)));
+                            self.report
+                                .lines
+                                .push(format!("line {line}: ok: port {port} {}", hex(&pkt)));
                         }
-                        Err(m) => self.report.fail(line, format!("port {port}: {m}\n  expected {}\n  received {}", e.to_text(), hex(&pkt))),
+                        Err(m) => self.report.fail(
+                            line,
+                            format!(
+                                "port {port}: {m}\n  expected {}\n  received {}",
+                                e.to_text(),
+                                hex(&pkt)
+                            ),
+                        ),
                     },
                 }
             }
             if n_got > n_exp {
                 let line = if at == usize::MAX { 0 } else { at };
-                self.report.fail(line, format!("Expected {n_exp} packets on port {port} got {n_got}"));
+                self.report.fail(
+                    line,
+                    format!("Expected {n_exp} packets on port {port} got {n_got}"),
+                );
             }
         }
         // Outputs on ports nothing was expected on are not checked, as in
         // bmv2stf.py; they are listed.
         for (port, pkts) in std::mem::take(&mut self.got) {
             for p in pkts {
-                self.report.lines.push(format!("note: unexpected packet on port {port}: {}", hex(&p)));
+                self.report.lines.push(format!(
+                    "note: unexpected packet on port {port}: {}",
+                    hex(&p)
+                ));
             }
         }
     }

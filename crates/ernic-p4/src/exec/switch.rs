@@ -147,14 +147,11 @@ impl Switch {
     /// out-of-bounds index, a false assertion) is dropped and counted in
     /// `state.errors`, with the reason in the log.
     pub fn process(&mut self, port: u32, data: &[u8], now_ns: u64, out: &mut Vec<Output>) {
-        self.jobs.push_back(Job::Ingress {
-            data: data.to_vec(),
-            port,
-            instance: instance::NORMAL,
-            preserved: Vec::new(),
-            passes: 1,
-        });
         let mut made = 0usize;
+        if let Err(e) = self.ingress(data, port, instance::NORMAL, &[], 1, now_ns, out, &mut made) {
+            self.state.errors += 1;
+            self.state.log(format!("packet dropped: {e}"));
+        }
         while let Some(job) = self.jobs.pop_front() {
             let r = match job {
                 Job::Ingress {
@@ -218,7 +215,7 @@ impl Switch {
         for &(f, v) in preserved {
             self.phv.vals[f as usize] = v;
         }
-        let sf = self.program.std.clone();
+        let sf = self.program.std;
         let p = &self.program;
         let set = |phv: &mut Phv, f: Option<u32>, v: i128| set_std(p, phv, f, v);
         if inst == instance::NORMAL {
@@ -327,7 +324,6 @@ impl Switch {
             now_ns,
             ..Default::default()
         };
-        let payload = payload.to_vec();
         self.egress(
             &mut epc,
             &payload,
@@ -355,7 +351,7 @@ impl Switch {
         made: &mut usize,
     ) -> Result<(), ExecError> {
         self.phv.reset(&self.program);
-        let sf = self.program.std.clone();
+        let sf = self.program.std;
         set_std(
             &self.program,
             &mut self.phv,
@@ -410,7 +406,7 @@ impl Switch {
         made: &mut usize,
     ) -> Result<(), ExecError> {
         let p = &self.program;
-        let sf = p.std.clone();
+        let sf = p.std;
         let set = |phv: &mut Phv, f: Option<u32>, v: i128| set_std(p, phv, f, v);
         set(&mut self.phv, sf.instance_type, i128::from(inst));
         if let Some(r) = rid {

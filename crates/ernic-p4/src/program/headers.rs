@@ -94,7 +94,7 @@ pub struct UnionStack {
 
 /// The fields of v1model's standard metadata the switch itself uses, where
 /// the program has them (directly or through `field_aliases`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct StdFields {
     /// The header holding them.
     pub header: Option<u32>,
