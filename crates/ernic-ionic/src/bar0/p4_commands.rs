@@ -181,7 +181,11 @@ mod tests {
             let unknown = run(&mut b, &mut dma, 199, b"x", 64).0;
             assert_eq!(unknown, status::EOPCODE);
             for op in 70..=72 {
-                assert_eq!(run(&mut b, &mut dma, op, b"x", 64).0, unknown, "opcode {op}");
+                assert_eq!(
+                    run(&mut b, &mut dma, op, b"x", 64).0,
+                    unknown,
+                    "opcode {op}"
+                );
             }
             assert_eq!(lif_caps(&mut b, &mut dma), 3, "Ethernet and RDMA only");
         }
@@ -235,6 +239,10 @@ mod tests {
         b.write(0x800, &[1, 0, 0, 0], &mut dma);
         b.read(0x848, &mut comp);
         assert_eq!(comp[0], status::EFAULT);
-        assert_eq!(*seen.lock().unwrap(), vec![70], "refused ones never reached it");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![70],
+            "refused ones never reached it"
+        );
     }
 }

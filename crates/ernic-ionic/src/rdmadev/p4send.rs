@@ -139,7 +139,13 @@ fn copy_out(dma: &mut Dma, seg: &Seg<'_>, data: &[u8]) -> bool {
 impl P4Send {
     /// Shows `wr`, posted on QP `qpn`, to the filter if its local memory
     /// checks pass; runs a transform it asks for.
-    pub(super) fn judge(&mut self, v: &View<'_>, qpn: u32, wr: &SendWr<'_>, dma: &mut Dma) -> Verdict {
+    pub(super) fn judge(
+        &mut self,
+        v: &View<'_>,
+        qpn: u32,
+        wr: &SendWr<'_>,
+        dma: &mut Dma,
+    ) -> Verdict {
         let Some((opcode, remote, imm)) = classify(&wr.op) else {
             return Verdict::Post;
         };
@@ -163,9 +169,9 @@ impl P4Send {
                 let ok = if s.lkey.0 == 0 {
                     qp.privileged
                 } else {
-                    v.engine.mr(v.dev, s.lkey.0).is_ok_and(|mr| {
-                        mr.check(qp.pd, s.addr, u64::from(s.len), need).is_ok()
-                    })
+                    v.engine
+                        .mr(v.dev, s.lkey.0)
+                        .is_ok_and(|mr| mr.check(qp.pd, s.addr, u64::from(s.len), need).is_ok())
                 };
                 if !ok {
                     return Verdict::Post;
