@@ -45,6 +45,13 @@ pub fn serve(name: &str, profile_spec: &str, ini: &str) -> PathBuf {
     path
 }
 
+/// A server for the function `f` the caller built (hooks installed).
+pub fn serve_function(name: &str, f: IonicFunction) -> PathBuf {
+    let (path, listener) = socket(name);
+    spawn(listener, f);
+    path
+}
+
 /// A server on `mesh` whose guest has `gid`; requests to a peer that
 /// stops answering give up after 300 ms.
 pub fn serve_on_mesh(name: &str, mesh: Arc<Mesh>, gid: Gid) -> PathBuf {
