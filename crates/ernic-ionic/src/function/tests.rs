@@ -262,13 +262,16 @@ proptest! {
     }
 }
 
+/// The frames a test filter saw, with where each came from.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(crate::p4hook::Side, Vec<u8>)>>>;
+
 /// A P4-style frame filter for the test: ARP for 10.0.0.99 from the
 /// guest is dropped, frames of ethertype 0x88b5 from the guest are turned
 /// back to it, other guest frames go to the wire; frames from the wire go
 /// to the guest with byte 14 rewritten to 0x5a. It records how many frames
 /// it saw.
 struct ArpFilter {
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(crate::p4hook::Side, Vec<u8>)>>>,
+    seen: Seen,
     scratch: Vec<u8>,
 }
 
