@@ -573,7 +573,10 @@ fn load_errors(at: &At<'_>, cx: &mut Ctx) -> Result<Vec<(String, u32)>, LoadErro
 /// The counter, meter and register arrays.
 type Arrays = (Vec<CounterArray>, Vec<MeterArray>, Vec<RegisterArray>);
 
-fn load_arrays(at: &At<'_>, cx: &mut Ctx) -> Result<Arrays, LoadError> {
+fn load_arrays(
+    at: &At<'_>,
+    cx: &mut Ctx,
+) -> Result<Arrays, LoadError> {
     let counters = at.each("counter_arrays", |i, c| {
         let name = c.get("name", |n| n.str().map(str::to_owned))?;
         let direct = c.get("is_direct", |d| {
