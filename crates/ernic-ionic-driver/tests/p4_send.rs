@@ -296,3 +296,87 @@ fn transform_of_anything_but_a_write_or_a_failing_transform_is_an_error() {
     assert_eq!(g.run(1, SendOp::Write(g.dst.remote(0))), WcStatus::RemOpErr);
     assert_eq!(g.dst_bytes(), DST, "a failed transform wrote back");
 }
+
+/// Two servers on a mesh, the filter on server a: a WRITE from a's QP to
+/// its peer on b names b's MR by a key that a's own MR also has. That key
+/// is another node's: the WQE is not local, a transform of it is refused
+/// with a remote access error, and neither MR changes.
+#[test]
+fn transform_of_another_nodes_rkey_is_refused_even_when_the_number_is_local_too() {
+    use ernic_core::Gid;
+    use ernic_mesh::{Mesh, MeshConfig, Spec};
+    use std::time::{Duration, Instant};
+    let (ga, gb): (Gid, Gid) = (
+        "::ffff:10.0.4.1".parse().unwrap(),
+        "::ffff:10.0.4.2".parse().unwrap(),
+    );
+    let manager = Mesh::start(MeshConfig {
+        heartbeat: Duration::from_millis(100),
+        ..MeshConfig::new(Spec::Manager { port: 0 })
+    })
+    .unwrap();
+    let port = manager.listen_addr().port();
+    let worker = Arc::new(
+        Mesh::start(MeshConfig {
+            heartbeat: Duration::from_millis(100),
+            ..MeshConfig::new(Spec::Worker {
+                host: "127.0.0.1".into(),
+                port,
+            })
+        })
+        .unwrap(),
+    );
+    assert!(worker.wait_registered(Duration::from_secs(10)).is_some());
+    let filter = Scripted::default();
+    *filter.verdict.lock().unwrap() = Some(SendVerdict::Transform(1));
+    let hook = filter.clone();
+    let pa = common::serve_on_mesh_with("p4-mesh-a", Arc::new(manager), ga, move |f| {
+        f.with_send_filter(Box::new(hook))
+    });
+    let pb = common::serve_on_mesh("p4-mesh-b", worker.clone(), gb);
+    let mut da = Driver::attach(&pa, 4 << 20).unwrap();
+    let mut db = Driver::attach(&pb, 4 << 20).unwrap();
+    da.set_gid(ga).unwrap();
+    db.set_gid(gb).unwrap();
+    let (mut ca, cb) = (da.create_cq(6).unwrap(), db.create_cq(6).unwrap());
+    let (mut qa, qb) = (da.create_qp(&ca, 5).unwrap(), db.create_qp(&cb, 5).unwrap());
+    let end = Instant::now() + Duration::from_secs(10);
+    while da.connect_to(&qa, gb, qb.qpn()).is_err() {
+        assert!(Instant::now() < end, "server a never learned {gb}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while db.connect_to(&qb, ga, qa.qpn()).is_err() {
+        assert!(Instant::now() < end, "server b never learned {ga}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (sa, la, lb) = (
+        da.alloc(4096).unwrap(),
+        da.alloc(4096).unwrap(),
+        db.alloc(4096).unwrap(),
+    );
+    assert!(da.write(&sa, 0, &SRC) && da.write(&la, 0, &DST) && db.write(&lb, 0, &DST));
+    // Each server's first MR: the same key number on both, valid on a too.
+    let local = da.reg_mr(la).unwrap();
+    let theirs = db.reg_mr(lb).unwrap();
+    assert_eq!(local.key, theirs.key);
+    let src = da.reg_mr(sa).unwrap();
+    let sgl = [src.sge(0, 16)];
+    da.post_send(
+        &mut qa,
+        &SendWr::new(1, SendOp::Write(theirs.remote(0))).sgl(&sgl),
+    )
+    .unwrap();
+    let st = status_in(&common::completions(&mut da, &mut ca, &[1]), 1);
+    assert_eq!(st, WcStatus::RemAccessErr);
+    let seen = filter.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        (seen.opcode, seen.remote_is_local),
+        (WqeOpcode::Write, false)
+    );
+    assert_eq!(seen.dest_qpn, qb.qpn().0);
+    let mut b = [0u8; 16];
+    assert!(da.read(&local.buf, 0, &mut b));
+    assert_eq!(b, DST, "a's MR of the same key changed");
+    assert!(db.read(&theirs.buf, 0, &mut b));
+    assert_eq!(b, DST, "b's MR changed");
+}

@@ -55,12 +55,26 @@ pub fn serve_function(name: &str, f: IonicFunction) -> PathBuf {
 /// A server on `mesh` whose guest has `gid`; requests to a peer that
 /// stops answering give up after 300 ms.
 pub fn serve_on_mesh(name: &str, mesh: Arc<Mesh>, gid: Gid) -> PathBuf {
+    serve_on_mesh_with(name, mesh, gid, |f| f)
+}
+
+/// [`serve_on_mesh`], with the function `add` makes of it (hooks
+/// installed).
+pub fn serve_on_mesh_with(
+    name: &str,
+    mesh: Arc<Mesh>,
+    gid: Gid,
+    add: impl FnOnce(IonicFunction) -> IonicFunction,
+) -> PathBuf {
     let (path, listener) = socket(name);
     let id = ernic_ionic::bar0::Identity {
         request_timeout_ms: 300,
         ..Default::default()
     };
-    spawn(listener, IonicFunction::new(id).with_mesh(mesh, vec![gid]));
+    spawn(
+        listener,
+        add(IonicFunction::new(id).with_mesh(mesh, vec![gid])),
+    );
     path
 }
 
