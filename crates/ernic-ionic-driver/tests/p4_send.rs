@@ -205,6 +205,16 @@ fn drop_completes_with_a_local_protection_error_and_moves_nothing() {
         WcStatus::LocProtErr
     );
     assert_eq!(g.dst_bytes(), DST, "a dropped WRITE wrote");
+    // As after any error completion, the QP is in ERROR: what follows is
+    // flushed, and the filter sees it no more.
+    g.verdict(SendVerdict::Pass);
+    let seen = g.filter.seen.lock().unwrap().len();
+    assert_eq!(
+        g.run(2, SendOp::Write(g.dst.remote(0))),
+        WcStatus::WrFlushErr
+    );
+    assert_eq!(g.filter.seen.lock().unwrap().len(), seen);
+    assert_eq!(g.dst_bytes(), DST);
 }
 
 #[test]

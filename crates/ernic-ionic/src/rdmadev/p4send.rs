@@ -5,8 +5,9 @@
 //! The checks are the core's own, made here first: each SGE's lkey names
 //! a valid MR of the QP's PD covering the range (key 0 only on a
 //! privileged QP), with local write for a READ's or atomic's destination.
-//! A WQE that fails them, or that did not decode, goes to the core as it
-//! is and completes with the core's error; the filter never sees it.
+//! A WQE that fails them, that did not decode, or that is posted on a QP
+//! in ERROR (which flushes it) goes to the core as it is and completes
+//! with the core's status; the filter never sees it.
 //! REG_MR and LOCAL_INV are not shown.
 //!
 //! The verdicts: `Pass` posts the WQE as it is. `Drop` completes it, in
@@ -28,11 +29,18 @@
 //! WRITE with no payload, so it completes (and a WRITE with immediate
 //! consumes its receive) in order through the core as any other. Regions
 //! over [`MAX_TRANSFORM`] bytes are refused with `LocLenErr`.
+//!
+//! A transform's bytes land when the WQE is taken from the ring, so ahead
+//! of earlier WQEs of the same QP that the core still holds (a SEND
+//! waiting for a receive, a request waiting on the mesh); its completion
+//! keeps its place in order.
 
 use std::collections::BTreeMap;
 
 use ernic_core::mr::Seg;
-use ernic_core::{Access, DeviceId, Engine, Qpn, RemoteAddr, Route, SendOp, SendWr, WcStatus};
+use ernic_core::{
+    Access, DeviceId, Engine, QpState, Qpn, RemoteAddr, Route, SendOp, SendWr, WcStatus,
+};
 use ernic_vfio::dma::Dma;
 
 use super::{GuestMemory, Qp};
@@ -152,7 +160,11 @@ impl P4Send {
         let Some(qp) = v.qps.get(&qpn) else {
             return Verdict::Post;
         };
-        if wr.decode_error.is_some() {
+        // A QP in ERROR flushes what is posted: nothing of it runs.
+        let Ok(info) = v.engine.query_qp(v.dev, Qpn(qpn)) else {
+            return Verdict::Post;
+        };
+        if wr.decode_error.is_some() || info.state == QpState::Err {
             return Verdict::Post;
         }
         // The local checks, as the core will make them.
@@ -184,7 +196,7 @@ impl P4Send {
                 });
             }
         }
-        let dest = v.engine.query_qp(v.dev, Qpn(qpn)).ok().and_then(|i| i.dest);
+        let dest = info.dest;
         let dest_qpn = match (wr.ud, dest) {
             (Some(ud), _) => ud.remote_qpn.0,
             (None, Some(d)) => d.qpn.0,
