@@ -193,9 +193,9 @@ pub trait P4Control: Send {
 /// ```
 ///
 /// The input is read from guest memory at `input_pa` (at most
-/// [`MAX_INPUT`] bytes; more is `EINVAL`, an address outside guest memory
+/// [`MAX_INPUT`](cmd::MAX_INPUT) bytes; more is `EINVAL`, an address outside guest memory
 /// `EFAULT`), the engine's answer written at `output_pa` (at most
-/// `output_cap` bytes, itself at most [`MAX_OUTPUT`]). `output_len` is the
+/// `output_cap` bytes, itself at most [`MAX_OUTPUT`](cmd::MAX_OUTPUT)). `output_len` is the
 /// answer's length: when it exceeds `output_cap` the status is `ENOSPC`
 /// and nothing is written, so the driver can ask again with a bigger
 /// buffer. An engine error is status `ERROR` with its message as the
