@@ -16,7 +16,7 @@
 //! goes with it.
 //!
 //! With `--p4`, `--p4-program` or `--p4-guest-scope` the P4 engine's hooks
-//! go on the device (`src/p4.rs`).
+//! go on the device (`src/p4_hooks.rs`).
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -37,8 +37,8 @@ use ernic_vfio::dma::Unsealed;
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::{Options, Server};
 
-#[path = "../p4.rs"]
-mod p4;
+#[path = "../p4_hooks.rs"]
+mod p4_hooks;
 
 /// What `--help` adds after the flags: the limits a client meets.
 const LIMITS: &str = "\
@@ -394,10 +394,14 @@ fn run(a: &Args) -> Result<()> {
     if let Some(p) = &a.stats_file {
         check_stats_file(p)?;
     }
-    let p4 = p4::P4Options::from_flags(a.p4, a.p4_program.as_deref(), a.p4_guest_scope.as_deref())?;
+    let p4 = p4_hooks::P4Options::from_flags(
+        a.p4,
+        a.p4_program.as_deref(),
+        a.p4_guest_scope.as_deref(),
+    )?;
     let p4 = match p4 {
         Some(o) => {
-            let hooks = p4::p4_hooks(&o).context("--p4")?;
+            let hooks = p4_hooks::p4_hooks(&o).context("--p4")?;
             Some((o, hooks))
         }
         None => None,
@@ -482,7 +486,7 @@ fn run(a: &Args) -> Result<()> {
                 o.scope
             );
         }
-        function = p4::install(function, &o, hooks);
+        function = p4_hooks::install(function, &o, hooks);
     }
     if let Some(p) = &a.stats_file {
         function = function.with_stats_file(p.clone(), std::time::Duration::from_secs(1));

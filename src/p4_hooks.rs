@@ -3,6 +3,10 @@
 //! builds the engine's hooks ([`p4_hooks`]), and their installation on
 //! the device ([`install`]).
 //!
+//! The file is `p4_hooks.rs`, not `p4.rs`: `src/p4/` is the `ernic` tool's
+//! offline P4 subcommand (`mod p4` of `main.rs`), and the two names would
+//! collide there.
+//!
 //! The device side (`ernic_ionic::p4hook`) defines the hooks and never
 //! names the engine; the engine crate (`ernic-p4`) implements them. This
 //! file is the only meeting point: until the engine is built in,
