@@ -14,6 +14,9 @@
 //! disconnected; memory it shares must be sealed against shrinking unless
 //! `--allow-unsealed-memory`; when it leaves, every mapping of its memory
 //! goes with it.
+//!
+//! With `--p4`, `--p4-program` or `--p4-guest-scope` the P4 engine's hooks
+//! go on the device (`src/p4_hooks.rs`).
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -33,6 +36,9 @@ use ernic_verbs::{Gid, Mesh, MeshConfig, MeshSpec};
 use ernic_vfio::dma::Unsealed;
 use ernic_vfio::proto::Capabilities;
 use ernic_vfio::server::{Options, Server};
+
+#[path = "../p4_hooks.rs"]
+mod p4_hooks;
 
 /// What `--help` adds after the flags: the limits a client meets.
 const LIMITS: &str = "\
@@ -111,6 +117,24 @@ struct Args {
     /// How long to wait for the mesh manager at start, in seconds.
     #[arg(long, default_value_t = 30)]
     mesh_wait: u64,
+    /// Run the P4 match-action engine on the device's paths: every
+    /// Ethernet frame between the guest and the TAP, and every RDMA send
+    /// WQE once its memory checks pass. --p4-program and --p4-guest-scope
+    /// turn it on too.
+    #[arg(long)]
+    p4: bool,
+    /// A compiled P4 program (bmv2 JSON) for the engine to run from the
+    /// start. Read at start: a file that cannot be read is an error naming
+    /// it. Turns the engine on.
+    #[arg(long, value_name = "FILE")]
+    p4_program: Option<PathBuf>,
+    /// How far the guest may reach the engine through device commands
+    /// 70-72 [default: none]: none (they are unknown opcodes and
+    /// LIF_IDENTIFY does not advertise the engine), tables (runtime
+    /// commands and status), program (loading a program too). Given at
+    /// all, even as none, it turns the engine on.
+    #[arg(long, value_name = "SCOPE", value_parser = ["none", "tables", "program"])]
+    p4_guest_scope: Option<String>,
     /// How much to say on stderr: error, warn, info or debug.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug"])]
     log_level: String,
@@ -370,6 +394,18 @@ fn run(a: &Args) -> Result<()> {
     if let Some(p) = &a.stats_file {
         check_stats_file(p)?;
     }
+    let p4 = p4_hooks::P4Options::from_flags(
+        a.p4,
+        a.p4_program.as_deref(),
+        a.p4_guest_scope.as_deref(),
+    )?;
+    let p4 = match p4 {
+        Some(o) => {
+            let hooks = p4_hooks::p4_hooks(&o).context("--p4")?;
+            Some((o, hooks))
+        }
+        None => None,
+    };
     let info = a.log_level != "error" && a.log_level != "warn";
     let mut mesh = join_mesh(a, info)?;
     // Kept alive for as long as the server serves.
@@ -439,6 +475,18 @@ fn run(a: &Args) -> Result<()> {
     }
     if let Some((m, gids)) = mesh {
         function = function.with_mesh(std::sync::Arc::new(m), gids);
+    }
+    if let Some((o, hooks)) = p4 {
+        if info {
+            eprintln!(
+                "ernic-server: P4 engine on the Ethernet and RDMA send paths (program {}; guest scope {:?})",
+                o.program
+                    .as_ref()
+                    .map_or("none".to_string(), |(p, _)| p.display().to_string()),
+                o.scope
+            );
+        }
+        function = p4_hooks::install(function, &o, hooks);
     }
     if let Some(p) = &a.stats_file {
         function = function.with_stats_file(p.clone(), std::time::Duration::from_secs(1));

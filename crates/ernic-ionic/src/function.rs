@@ -1,6 +1,7 @@
 //! The ionic PCI function as a vfio-user device: its identity and config
 //! space, BAR 0 (registers, MSI-X table and PBA), BAR 2 (doorbells), and
-//! its interrupts (INTx and the profile's MSI-X vectors).
+//! its interrupts (INTx and the profile's MSI-X vectors). The P4 hooks'
+//! frame path is `function/frames.rs`.
 
 use ernic_vfio::pci::{self, Bar, Config, Msix};
 use ernic_vfio::proto::{self, RegionInfo};
@@ -11,6 +12,9 @@ use crate::doorbell::{BAR2_SIZE, Doorbell, PAGE};
 use crate::regs::qtype;
 use crate::regs::{BAR0_SIZE, MSIX_PBA, MSIX_TABLE};
 use crate::tap::{FrameEndpoint, Wire};
+
+mod frames;
+pub use frames::{FilterStats, MAX_QUEUED};
 
 /// Pensando's vendor id.
 pub const VENDOR: u16 = 0x1dd8;
@@ -40,6 +44,8 @@ pub struct IonicFunction {
     /// The endpoint's first frame found no receive buffer: its descriptor
     /// is not waited on (it stays readable) until the guest posts one.
     endpoint_stalled: bool,
+    /// The P4 frame filter, when one is installed.
+    frames: Option<frames::FramePath>,
     frame: Vec<u8>,
     fired: Vec<u16>,
     stats_file: Option<StatsFile>,
@@ -154,6 +160,7 @@ impl IonicFunction {
             wire: None,
             endpoint: None,
             endpoint_stalled: false,
+            frames: None,
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
             stats_file: None,
@@ -234,18 +241,28 @@ impl IonicFunction {
             (qtype::ADMINQ, 0) => self.bar0.admin_doorbell(d.qid, d.index, io.dma),
             (qtype::TXQ, 0) => {
                 let (wire, endpoint) = (&mut self.wire, &mut self.endpoint);
-                self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
+                let frames = &mut self.frames;
+                let fire = self.bar0.tx_doorbell(d.qid, d.index, io.dma, &mut |f| {
                     if endpoint.as_mut().is_some_and(|e| e.claim_tx(f)) {
+                        return;
+                    }
+                    if let Some(p) = frames.as_mut() {
+                        p.run(crate::p4hook::Side::Guest, f, wire);
                         return;
                     }
                     // Without a wire, frames are completed and discarded.
                     if let Some(t) = wire.as_mut() {
                         let _ = t.send(f);
                     }
-                })
+                });
+                // The filter may have turned a frame back to the guest.
+                self.deliver_filtered(io);
+                fire
             }
             (qtype::RXQ, 0) => {
                 self.bar0.rx_doorbell(d.qid, d.index);
+                // Frames the filter queued may have waited for it too.
+                self.deliver_filtered(io);
                 // Frames an endpoint queued may have waited for this buffer.
                 self.deliver_endpoint(io);
                 None
@@ -292,6 +309,24 @@ impl IonicFunction {
         self
     }
 
+    /// Every send WQE whose local memory checks pass goes to `filter`
+    /// before it runs (see `rdmadev/p4send.rs`).
+    pub fn with_send_filter(mut self, filter: Box<dyn crate::p4hook::SendFilter>) -> IonicFunction {
+        self.rdma.set_send_filter(filter);
+        self
+    }
+
+    /// Device commands 70-72 reach `control`, as far as `scope` allows
+    /// (see `bar0/p4_commands.rs`).
+    pub fn with_p4_control(
+        mut self,
+        control: Box<dyn crate::p4hook::P4Control>,
+        scope: crate::p4hook::GuestScope,
+    ) -> IonicFunction {
+        self.bar0.set_p4_control(control, scope);
+        self
+    }
+
     /// Delivers the endpoint's queued frames while receive buffers take
     /// them; the first that finds none waits, and the rest behind it.
     fn deliver_endpoint(&mut self, io: &mut Io) {
@@ -333,8 +368,21 @@ impl IonicFunction {
         self
     }
 
-    /// The counters as one line of JSON.
+    /// The counters as one line of JSON (with the frame filter's, when
+    /// one is installed).
     pub fn stats_json(&self) -> String {
+        let mut json = self.device_stats_json();
+        if let Some(f) = self.frame_filter_stats() {
+            json.pop();
+            json.push_str(&format!(
+                ",\"p4_frames_dropped\":{},\"p4_guest_queue_full\":{}}}",
+                f.dropped, f.queue_full
+            ));
+        }
+        json
+    }
+
+    fn device_stats_json(&self) -> String {
         let s = self.bar0.stats();
         let sum = |v: &[(u64, u64); 3]| v.iter().fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
         let (rx_bytes, rx_packets) = sum(&s.rx);
@@ -476,6 +524,9 @@ impl Device for IonicFunction {
 
     fn reset(&mut self, _io: &mut Io) {
         self.bar0.reset();
+        if let Some(p) = self.frames.as_mut() {
+            p.clear();
+        }
         if let Some(s) = &self.shared {
             s.clear();
         }
@@ -584,19 +635,23 @@ impl Device for IonicFunction {
     /// wakeup, so the socket is served between batches).
     fn ready(&mut self, io: &mut Io) {
         self.ready_wire(io);
+        self.deliver_filtered(io);
         self.deliver_endpoint(io);
     }
 }
 
 impl IonicFunction {
     fn ready_wire(&mut self, io: &mut Io) {
-        let Some(wire) = self.wire.as_mut() else {
-            return;
-        };
         for _ in 0..64 {
+            let Some(wire) = self.wire.as_mut() else {
+                return;
+            };
             match wire.recv(&mut self.frame) {
                 Ok(Some(n)) => {
-                    if let Some(v) = self.bar0.rx_frame(&self.frame[..n], io.dma) {
+                    if let Some(p) = self.frames.as_mut() {
+                        // Delivered with the filter's other guest frames.
+                        p.run(crate::p4hook::Side::Wire, &self.frame[..n], &mut self.wire);
+                    } else if let Some(v) = self.bar0.rx_frame(&self.frame[..n], io.dma) {
                         io.irqs.trigger(pci::irq::MSIX, u32::from(v));
                     }
                 }

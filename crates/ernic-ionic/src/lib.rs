@@ -14,6 +14,8 @@
 //!   `ernic-core`;
 //! - [`profile`]: NIC profiles; [`limits`]: every limit on what a guest
 //!   can make the device hold, and the most memory that adds up to;
+//! - [`p4hook`]: the hooks a match-action engine installs on the
+//!   Ethernet and RDMA send paths, and its device commands 70-72;
 //! - [`function`]: the function itself — identity, config space, regions
 //!   and interrupts as a `ernic_vfio::server::Device`.
 
@@ -25,6 +27,7 @@ pub mod eth;
 pub mod function;
 pub mod fw;
 pub mod limits;
+pub mod p4hook;
 pub mod profile;
 #[allow(unsafe_code)]
 pub mod rdmadev;

@@ -116,12 +116,15 @@ pub mod status {
     pub const SUCCESS: u8 = 0;
     pub const EVERSION: u8 = 1;
     pub const EOPCODE: u8 = 2;
+    pub const EPERM: u8 = 4;
     pub const EQID: u8 = 5;
     pub const EQTYPE: u8 = 6;
     pub const ENOENT: u8 = 7;
     pub const EFAULT: u8 = 11;
     pub const EEXIST: u8 = 13;
     pub const EINVAL: u8 = 14;
+    pub const ENOSPC: u8 = 15;
+    pub const ERROR: u8 = 29;
 }
 
 /// `union ionic_dev_identity`, as offsets in the command data window.

@@ -45,15 +45,36 @@ pub fn serve(name: &str, profile_spec: &str, ini: &str) -> PathBuf {
     path
 }
 
+/// A server for the function `f` the caller built (hooks installed).
+pub fn serve_function(name: &str, f: IonicFunction) -> PathBuf {
+    let (path, listener) = socket(name);
+    spawn(listener, f);
+    path
+}
+
 /// A server on `mesh` whose guest has `gid`; requests to a peer that
 /// stops answering give up after 300 ms.
 pub fn serve_on_mesh(name: &str, mesh: Arc<Mesh>, gid: Gid) -> PathBuf {
+    serve_on_mesh_with(name, mesh, gid, |f| f)
+}
+
+/// [`serve_on_mesh`], with the function `add` makes of it (hooks
+/// installed).
+pub fn serve_on_mesh_with(
+    name: &str,
+    mesh: Arc<Mesh>,
+    gid: Gid,
+    add: impl FnOnce(IonicFunction) -> IonicFunction,
+) -> PathBuf {
     let (path, listener) = socket(name);
     let id = ernic_ionic::bar0::Identity {
         request_timeout_ms: 300,
         ..Default::default()
     };
-    spawn(listener, IonicFunction::new(id).with_mesh(mesh, vec![gid]));
+    spawn(
+        listener,
+        add(IonicFunction::new(id).with_mesh(mesh, vec![gid])),
+    );
     path
 }
 

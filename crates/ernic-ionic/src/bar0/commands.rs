@@ -1,7 +1,7 @@
 //! The device commands BAR 0's doorbell runs (`fw::dev_cmd`): the
 //! dispatch, and those with state outside the Ethernet LIF — IDENTIFY,
 //! LIF_IDENTIFY, PORT_INIT, LIF_INIT, the LIF attributes, Q_IDENTIFY and
-//! the RDMA bootstrap.
+//! the RDMA bootstrap (and 70-72, in `p4_commands.rs`).
 
 use ernic_vfio::dma::Dma;
 
@@ -44,6 +44,9 @@ impl Bar0 {
             opcode::Q_CONTROL => self.eth.q_control(&c),
             // The RDMA bootstrap runs from BAR 0 as from the admin queue.
             50..=53 => self.rdma_bootstrap(&c),
+            // The P4 engine's, as far as the guest's scope allows (else
+            // answered as unknown opcodes).
+            70..=72 => self.p4_command(&c, &mut comp, dma),
             opcode::PORT_RESET => {
                 self.eth.port_info = None;
                 status::SUCCESS
@@ -188,8 +191,13 @@ impl Bar0 {
         let id = self.id.clone();
         let d = &mut self.bytes[cmd::DATA..cmd::DATA + cmd::DATA_LEN];
         d.fill(0);
+        let p4 = if self.p4.advertised() {
+            crate::p4hook::LIF_CAP_P4
+        } else {
+            0
+        };
         d[l::CAPABILITIES..l::CAPABILITIES + 8]
-            .copy_from_slice(&(l::CAP_ETH | l::CAP_RDMA).to_le_bytes());
+            .copy_from_slice(&(l::CAP_ETH | l::CAP_RDMA | p4).to_le_bytes());
         d[l::ETH_VERSION] = 1;
         put_le32(d, l::ETH_MAX_UCAST_FILTERS, 32);
         put_le32(d, l::ETH_MAX_MCAST_FILTERS, 32);

@@ -12,13 +12,15 @@
 //! owns the Ethernet queues, the info blocks and the LIF statistics, and
 //! BAR 0 holds one. The rest, one thing per file: the device's
 //! [`Identity`] (`identity.rs`), the device commands (`commands.rs`), the
-//! Ethernet admin queue (`eth_adminq.rs`); this file keeps the register
+//! Ethernet admin queue (`eth_adminq.rs`), the P4 engine's commands
+//! 70-72 (`p4_commands.rs`); this file keeps the register
 //! window and interrupt control.
 
 mod commands;
 mod eth_adminq;
 mod eth_lif;
 mod identity;
+mod p4_commands;
 
 pub use eth_lif::{EthLif, EthQueue};
 pub use identity::Identity;
@@ -29,7 +31,7 @@ use crate::bytes::{le32, put_le32};
 use crate::regs::{self, cmd, info, intr};
 
 /// BAR 0.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Bar0 {
     bytes: Vec<u8>,
     pending: Vec<bool>,
@@ -44,6 +46,8 @@ pub struct Bar0 {
     to_fire: Vec<u16>,
     /// Scratch for `write`: whether each vector it touches was masked.
     masked_before: Vec<bool>,
+    /// Device commands 70-72 and the engine they reach.
+    p4: p4_commands::P4Commands,
 }
 
 fn put_str(b: &mut [u8], at: usize, s: &str) {
@@ -71,6 +75,7 @@ impl Bar0 {
             rdma: crate::bootstrap::Bootstrap::default(),
             to_fire: Vec::new(),
             masked_before: Vec::new(),
+            p4: p4_commands::P4Commands::default(),
         };
         b.reset();
         b

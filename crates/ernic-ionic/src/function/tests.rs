@@ -31,6 +31,11 @@ fn act() -> impl Strategy<Value = Act> {
         (0u16..4, any::<u16>()).prop_map(|(t, p)| Act::Bell(t * 8, u64::from(p))),
         (any::<u16>(), bytes.clone()).prop_map(|(o, b)| Act::Mem(o, b)),
         any::<[u8; 64]>().prop_map(Act::Command),
+        // The P4 commands, with wild addresses and lengths.
+        (70u8..=72, any::<[u8; 64]>()).prop_map(|(op, mut c)| {
+            c[0] = op;
+            Act::Command(c)
+        }),
         proptest::collection::vec(any::<u8>(), 0..3000).prop_map(Act::Frame),
     ]
 }
@@ -228,10 +233,20 @@ proptest! {
     // Whatever a guest writes to the registers, the doorbells and its
     // own memory (descriptors with wild addresses, lengths and SG
     // counts included), and whatever arrives on the wire, the device
-    // answers, stays inside guest memory, and never panics.
+    // answers, stays inside guest memory, and never panics; with the P4
+    // hooks installed (a frame filter, commands 70-72 open) too.
     #[test]
-    fn hostile_guests_do_not_crash_the_device(acts in proptest::collection::vec(act(), 1..60)) {
+    fn hostile_guests_do_not_crash_the_device(
+        acts in proptest::collection::vec(act(), 1..60),
+        hooked in any::<bool>(),
+    ) {
         let mut f = IonicFunction::new(Identity::default());
+        if hooked {
+            let filter = ArpFilter { seen: Seen::default(), scratch: Vec::new() };
+            f = f
+                .with_frame_filter(Box::new(filter))
+                .with_p4_control(Box::new(EchoControl), crate::p4hook::GuestScope::Program);
+        }
         let mut dma = Dma::new(2);
         let ram = ernic_vfio::client::shared_memory(c"guest", RAM).unwrap();
         dma.map(G, RAM, 0, DMA_READ | DMA_WRITE, Some(ram)).unwrap();
@@ -260,4 +275,202 @@ proptest! {
             prop_assert_eq!(sig, [0x49, 0x56, 0x45, 0x44]);
         }
     }
+}
+
+/// An engine that answers each command with its input.
+struct EchoControl;
+
+impl crate::p4hook::P4Control for EchoControl {
+    fn command(&mut self, _: u8, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        out.extend_from_slice(input);
+        Ok(())
+    }
+}
+
+/// The frames a test filter saw, with where each came from.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(crate::p4hook::Side, Vec<u8>)>>>;
+
+/// A P4-style frame filter for the test: ARP for 10.0.0.99 from the
+/// guest is dropped, frames of ethertype 0x88b5 from the guest are turned
+/// back to it, other guest frames go to the wire; frames from the wire go
+/// to the guest with byte 14 rewritten to 0x5a. It records how many frames
+/// it saw.
+struct ArpFilter {
+    seen: Seen,
+    scratch: Vec<u8>,
+}
+
+impl crate::p4hook::FrameFilter for ArpFilter {
+    fn filter(
+        &mut self,
+        from: crate::p4hook::Side,
+        frame: &[u8],
+        emit: &mut dyn FnMut(crate::p4hook::Side, &[u8]),
+    ) {
+        use crate::p4hook::Side;
+        self.seen.lock().unwrap().push((from, frame.to_vec()));
+        let ethertype = frame.get(12..14);
+        match from {
+            Side::Guest
+                if ethertype == Some(&[0x08, 0x06])
+                    && frame.get(38..42) == Some(&[10, 0, 0, 99]) => {}
+            Side::Guest if ethertype == Some(&[0x88, 0xb5]) => emit(Side::Guest, frame),
+            Side::Guest => emit(Side::Wire, frame),
+            Side::Wire => {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(frame);
+                if let Some(b) = self.scratch.get_mut(14) {
+                    *b = 0x5a;
+                }
+                emit(Side::Guest, &self.scratch);
+            }
+        }
+    }
+}
+
+/// An ARP request from 10.0.0.2 for `target`.
+fn arp(target: [u8; 4]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].fill(0xff);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    f[22..28].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[28..32].copy_from_slice(&[10, 0, 0, 2]);
+    f[38..42].copy_from_slice(&target);
+    f
+}
+
+/// The guest transmits `fr` from TX slot `i` (its buffer at G+0x9000 +
+/// 0x800 * (i % 4)) and rings the doorbell.
+fn transmit(f: &mut IonicFunction, io: &mut Io, i: u64, fr: &[u8]) {
+    let at = G + 0x9000 + 0x800 * (i % 4);
+    io.dma.write(at, fr).unwrap();
+    let mut d = [0u8; 16];
+    d[0..8].copy_from_slice(&(at << 12).to_le_bytes());
+    d[8..10].copy_from_slice(&(fr.len() as u16).to_le_bytes());
+    io.dma.write(G + 0x3000 + 16 * (i % 8), &d).unwrap();
+    let bell = ((i + 1) % 8).to_le_bytes();
+    f.write(io, pci::region::BAR2, u64::from(qtype::TXQ) * 8, &bell)
+        .unwrap();
+}
+
+#[test]
+fn the_frame_filter_drops_rewrites_and_turns_frames_back_and_endpoints_bypass_it() {
+    use crate::p4hook::Side;
+    let (wire, theirs) = Wire::socket_pair().unwrap();
+    theirs.set_nonblocking(true).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let claimed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (fd, _other) = std::os::unix::net::UnixDatagram::pair().unwrap();
+    let ep = TestEndpoint {
+        claimed: claimed.clone(),
+        queued: Default::default(),
+        head: None,
+        fd,
+    };
+    let filter = ArpFilter {
+        seen: seen.clone(),
+        scratch: Vec::new(),
+    };
+    let mut f = IonicFunction::new(Identity::default())
+        .with_wire(wire)
+        .with_endpoint(Box::new(ep))
+        .with_frame_filter(Box::new(filter));
+    let mut dma = Dma::new(2);
+    let ram = ernic_vfio::client::shared_memory(c"guest", RAM).unwrap();
+    dma.map(G, RAM, 0, DMA_READ | DMA_WRITE, Some(ram)).unwrap();
+    let mut irqs = Irqs::new(&f.irqs());
+    let mut io = Io {
+        dma: &mut dma,
+        irqs: &mut irqs,
+    };
+    bring_up(&mut f, &mut io);
+
+    let (dropped, passed) = (arp([10, 0, 0, 99]), arp([10, 0, 0, 1]));
+    let mut back = pattern(0x02, 80, 5);
+    back[12..14].copy_from_slice(&[0x88, 0xb5]);
+    let mine = pattern(0xEE, 70, 6);
+    for (i, fr) in [&dropped, &passed, &back, &mine].into_iter().enumerate() {
+        transmit(&mut f, &mut io, i as u64, fr);
+    }
+    let mut buf = [0u8; 2048];
+    let n = theirs
+        .recv(&mut buf)
+        .expect("the ARP for 10.0.0.1 is on the wire");
+    assert_eq!(&buf[..n], &passed[..]);
+    assert!(
+        theirs.recv(&mut buf).is_err(),
+        "more than one frame on the wire"
+    );
+    assert_eq!(*claimed.lock().unwrap(), vec![mine.clone()]);
+    let guest_seen: Vec<Vec<u8>> = seen.lock().unwrap().iter().map(|s| s.1.clone()).collect();
+    assert_eq!(
+        guest_seen,
+        vec![dropped, passed, back.clone()],
+        "the endpoint's frame was filtered"
+    );
+    let st = f.frame_filter_stats().unwrap();
+    assert_eq!(
+        (st.dropped, st.queue_full, st.waiting),
+        (1, 0, 1),
+        "one dropped, one waits"
+    );
+
+    // A frame from the wire: rewritten, and waiting too (no buffer yet).
+    let from_wire = frame_ipv4();
+    theirs.send(&from_wire).unwrap();
+    f.ready(&mut io);
+    assert_eq!(
+        seen.lock().unwrap().last().unwrap(),
+        &(Side::Wire, from_wire.clone())
+    );
+    assert_eq!(f.frame_filter_stats().unwrap().waiting, 2);
+    let mut comp = [0u8; 16];
+    io.dma.read(G + 0x5800, &mut comp).unwrap();
+    assert_eq!(comp, [0; 16], "delivered with no buffer posted");
+
+    // Two buffers: the turned-back frame, then the rewritten one, in order.
+    for i in 0..2u64 {
+        let mut d = [0u8; 16];
+        d[6..8].copy_from_slice(&2048u16.to_le_bytes());
+        d[8..16].copy_from_slice(&(G + 0xa000 + 0x800 * i).to_le_bytes());
+        io.dma.write(G + 0x5000 + 16 * i, &d).unwrap();
+    }
+    let rx_bell = u64::from(qtype::RXQ) * 8;
+    f.write(&mut io, pci::region::BAR2, rx_bell, &2u64.to_le_bytes())
+        .unwrap();
+    let mut got = vec![0u8; back.len()];
+    io.dma.read(G + 0xa000, &mut got).unwrap();
+    assert_eq!(got, back);
+    let mut want = from_wire.clone();
+    want[14] = 0x5a;
+    let mut got = vec![0u8; want.len()];
+    io.dma.read(G + 0xa800, &mut got).unwrap();
+    assert_eq!(got, want);
+    io.dma.read(G + 0x5810, &mut comp).unwrap();
+    assert_eq!(
+        usize::from(u16::from_le_bytes([comp[12], comp[13]])),
+        want.len()
+    );
+    assert_eq!(f.frame_filter_stats().unwrap().waiting, 0);
+    let json = f.stats_json();
+    assert!(json.contains("\"p4_frames_dropped\":1"), "{json}");
+    assert!(json.contains("\"rx_packets\":2"), "{json}");
+}
+
+/// An IPv4/UDP frame to this guest.
+fn frame_ipv4() -> Vec<u8> {
+    let mut f = pattern(0x02, 64, 9);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[14] = 0x45;
+    f[23] = 17;
+    f
+}
+
+#[test]
+fn without_a_filter_the_stats_say_nothing_of_one() {
+    let f = IonicFunction::new(Identity::default());
+    assert!(f.frame_filter_stats().is_none());
+    assert!(!f.stats_json().contains("p4_"));
 }

@@ -236,7 +236,7 @@ impl RdmaDev {
                 while cons & mask != target && ran < ring.depth() {
                     let w = &mut buf[..stride.max(wqe::MIN_LEN)];
                     let read = dma.read(ring.slot(cons), &mut w[..stride]).is_ok();
-                    let wr = if read {
+                    let mut wr = if read {
                         let mut wr = decode_send(w, &mut sgl);
                         if datagram {
                             wr.ud = ud_dest(w);
@@ -247,6 +247,38 @@ impl RdmaDev {
                         wr.decode_error = Some(WcStatus::LocQpOpErr);
                         wr
                     };
+                    if let Some(p4) = self.p4.as_mut() {
+                        // A full queue is tried again at the next doorbell:
+                        // judge (and transform) a WQE only once it is taken.
+                        let full = self
+                            .engine
+                            .query_qp(self.dev, Qpn(qid))
+                            .is_ok_and(|i| i.sq_outstanding >= i.caps.max_send_wr);
+                        if full {
+                            break;
+                        }
+                        let view = super::p4send::View {
+                            engine: &self.engine,
+                            dev: self.dev,
+                            qps: &self.qps,
+                        };
+                        match p4.judge(&view, qid, &wr, dma) {
+                            super::p4send::Verdict::Post => {}
+                            super::p4send::Verdict::Fail(s) => {
+                                let flags = wr.flags;
+                                wr = SendWr::new(wr.wr_id, SendOp::Send);
+                                wr.flags = flags;
+                                wr.decode_error = Some(s);
+                            }
+                            // The destination holds the result: the WRITE
+                            // runs with no payload, to complete in order.
+                            super::p4send::Verdict::Transformed => {
+                                wr.sgl = &[];
+                                wr.inline_data = &[];
+                                wr.flags.inline = false;
+                            }
+                        }
+                    }
                     match self.engine.post_send(self.dev, Qpn(qid), &wr, now) {
                         Ok(()) => {}
                         Err(ernic_core::EngineError::QueueFull { .. }) => break,

@@ -71,6 +71,7 @@ mod datapath;
 mod guest_memory;
 mod mesh;
 mod mr;
+mod p4send;
 mod qp;
 mod ring;
 mod srq;
@@ -78,6 +79,7 @@ mod srq;
 use crate::bootstrap::{Bootstrap, RdmaQueue};
 pub use ah::template_gids;
 pub use guest_memory::GuestMemory;
+pub use p4send::{MAX_TRANSFORM, SendFilterStats};
 pub use ring::Ring;
 use ring::read_page_table;
 
@@ -133,6 +135,10 @@ struct Aq {
 #[derive(Debug)]
 struct Qp {
     qp_type: QpType,
+    /// Its protection domain, and whether CREATE_QP marked it privileged
+    /// (what the P4 send hook checks SGEs against, as the core does).
+    pd: PdId,
+    privileged: bool,
     sq: Option<Ring>,
     rq: Option<Ring>,
     sq_cq: u32,
@@ -182,6 +188,8 @@ pub struct RdmaDev {
     result: [u32; 2],
     /// The LIF's page table: what each MR and ring holds of it.
     ptes: PageTables,
+    /// The P4 engine's send-queue hook (`p4send.rs`), when installed.
+    p4: Option<p4send::P4Send>,
 }
 
 /// A shared receive queue's ring and the device's place in it.
@@ -274,7 +282,19 @@ impl RdmaDev {
             qp_count: limits.qps.max(2),
             result: [0; 2],
             ptes: PageTables::new(limits.ptes),
+            p4: None,
         }
+    }
+
+    /// Shows every send WQE whose local checks pass to `filter` first
+    /// (see `rdmadev/p4send.rs`).
+    pub fn set_send_filter(&mut self, filter: Box<dyn crate::p4hook::SendFilter>) {
+        self.p4 = Some(p4send::P4Send::new(filter));
+    }
+
+    /// The send filter's counters (`None` without one).
+    pub fn send_filter_stats(&self) -> Option<SendFilterStats> {
+        self.p4.as_ref().map(|p| p.stats)
     }
 
     /// Whether refused admin commands are logged to stderr, with why.

@@ -121,6 +121,8 @@ impl RdmaDev {
             id,
             Qp {
                 qp_type,
+                pd,
+                privileged,
                 sq,
                 rq,
                 sq_cq: send_cq,
