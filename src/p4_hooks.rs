@@ -8,12 +8,11 @@
 //! collide there.
 //!
 //! The device side (`ernic_ionic::p4hook`) defines the hooks and never
-//! names the engine; the engine crate (`ernic-p4`) implements them. This
-//! file is the only meeting point: until the engine is built in,
-//! [`p4_hooks`] refuses, so a server asked for the engine says so at
-//! start instead of serving without it. Everything else here is in use
-//! now: the flags are read and checked, and whatever hooks [`p4_hooks`]
-//! answers are installed.
+//! names the engine; the engine crate (`ernic-p4`, `device::Engine`)
+//! implements them. This file is the only meeting point: the flags are
+//! read and checked, the program loaded, and the engine's hooks installed.
+//! Ports, what a program sees of a WQE and the fp8 externs are
+//! `ernic_p4::target`'s.
 
 use std::path::{Path, PathBuf};
 
@@ -85,11 +84,23 @@ pub type Hooks = (
     Box<dyn P4Control>,
 );
 
-/// Builds the engine for `opts` and answers its hooks. The single place
-/// the engine crate is reached from; until it is built in, it refuses.
+/// Builds the engine for `opts` (its program loaded and checked: a
+/// program the engine refuses stops the server, naming the file and the
+/// JSON path) and answers its hooks, all three one engine.
 pub fn p4_hooks(opts: &P4Options) -> anyhow::Result<Hooks> {
-    let _ = opts;
-    bail!("the P4 engine is not built in yet")
+    let program = match &opts.program {
+        Some((path, text)) => Some(
+            ernic_p4::program::Program::load(text)
+                .with_context(|| format!("--p4-program {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let engine = ernic_p4::device::Engine::new(program);
+    Ok((
+        Box::new(engine.clone()),
+        Box::new(engine.clone()),
+        Box::new(engine),
+    ))
 }
 
 /// `function` with the engine's `hooks` installed: every frame between
@@ -251,5 +262,57 @@ mod tests {
         c[0] = 70;
         assert_eq!(command(&mut f, &mut io, &c)[0], 4, "EPERM");
         assert_eq!(*rec.0.lock().unwrap(), vec!["command 72 v".to_string()]);
+    }
+
+    #[test]
+    fn scope_none_makes_70_to_72_unknown_opcodes_with_the_real_engine() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/ernic-p4/testdata/ernic_frames.json"
+        ))
+        .unwrap();
+        let run = |scope: GuestScope| -> Vec<u8> {
+            let opts = P4Options {
+                program: Some(("ernic_frames.json".into(), text.clone())),
+                scope,
+            };
+            let hooks = p4_hooks(&opts).expect("the engine builds");
+            let mut f = install(IonicFunction::new(Default::default()), &opts, hooks);
+            const G: u64 = 0x10_0000;
+            let mut dma = Dma::new(2);
+            let ram = ernic_vfio::client::shared_memory(c"guest", 1 << 16).unwrap();
+            let rw = ernic_vfio::proto::DMA_READ | ernic_vfio::proto::DMA_WRITE;
+            dma.map(G, 1 << 16, 0, rw, Some(ram)).unwrap();
+            let mut irqs = Irqs::new(&f.irqs());
+            let mut io = Io {
+                dma: &mut dma,
+                irqs: &mut irqs,
+            };
+            io.dma.write(G, b"table_num_entries arp_filter\n").unwrap();
+            let mut statuses = Vec::new();
+            for op in [70u8, 71, 72, 99] {
+                let mut c = [0u8; 64];
+                c[0] = op;
+                c[8..16].copy_from_slice(&G.to_le_bytes());
+                let len: u32 = if op == 71 { 29 } else { 0 };
+                c[16..20].copy_from_slice(&len.to_le_bytes());
+                c[24..32].copy_from_slice(&(G + 0x1000).to_le_bytes());
+                c[32..36].copy_from_slice(&256u32.to_le_bytes());
+                statuses.push(command(&mut f, &mut io, &c)[0]);
+            }
+            statuses
+        };
+        let none = run(GuestScope::None);
+        assert!(
+            none.iter().all(|&s| s == none[3] && s != 0),
+            "70-72 answered like opcode 99: {none:?}"
+        );
+        let tables = run(GuestScope::Tables);
+        assert_eq!(
+            &tables[1..3],
+            &[0, 0],
+            "71 and 72 run under tables: {tables:?}"
+        );
+        assert_eq!(tables[0], 4, "70 is EPERM under tables");
     }
 }

@@ -18,10 +18,12 @@
 //!   one-rounding encoding from f32/f16/bf16, and elementwise region ops
 //!   (accumulate, scale, convert) for the engine's fp8 externs.
 
+pub mod device;
 pub mod exec;
 pub mod fp8;
 pub mod pcap;
 pub mod program;
 pub mod runtime;
 pub mod stf;
+pub mod target;
 pub mod text;

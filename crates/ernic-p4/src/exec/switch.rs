@@ -118,6 +118,7 @@ pub struct Switch {
     buf: Vec<u8>,
     jobs: VecDeque<Job>,
     externs: Option<Box<dyn Externs>>,
+    default_egress: Vec<(u32, u32)>,
 }
 
 impl Switch {
@@ -134,7 +135,16 @@ impl Switch {
             buf: Vec::new(),
             jobs: VecDeque::new(),
             externs: None,
+            default_egress: Vec::new(),
         }
+    }
+
+    /// Presets `egress_spec` for packets from some ports: `(ingress port,
+    /// egress_spec)` pairs. simple_switch presets 0; ernic's device presets
+    /// the other side, so a program that leaves it alone passes frames
+    /// through ([`crate::target`]).
+    pub fn set_default_egress(&mut self, map: Vec<(u32, u32)>) {
+        self.default_egress = map;
     }
 
     /// Installs the target's extern functions.
@@ -220,6 +230,9 @@ impl Switch {
         let set = |phv: &mut Phv, f: Option<u32>, v: i128| set_std(p, phv, f, v);
         if inst == instance::NORMAL {
             set(&mut self.phv, sf.ingress_port, i128::from(port));
+            if let Some(&(_, e)) = self.default_egress.iter().find(|d| d.0 == port) {
+                set(&mut self.phv, sf.egress_spec, i128::from(e));
+            }
         }
         set(&mut self.phv, sf.packet_length, data.len() as i128);
         set(&mut self.phv, sf.instance_type, i128::from(inst));
@@ -326,7 +339,7 @@ impl Switch {
         };
         self.egress(
             &mut epc,
-            &payload,
+            payload,
             eport,
             instance::NORMAL,
             None,

@@ -196,6 +196,11 @@ fn load_depth(at: &At<'_>, cx: &Ctx, scope: &Scope, depth: usize) -> Result<Expr
             limits::MAX_EXPR_DEPTH
         )));
     }
+    // A bare operator object where a type-value object is expected (as in
+    // hand-written files): the expression itself.
+    if at.has("op") && !at.has("type") {
+        return load_op(at, cx, scope, depth + 1);
+    }
     let ty = at.get("type", |t| t.str().map(str::to_owned))?;
     at.get("value", |v| match ty.as_str() {
         "hexstr" => Ok(Expr::Const(v.hexstr()?)),
