@@ -10,7 +10,9 @@ use ernic_p4::program::Program;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(p) = Program::load(text) {
         let mut sw = Switch::new(p);
         let mut out = Vec::new();

@@ -1,5 +1,6 @@
 //! The P4 engine's packet path: one of the bmv2 test programs in
-//! `crates/ernic-p4/testdata`, table entries with fuzzed keys, actions and
+//! `crates/ernic-p4/testdata`, mirroring sessions and a multicast group,
+//! table entries with fuzzed keys, actions and
 //! data added through the control-plane API, then fuzzed packets on fuzzed
 //! ports. Invariants: nothing panics; every packet makes at most
 //! `MAX_COPIES` outputs; a refused entry leaves the table's size unchanged.
@@ -11,7 +12,7 @@ use ernic_p4::exec::{MAX_COPIES, Switch};
 use ernic_p4::program::{MatchKind, Program};
 use libfuzzer_sys::fuzz_target;
 
-const PROGRAMS: [&str; 7] = [
+const PROGRAMS: [&str; 18] = [
     include_str!("../../crates/ernic-p4/testdata/counter.json"),
     include_str!("../../crates/ernic-p4/testdata/exact_match_1.json"),
     include_str!("../../crates/ernic-p4/testdata/header_stack.json"),
@@ -19,6 +20,17 @@ const PROGRAMS: [&str; 7] = [
     include_str!("../../crates/ernic-p4/testdata/parser_deparser_1.json"),
     include_str!("../../crates/ernic-p4/testdata/swap_1.json"),
     include_str!("../../crates/ernic-p4/testdata/ternary.json"),
+    include_str!("../../crates/ernic-p4/testdata/simple_router.json"),
+    include_str!("../../crates/ernic-p4/testdata/truncate.json"),
+    include_str!("../../crates/ernic-p4/testdata/parser_error.json"),
+    include_str!("../../crates/ernic-p4/testdata/recirc.json"),
+    include_str!("../../crates/ernic-p4/testdata/clone.json"),
+    include_str!("../../crates/ernic-p4/testdata/multicast.json"),
+    include_str!("../../crates/ernic-p4/testdata/action_profile.json"),
+    include_str!("../../crates/ernic-p4/testdata/optional.json"),
+    include_str!("../../crates/ernic-p4/testdata/parse_vset.json"),
+    include_str!("../../crates/ernic-p4/testdata/ernic_frames.json"),
+    include_str!("../../crates/ernic-p4/testdata/ernic_fp8.json"),
 ];
 
 #[derive(Arbitrary, Debug)]
@@ -40,8 +52,11 @@ struct Input {
 }
 
 fuzz_target!(|input: Input| {
-    let p = Program::load(PROGRAMS[input.program as usize % PROGRAMS.len()]).expect("test program loads");
+    let p = Program::load(PROGRAMS[input.program as usize % PROGRAMS.len()])
+        .expect("test program loads");
     let mut sw = Switch::new(p);
+    sw.mirroring_add(5, 3);
+    sw.state.mcast.insert(1, vec![(2, 7), (3, 7)]);
     for e in input.entries.iter().take(64) {
         let ntables = sw.program.tables.len();
         if ntables == 0 {
@@ -49,7 +64,9 @@ fuzz_target!(|input: Input| {
         }
         let t = &sw.program.tables[e.table as usize % ntables];
         let name = t.name.clone();
-        let Some(&a) = t.actions.get(e.action as usize % t.actions.len().max(1)) else { continue };
+        let Some(&a) = t.actions.get(e.action as usize % t.actions.len().max(1)) else {
+            continue;
+        };
         let action = sw.program.actions[a as usize].name.clone();
         let mut at = 0;
         let key: Vec<MatchParam> = t
@@ -57,11 +74,15 @@ fuzz_target!(|input: Input| {
             .iter()
             .map(|k| {
                 let n = k.nbytes();
-                let bytes: Vec<u8> = (0..n).map(|i| e.key.get(at + i).copied().unwrap_or(0)).collect();
+                let bytes: Vec<u8> = (0..n)
+                    .map(|i| e.key.get(at + i).copied().unwrap_or(0))
+                    .collect();
                 at += n;
                 match k.kind {
                     MatchKind::Lpm => MatchParam::Lpm(bytes, u32::from(e.prefix)),
-                    MatchKind::Ternary | MatchKind::Optional => MatchParam::Ternary(bytes.clone(), bytes.iter().map(|b| !b).collect()),
+                    MatchKind::Ternary | MatchKind::Optional => {
+                        MatchParam::Ternary(bytes.clone(), bytes.iter().map(|b| !b).collect())
+                    }
                     MatchKind::Range => MatchParam::Range(bytes.clone(), bytes),
                     MatchKind::Valid => MatchParam::Valid(e.prefix & 1 == 1),
                     MatchKind::Exact => MatchParam::Exact(bytes),
@@ -71,8 +92,15 @@ fuzz_target!(|input: Input| {
         let data = e.data.iter().map(|&d| i128::from(d)).collect();
         let tid = sw.program.table(&name).expect("own table") as usize;
         let before = sw.state.tables[tid].len();
-        if sw.table_add(&name, &action, key, data, i32::from(e.priority)).is_err() {
-            assert_eq!(sw.state.tables[tid].len(), before, "a refused entry changes nothing");
+        if sw
+            .table_add(&name, &action, key, data, i32::from(e.priority))
+            .is_err()
+        {
+            assert_eq!(
+                sw.state.tables[tid].len(),
+                before,
+                "a refused entry changes nothing"
+            );
         }
     }
     for (t, a, data) in input.defaults.iter().take(8) {
@@ -81,8 +109,13 @@ fuzz_target!(|input: Input| {
             break;
         }
         let t = &sw.program.tables[*t as usize % ntables];
-        let Some(&act) = t.actions.get(*a as usize % t.actions.len().max(1)) else { continue };
-        let (tn, an) = (t.name.clone(), sw.program.actions[act as usize].name.clone());
+        let Some(&act) = t.actions.get(*a as usize % t.actions.len().max(1)) else {
+            continue;
+        };
+        let (tn, an) = (
+            t.name.clone(),
+            sw.program.actions[act as usize].name.clone(),
+        );
         let _ = sw.table_set_default(&tn, &an, data.iter().map(|&d| i128::from(d)).collect());
     }
     let mut out = Vec::new();

@@ -12,16 +12,22 @@ use libfuzzer_sys::fuzz_target;
 const PROGRAM: &str = include_str!("../../crates/ernic-p4/testdata/simple_router.json");
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, rest)) = data.split_first() else { return };
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
     match sel % 3 {
         0 => {
-            let Ok(text) = std::str::from_utf8(rest) else { return };
+            let Ok(text) = std::str::from_utf8(rest) else {
+                return;
+            };
             let mut sw = Switch::new(Program::load(PROGRAM).expect("simple_router loads"));
             let mut out = String::new();
             ernic_p4::runtime::run_script(&mut sw, text, &mut out);
         }
         1 => {
-            let Ok(text) = std::str::from_utf8(rest) else { return };
+            let Ok(text) = std::str::from_utf8(rest) else {
+                return;
+            };
             let mut sw = Switch::new(Program::load(PROGRAM).expect("simple_router loads"));
             let _ = ernic_p4::stf::run(&mut sw, text);
         }

@@ -468,6 +468,39 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
                 })?;
             g.extend(ports.iter().map(|&p| (p, rid)));
         }
+        Command::PvsAdd { pvs, value } | Command::PvsRemove { pvs, value } => {
+            let set = pvs_of(sw, pvs)?;
+            let bits = sw.program.value_sets[set].bits;
+            let v = cli::parse_pvs_value(value, bits)?
+                .iter()
+                .fold(0u128, |a, &b| (a << 8) | u128::from(b));
+            let name = sw.program.value_sets[set].name.clone();
+            if matches!(cmd, Command::PvsAdd { .. }) {
+                sw.value_set_add(&name, v)
+                    .map_err(|e| table_err(e, "", ""))?;
+            } else {
+                sw.value_set_remove(&name, v)
+                    .map_err(|e| table_err(e, "", ""))?;
+            }
+        }
+        Command::PvsGet { pvs } => {
+            let set = pvs_of(sw, pvs)?;
+            let name = sw.program.value_sets[set].name.clone();
+            for v in sw.value_set_get(&name).map_err(|e| table_err(e, "", ""))? {
+                let _ = writeln!(out, "{v:#x}");
+            }
+        }
+        Command::PvsClear { pvs } => {
+            let set = pvs_of(sw, pvs)?;
+            let name = sw.program.value_sets[set].name.clone();
+            sw.value_set_clear(&name)
+                .map_err(|e| table_err(e, "", ""))?;
+        }
+        Command::ShowPvs => {
+            for v in &sw.program.value_sets {
+                let _ = writeln!(out, "{:<24} [compressed bitwidth:\t{}]", v.name, v.bits);
+            }
+        }
         Command::ResetState => {
             let p = sw.program.clone();
             *sw = Switch::new(p);
@@ -483,6 +516,12 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
         }
     }
     Ok(())
+}
+
+fn pvs_of(sw: &Switch, name: &str) -> Result<usize, CliError> {
+    crate::program::find_by_name(sw.program.value_sets.iter().map(|v| v.name.as_str()), name)
+        .map(|s| s as usize)
+        .ok_or_else(|| CliError::InvalidPvsName(name.into()))
 }
 
 fn counter_err(e: ControlError) -> CliError {

@@ -112,3 +112,101 @@ fn ternary_needs_a_priority_and_counters_read_back() {
     );
     assert_eq!(out, "cntr[0]=  BmCounterValue(packets=1, bytes=4)\n");
 }
+
+fn out_port(sw: &mut Switch, port: u32, data: &[u8]) -> Option<u32> {
+    let mut pkts = Vec::new();
+    sw.process(port, data, 0, &mut pkts);
+    pkts.first().map(|o| o.port)
+}
+
+#[test]
+fn an_action_selector_picks_a_group_member_by_crc16_of_its_inputs() {
+    // action_profile.p4: IndirectWS matches hdr.in_ and selects a member of
+    // ActProfWS's group by crc16 over hdr.entropy; send(p) sends to p.
+    let mut sw = switch("action_profile");
+    let mut out = String::new();
+    let script = "act_prof_create_member ActProfWS send 1\nact_prof_create_member ActProfWS send 2\nact_prof_create_member ActProfWS send 3\n\
+                  act_prof_create_group ActProfWS\n\
+                  act_prof_add_member_to_group ActProfWS 2 0\nact_prof_add_member_to_group ActProfWS 0 0\nact_prof_add_member_to_group ActProfWS 1 0\n\
+                  table_indirect_add_with_group IndirectWS 5 => 0\ntable_indirect_add IndirectWS 6 => 2\n";
+    assert_eq!(run_script(&mut sw, script, &mut out), 0, "{out}");
+    assert!(
+        out.starts_with("Member has been created with handle 0\n"),
+        "{out}"
+    );
+    // CRC-16/ARC of the 4 entropy bytes, modulo 3, indexes the members in
+    // handle order: 0 -> member 0 (port 1), 0xc0c1 % 3 = 1 -> port 2,
+    // 0x0140 % 3 = 2 -> port 3, 0xe59b % 3 = 0 -> port 1.
+    for (entropy, port) in [(0u32, 1), (1, 2), (3, 3), (0xdead_beef, 1), (12345, 3)] {
+        let mut pkt = vec![5u8];
+        pkt.extend_from_slice(&entropy.to_be_bytes());
+        assert_eq!(
+            out_port(&mut sw, 0, &pkt),
+            Some(port),
+            "entropy {entropy:#x}"
+        );
+    }
+    // A member entry: always its action.
+    assert_eq!(out_port(&mut sw, 0, &[6, 0, 0, 0, 1]), Some(3));
+    // A group handle where a member is expected is refused.
+    out.clear();
+    assert_eq!(
+        run_script(&mut sw, "table_indirect_add IndirectWS 7 => 9\n", &mut out),
+        1
+    );
+    assert!(out.contains("INVALID_MBR_HANDLE"), "{out}");
+}
+
+#[test]
+fn optional_keys_match_exactly_or_not_at_all() {
+    let mut sw = switch("optional");
+    let mut out = String::new();
+    let script =
+        "table_add opt send_1 0x0001&&&0xffff => 1\ntable_add opt send_2 0x0000&&&0x0000 => 2\n";
+    assert_eq!(run_script(&mut sw, script, &mut out), 0, "{out}");
+    assert_eq!(out_port(&mut sw, 0, &[0x00, 0x01]), Some(1));
+    assert_eq!(
+        out_port(&mut sw, 0, &[0x00, 0x02]),
+        Some(2),
+        "the wildcard entry"
+    );
+}
+
+#[test]
+fn parse_value_sets_by_cli() {
+    // parse_vset.p4: pv1 and pv2 are 16-bit value sets; routing (lpm on
+    // the destination MAC) sets egress_spec and the source MAC.
+    let mut sw = switch("parse_vset");
+    let mut out = String::new();
+    let script = "pvs_add pv1 0x1234\npvs_add pv1 0xabcd\npvs_add pv2 0x2001\npvs_remove pv1 0xabcd\npvs_get pv1\nshow_pvs\n";
+    assert_eq!(run_script(&mut sw, script, &mut out), 0, "{out}");
+    assert!(out.starts_with("0x1234\npv1"), "{out}");
+    out.clear();
+    assert_eq!(
+        run_script(&mut sw, "pvs_add pv1 0x10000\npvs_add nosuch 1\n", &mut out),
+        2
+    );
+    assert!(
+        out.contains("Invalid parser value set name (nosuch)"),
+        "{out}"
+    );
+    // With an entry, a frame of ethertype 0x1234 goes through parse_pv1
+    // (and its my_header) and is routed as any other.
+    out.clear();
+    assert_eq!(
+        run_script(
+            &mut sw,
+            "table_add routing route_eth 0x000000000001/48 => 3 0x0a0a0a0a0a0a\n",
+            &mut out
+        ),
+        0,
+        "{out}"
+    );
+    let mut f = vec![
+        0, 0, 0, 0, 0, 1, 9, 9, 9, 9, 9, 9, 0x12, 0x34, 0x20, 0x01, 0xee,
+    ];
+    let mut pkts = Vec::new();
+    sw.process(0, &f, 0, &mut pkts);
+    f[6..12].fill(0x0a);
+    assert_eq!(pkts, vec![ernic_p4::exec::Output { port: 3, data: f }]);
+}

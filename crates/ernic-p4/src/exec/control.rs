@@ -344,8 +344,10 @@ impl Switch {
             .and_then(Option::as_mut)
             .ok_or(TableError::InvalidGroup)?;
         if add {
-            if !g.contains(&member) {
-                g.push(member);
+            // bmv2 keeps a group's members ordered by handle, and the
+            // selector's hash picks among them in that order.
+            if let Err(at) = g.binary_search(&member) {
+                g.insert(at, member);
             }
         } else {
             g.retain(|&m| m != member);
@@ -526,23 +528,59 @@ impl Switch {
         self.state.mirrors.remove(&session).is_some()
     }
 
-    /// Adds a value (and mask) to a parse value set.
-    pub fn value_set_add(
-        &mut self,
-        name: &str,
-        value: Vec<u8>,
-        mask: Vec<u8>,
-    ) -> Result<(), ControlError> {
-        let s = self
-            .program
-            .value_sets
-            .iter()
-            .position(|v| v.name == name)
-            .ok_or_else(|| ControlError::NoValueSet(name.into()))?;
-        self.state.value_sets[s].push((value, mask));
+    fn value_set_id(&self, name: &str) -> Result<usize, ControlError> {
+        crate::program::find_by_name(
+            self.program.value_sets.iter().map(|v| v.name.as_str()),
+            name,
+        )
+        .map(|s| s as usize)
+        .ok_or_else(|| ControlError::NoValueSet(name.into()))
+    }
+
+    /// `pvs_add`: a value of the set's compressed width (its key fields'
+    /// values concatenated without padding); at most
+    /// [`MAX_VALUE_SET`] values a set.
+    pub fn value_set_add(&mut self, name: &str, value: u128) -> Result<(), ControlError> {
+        let s = self.value_set_id(name)?;
+        fits(
+            name,
+            value as i128,
+            self.program.value_sets[s].bits.min(128),
+        )?;
+        let set = &mut self.state.value_sets[s];
+        if !set.contains(&value) {
+            if set.len() >= MAX_VALUE_SET {
+                return Err(TableError::Full.into());
+            }
+            set.push(value);
+        }
+        Ok(())
+    }
+
+    /// `pvs_remove`.
+    pub fn value_set_remove(&mut self, name: &str, value: u128) -> Result<bool, ControlError> {
+        let s = self.value_set_id(name)?;
+        let set = &mut self.state.value_sets[s];
+        let before = set.len();
+        set.retain(|&v| v != value);
+        Ok(set.len() != before)
+    }
+
+    /// `pvs_get`: the values, in the order added.
+    pub fn value_set_get(&self, name: &str) -> Result<&[u128], ControlError> {
+        Ok(&self.state.value_sets[self.value_set_id(name)?])
+    }
+
+    /// `pvs_clear`.
+    pub fn value_set_clear(&mut self, name: &str) -> Result<(), ControlError> {
+        let s = self.value_set_id(name)?;
+        self.state.value_sets[s].clear();
         Ok(())
     }
 }
+
+/// Values one parse value set may hold.
+pub const MAX_VALUE_SET: usize = 4096;
 
 /// Checks `v` fits `bits` (as an unsigned value, or a negative one that
 /// fits as two's complement).

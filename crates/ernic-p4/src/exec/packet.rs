@@ -62,15 +62,10 @@ pub(crate) fn parse(
                 TransitionValue::Default => true,
                 TransitionValue::Hex { value, mask } => masked_eq(key, value, mask),
                 TransitionValue::ValueSet { set, mask } => {
-                    st.value_sets[*set as usize].iter().any(|(v, m)| {
-                        key.len() == v.len()
-                            && key
-                                .iter()
-                                .zip(v)
-                                .zip(m)
-                                .zip(mask)
-                                .all(|(((k, v), m), tm)| k & m & tm == v & m & tm)
-                    })
+                    let widths = ps.key.iter().map(|KeyPart::Value(_, w)| *w);
+                    let k = compress(key, widths.clone());
+                    let m = compress(mask, widths);
+                    st.value_sets[*set as usize].iter().any(|&v| k & m == v & m)
                 }
             };
             if hit {
@@ -85,6 +80,22 @@ pub(crate) fn parse(
         state = next;
     }
     Ok((cursor, None))
+}
+
+/// A transition key's padded bytes as the key fields' values concatenated
+/// without padding (how a parse value set holds them); 128 bits at most.
+fn compress(bytes: &[u8], widths: impl Iterator<Item = u32>) -> u128 {
+    let mut at = 0usize;
+    let mut v: u128 = 0;
+    for w in widths {
+        let n = (w as usize).div_ceil(8);
+        let part = bytes.get(at..at + n).map_or(0, |b| {
+            b.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+        });
+        v = v.checked_shl(w).unwrap_or(0) | (part & bits::mask(w));
+        at += n;
+    }
+    v
 }
 
 fn masked_eq(key: &[u8], value: &[u8], mask: &[u8]) -> bool {
@@ -313,5 +324,21 @@ pub(crate) fn calc_bytes(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compress;
+
+    #[test]
+    fn value_set_keys_drop_the_padding() {
+        // A 3-bit and a 13-bit field: padded to 1 and 2 bytes in the key,
+        // 16 bits together in a value set.
+        assert_eq!(
+            compress(&[0x05, 0x01, 0x23], [3, 13].into_iter()),
+            (5 << 13) | 0x0123
+        );
+        assert_eq!(compress(&[0xff, 0xff, 0xff], [3, 13].into_iter()), 0xffff);
     }
 }

@@ -26,8 +26,9 @@ pub struct State {
     pub meters: Vec<Vec<Meter>>,
     /// Register arrays.
     pub registers: Vec<Vec<u128>>,
-    /// Parse value sets: `(value, mask)` byte strings.
-    pub value_sets: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// Parse value sets: their values, compressed (key fields
+    /// concatenated without padding).
+    pub value_sets: Vec<Vec<u128>>,
     /// Mirroring sessions: session id → egress port.
     pub mirrors: HashMap<u32, u32>,
     /// Multicast groups: group id → replicas.

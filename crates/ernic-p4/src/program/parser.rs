@@ -104,7 +104,7 @@ pub(crate) fn load_value_sets(at: &At<'_>, cx: &mut Ctx) -> Result<(), LoadError
     let sets = at.each("parse_vsets", |i, s| {
         let name = s.get("name", |n| n.str().map(str::to_owned))?;
         let bits = s.get("compressed_bitwidth", |b| {
-            b.bounded(1024, "compressed_bitwidth")
+            b.bounded(limits::MAX_FIELD_BITS as u64, "compressed_bitwidth")
         })? as u32;
         Ok((i, ValueSet { name, bits }))
     })?;

@@ -157,7 +157,9 @@ fn survey_corpus_if_given() {
 /// printing drops and errors; a survey that asserts only no panic.
 #[test]
 fn survey_corpus_packets_if_given() {
-    let Ok(dir) = std::env::var("ERNIC_P4_CORPUS") else { return };
+    let Ok(dir) = std::env::var("ERNIC_P4_CORPUS") else {
+        return;
+    };
     let mut pkt = vec![0u8; 128];
     for (i, b) in pkt.iter_mut().enumerate() {
         *b = (i * 37 + 11) as u8;
@@ -170,12 +172,20 @@ fn survey_corpus_packets_if_given() {
         if p.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        let Ok(prog) = Program::load(&std::fs::read_to_string(&p).unwrap()) else { continue };
+        let Ok(prog) = Program::load(&std::fs::read_to_string(&p).unwrap()) else {
+            continue;
+        };
         let mut sw = crate::exec::Switch::new(prog);
         let mut out = Vec::new();
         for n in [0usize, 1, 14, 34, 60, 128] {
             sw.process(1, &pkt[..n], n as u64, &mut out);
         }
-        println!("{}: {} out, {} errors, log {:?}", p.display(), out.len(), sw.state.errors, sw.state.log.iter().take(2).collect::<Vec<_>>());
+        println!(
+            "{}: {} out, {} errors, log {:?}",
+            p.display(),
+            out.len(),
+            sw.state.errors,
+            sw.state.log.iter().take(2).collect::<Vec<_>>()
+        );
     }
 }
