@@ -160,7 +160,7 @@ fn survey_corpus_packets_if_given() {
     let Ok(dir) = std::env::var("ERNIC_P4_CORPUS") else {
         return;
     };
-    let mut pkt = vec![0u8; 128];
+    let mut pkt = [0u8; 128];
     for (i, b) in pkt.iter_mut().enumerate() {
         *b = (i * 37 + 11) as u8;
     }
