@@ -148,6 +148,27 @@ fn run_routes_pcap_packets_like_simple_switch() {
         got,
         vec![(Some(2), outs[0].clone()), (Some(1), outs[1].clone())]
     );
+    // --copy: no program, each packet out of the port it came in on.
+    let copy = d.join("copy.pcapng");
+    let (ok, out) = ernic(&[
+        "p4",
+        "run",
+        "--copy",
+        "--in",
+        &spec(4, &input),
+        "--out",
+        copy.to_str().unwrap(),
+    ]);
+    assert!(
+        ok && out.contains("4 packet(s) in, 4 out (port 4: 4)") && out.contains("copied at"),
+        "{out}"
+    );
+    let got: Vec<Vec<u8>> = pcap::read_packets_from_path(&copy)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.data)
+        .collect();
+    assert_eq!(got, ins);
     let _ = std::fs::remove_dir_all(d);
 }
 

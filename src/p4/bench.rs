@@ -72,7 +72,6 @@ fn measure(secs: f64, frames: &[Vec<u8>], mut step: impl FnMut(&[u8], &mut Vec<O
     let mut n = 0u64;
     while start.elapsed() < deadline {
         for f in frames {
-            out.clear();
             step(f, &mut out);
             black_box(&out);
         }
@@ -110,6 +109,7 @@ pub(crate) fn run(a: &BenchArgs) -> Result<()> {
     let mut t = 0u64;
     let p4 = measure(a.seconds, &frames, |f, out| {
         t += 1;
+        sw.recycle(out);
         sw.process(0, f, t, out);
     });
     println!("copy, no program      {:>12.0} frames/s", copy);

@@ -30,8 +30,12 @@ Example (bmv2's simple_router):
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The program: bmv2 JSON as p4c writes it.
-    #[arg(long, value_name = "P.json")]
-    program: String,
+    #[arg(long, value_name = "P.json", required_unless_present = "copy")]
+    program: Option<String>,
+    /// No program: copy every packet out of the port it came in on (the
+    /// baseline a program's rate is compared with).
+    #[arg(long, conflicts_with_all = ["program", "commands"])]
+    copy: bool,
     /// A simple_switch_CLI script to run before the packets ('-': stdin).
     #[arg(long, value_name = "FILE")]
     commands: Option<String>,
@@ -68,9 +72,12 @@ fn split_spec(spec: &str) -> Result<(Option<u32>, &str)> {
 }
 
 pub(crate) fn run(a: &RunArgs) -> Result<()> {
-    let mut sw = Switch::new(super::load(&a.program)?);
-    if let Some(c) = &a.commands {
-        super::commands(&mut sw, c)?;
+    let mut sw = match &a.program {
+        Some(p) => Some(Switch::new(super::load(p)?)),
+        None => None,
+    };
+    if let (Some(sw), Some(c)) = (sw.as_mut(), &a.commands) {
+        super::commands(sw, c)?;
     }
     let mut packets: Vec<(u64, usize, u32, Vec<u8>)> = Vec::new();
     for spec in &a.inputs {
@@ -89,9 +96,18 @@ pub(crate) fn run(a: &RunArgs) -> Result<()> {
     let mut unwritten = 0u64;
     let (n_in, mut n_out) = (packets.len(), 0u64);
     let mut dropped = 0u64;
+    let mut busy = std::time::Duration::ZERO;
     for (ts, _, port, data) in &packets {
         out.clear();
-        sw.process(*port, data, *ts, &mut out);
+        let start = std::time::Instant::now();
+        match sw.as_mut() {
+            Some(sw) => sw.process(*port, data, *ts, &mut out),
+            None => out.push(Output {
+                port: *port,
+                data: data.clone(),
+            }),
+        }
+        busy += start.elapsed();
         if out.is_empty() {
             dropped += 1;
         }
@@ -122,8 +138,11 @@ pub(crate) fn run(a: &RunArgs) -> Result<()> {
             }
         }
     }
+    let (errors, log) = sw
+        .as_ref()
+        .map_or((0, &[][..]), |sw| (sw.state.errors, &sw.state.log[..]));
     if a.log {
-        for l in &sw.state.log {
+        for l in log {
             println!("log: {l}");
         }
     }
@@ -138,13 +157,26 @@ pub(crate) fn run(a: &RunArgs) -> Result<()> {
         } else {
             ports.join(", ")
         },
-        sw.state.errors,
+        errors,
         if unwritten > 0 {
             format!(", {unwritten} to ports with no --out")
         } else {
             String::new()
         }
     );
+    if n_in > 0 {
+        let secs = busy.as_secs_f64().max(1e-9);
+        println!(
+            "{} {:.0} packets/s ({:.3} s processing, file I/O not counted)",
+            if a.copy {
+                "copied at"
+            } else {
+                "through the program at"
+            },
+            n_in as f64 / secs,
+            secs
+        );
+    }
     Ok(())
 }
 

@@ -293,7 +293,7 @@ impl Target {
             emit(!from_guest, frame);
             return;
         };
-        self.out.clear();
+        sw.recycle(&mut self.out);
         sw.process(
             if from_guest { GUEST_PORT } else { WIRE_PORT },
             frame,
@@ -326,7 +326,7 @@ impl Target {
         }
         self.stats.wqes += 1;
         self.now_ns += 1_000;
-        self.out.clear();
+        sw.recycle(&mut self.out);
         sw.process(RDMA_PORT, &meta.encode(), self.now_ns, &mut self.out);
         let op = self.pending.lock().ok().and_then(|mut p| p.take());
         if self.out.is_empty() {

@@ -268,6 +268,28 @@ pub(crate) fn emit(p: &Program, phv: &Phv, h: u32, out: &mut Vec<u8>) {
     }
 }
 
+/// Appends the low `w` bits of `v` at bit `nbits` of `buf`.
+fn push(buf: &mut Vec<u8>, nbits: &mut usize, v: u128, w: u32) {
+    buf.resize((*nbits + w as usize).div_ceil(8), 0);
+    bits::write(buf, *nbits, w, v);
+    *nbits += w as usize;
+}
+
+/// Appends header `h` at bit `nbits` of `buf` (byte-aligned: emitted in
+/// place; otherwise bit by bit).
+fn emit_packed(p: &Program, phv: &Phv, h: u32, buf: &mut Vec<u8>, nbits: &mut usize) {
+    if *nbits % 8 == 0 {
+        emit(p, phv, h, buf);
+        *nbits = buf.len() * 8;
+        return;
+    }
+    let mut tmp = Vec::new();
+    emit(p, phv, h, &mut tmp);
+    for b in tmp {
+        push(buf, nbits, u128::from(b), 8);
+    }
+}
+
 /// Packs a calculation's inputs into `buf`: fields bit by bit, headers
 /// whole, the payload after the headers that follow the last input's.
 pub(crate) fn calc_bytes(
@@ -280,11 +302,6 @@ pub(crate) fn calc_bytes(
     buf.clear();
     let mut nbits = 0usize;
     let mut last_header = None;
-    let mut push = |buf: &mut Vec<u8>, v: u128, w: u32| {
-        buf.resize((nbits + w as usize).div_ceil(8), 0);
-        bits::write(buf, nbits, w, v);
-        nbits += w as usize;
-    };
     for inp in inputs {
         match inp {
             CalcInput::Field(f) => {
@@ -293,17 +310,15 @@ pub(crate) fn calc_bytes(
                 if !phv.valid[fd.header as usize] || fd.varbit {
                     continue;
                 }
-                push(buf, phv.vals[*f as usize], fd.bits);
+                push(buf, &mut nbits, phv.vals[*f as usize], fd.bits);
             }
-            CalcInput::Const { value, bits: w } => push(buf, (*value as u128) & bits::mask(*w), *w),
+            CalcInput::Const { value, bits: w } => {
+                push(buf, &mut nbits, (*value as u128) & bits::mask(*w), *w)
+            }
             CalcInput::Header(h) => {
                 last_header = Some(*h);
                 if phv.valid[*h as usize] {
-                    let mut tmp = Vec::new();
-                    emit(p, phv, *h, &mut tmp);
-                    for b in tmp {
-                        push(buf, u128::from(b), 8);
-                    }
+                    emit_packed(p, phv, *h, buf, &mut nbits);
                 }
             }
             CalcInput::Payload => {
@@ -311,16 +326,17 @@ pub(crate) fn calc_bytes(
                 if let Some(pos) = after {
                     for &h in &p.deparser.order[pos + 1..] {
                         if phv.valid[h as usize] {
-                            let mut tmp = Vec::new();
-                            emit(p, phv, h, &mut tmp);
-                            for b in tmp {
-                                push(buf, u128::from(b), 8);
-                            }
+                            emit_packed(p, phv, h, buf, &mut nbits);
                         }
                     }
                 }
-                for &b in payload {
-                    push(buf, u128::from(b), 8);
+                if nbits % 8 == 0 {
+                    buf.extend_from_slice(payload);
+                    nbits += payload.len() * 8;
+                } else {
+                    for &b in payload {
+                        push(buf, &mut nbits, u128::from(b), 8);
+                    }
                 }
             }
         }

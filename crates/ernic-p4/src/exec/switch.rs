@@ -31,6 +31,9 @@ use super::{bits, hash};
 /// drop port).
 pub const DROP_PORT: u32 = 511;
 
+/// Output buffers kept for reuse ([`Switch::recycle`]).
+const POOL: usize = 64;
+
 /// Outputs one input packet may make (clones and replicas included).
 pub const MAX_COPIES: usize = 1024;
 
@@ -119,6 +122,7 @@ pub struct Switch {
     jobs: VecDeque<Job>,
     externs: Option<Box<dyn Externs>>,
     default_egress: Vec<(u32, u32)>,
+    pool: Vec<Vec<u8>>,
 }
 
 impl Switch {
@@ -136,6 +140,7 @@ impl Switch {
             jobs: VecDeque::new(),
             externs: None,
             default_egress: Vec::new(),
+            pool: Vec::new(),
         }
     }
 
@@ -145,6 +150,16 @@ impl Switch {
     /// through ([`crate::target`]).
     pub fn set_default_egress(&mut self, map: Vec<(u32, u32)>) {
         self.default_egress = map;
+    }
+
+    /// Takes back the buffers of `out` (emptying it) for the next packets'
+    /// outputs, so a caller that recycles allocates nothing per packet.
+    pub fn recycle(&mut self, out: &mut Vec<Output>) {
+        for o in out.drain(..) {
+            if self.pool.len() < POOL {
+                self.pool.push(o.data);
+            }
+        }
     }
 
     /// Installs the target's extern functions.
@@ -458,7 +473,8 @@ impl Switch {
         if spec == i128::from(DROP_PORT) {
             return Ok(());
         }
-        let mut data = Vec::with_capacity(payload.len() + 64);
+        let mut data = self.pool.pop().unwrap_or_default();
+        data.clear();
         self.deparse(payload, &mut data)?;
         if let Some(n) = pc.truncate {
             data.truncate(n);
@@ -670,12 +686,7 @@ impl Switch {
                 let sel = p.action_profiles[prof as usize].selector.as_ref();
                 let h = match sel {
                     Some(s) => {
-                        let inputs: Vec<_> = s
-                            .inputs
-                            .iter()
-                            .map(|&f| crate::program::CalcInput::Field(f))
-                            .collect();
-                        calc_bytes(p, &self.phv, &inputs, &[], &mut self.buf);
+                        calc_bytes(p, &self.phv, &s.inputs, &[], &mut self.buf);
                         let rr = p.calculations.len() + prof as usize;
                         hash::hash(s.algo, &self.buf, &mut self.state.round_robin[rr])
                     }

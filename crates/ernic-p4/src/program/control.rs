@@ -200,8 +200,8 @@ pub struct Conditional {
 pub struct Selector {
     /// The hash.
     pub algo: HashAlgo,
-    /// The fields hashed.
-    pub inputs: Vec<u32>,
+    /// The fields hashed, as a calculation's inputs.
+    pub inputs: Vec<super::CalcInput>,
 }
 
 /// An action profile.
@@ -387,7 +387,7 @@ fn load_selector(s: &At<'_>, cx: &Ctx) -> Result<Selector, LoadError> {
     let algo = s.get("algo", |a| HashAlgo::parse(&a))?;
     let inputs = s.each("input", |_, x| {
         x.get("value", |v| match cx.field_ref(&v)? {
-            FieldOrValid::Field(f) => Ok(f),
+            FieldOrValid::Field(f) => Ok(super::CalcInput::Field(f)),
             _ => Err(v.unsupported("a validity bit as a selector input")),
         })
     })?;
