@@ -10,7 +10,7 @@
 //!   nothing.
 
 use std::os::unix::net::UnixDatagram;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ernic_core::{SendOp, SendWr, WcStatus};
 use ernic_ionic::function::IonicFunction;
@@ -21,7 +21,7 @@ use ernic_p4::fp8::{Fp8, Overflow};
 use ernic_p4::program::Program;
 
 mod common;
-use common::status_in;
+use common::{arp, status_in, within};
 
 fn engine(name: &str, commands: &str) -> Engine {
     let p = format!(
@@ -36,28 +36,6 @@ fn engine(name: &str, commands: &str) -> Engine {
         .unwrap()
         .unwrap();
     e
-}
-
-fn arp(target: [u8; 4]) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[..6].fill(0xff);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[12..14].copy_from_slice(&[0x08, 0x06]);
-    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-    f[28..32].copy_from_slice(&[10, 0, 0, 2]);
-    f[38..42].copy_from_slice(&target);
-    f
-}
-
-fn within<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < end, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 #[test]

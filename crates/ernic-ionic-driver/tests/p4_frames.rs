@@ -4,7 +4,7 @@
 //! reaches the driver's receive queue as the filter rewrote it.
 
 use std::os::unix::net::UnixDatagram;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::p4hook::{FrameFilter, Side};
@@ -12,6 +12,7 @@ use ernic_ionic::tap::Wire;
 use ernic_ionic_driver::{Driver, FRAME_BUF};
 
 mod common;
+use common::{arp, within};
 
 /// Drops the guest's ARP for 10.0.0.99; sends the guest's other frames to
 /// the wire; gives the guest wire frames with byte 14 set to 0x5a.
@@ -34,29 +35,6 @@ impl FrameFilter for ArpFilter {
                 emit(Side::Guest, &self.scratch);
             }
         }
-    }
-}
-
-/// An ARP request from 10.0.0.2 for `target`.
-fn arp(target: [u8; 4]) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[..6].fill(0xff);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[12..14].copy_from_slice(&[0x08, 0x06]);
-    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-    f[28..32].copy_from_slice(&[10, 0, 0, 2]);
-    f[38..42].copy_from_slice(&target);
-    f
-}
-
-fn within<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < end, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -262,16 +262,7 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
             action,
             params: toks,
         } => {
-            let pn = profile_name(sw, profile)?;
-            let a = sw
-                .program
-                .action(action)
-                .ok_or_else(|| CliError::ProfileHasNoAction {
-                    profile: pn.clone(),
-                    action: action.clone(),
-                })?;
-            let data = params(sw, a, toks)?;
-            let an = sw.program.actions[a as usize].name.clone();
+            let (pn, an, data) = member_args(sw, profile, action, toks)?;
             let m = sw
                 .member_create(&pn, &an, data)
                 .map_err(|e| table_err(e, "", action))?;
@@ -288,16 +279,7 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
             member,
             params: toks,
         } => {
-            let pn = profile_name(sw, profile)?;
-            let a = sw
-                .program
-                .action(action)
-                .ok_or_else(|| CliError::ProfileHasNoAction {
-                    profile: pn.clone(),
-                    action: action.clone(),
-                })?;
-            let data = params(sw, a, toks)?;
-            let an = sw.program.actions[a as usize].name.clone();
+            let (pn, an, data) = member_args(sw, profile, action, toks)?;
             sw.member_modify(&pn, &an, handle(*member)?, data)
                 .map_err(|e| table_err(e, "", action))?;
         }
@@ -516,6 +498,25 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
         }
     }
     Ok(())
+}
+
+/// A member's profile, action and data, from its CLI arguments.
+fn member_args(
+    sw: &Switch,
+    profile: &ProfileRef,
+    action: &str,
+    toks: &[String],
+) -> Result<(String, String, Vec<i128>), CliError> {
+    let pn = profile_name(sw, profile)?;
+    let a = sw
+        .program
+        .action(action)
+        .ok_or_else(|| CliError::ProfileHasNoAction {
+            profile: pn.clone(),
+            action: action.into(),
+        })?;
+    let data = params(sw, a, toks)?;
+    Ok((pn, sw.program.actions[a as usize].name.clone(), data))
 }
 
 fn pvs_of(sw: &Switch, name: &str) -> Result<usize, CliError> {

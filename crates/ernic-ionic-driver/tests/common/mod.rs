@@ -126,3 +126,27 @@ pub fn word(d: &Driver, buf: &Buf, off: u64) -> u64 {
     d.read(buf, off, &mut v);
     u64::from_le_bytes(v)
 }
+
+/// An ARP request from 10.0.0.2 for `target`.
+pub fn arp(target: [u8; 4]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].fill(0xff);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    f[28..32].copy_from_slice(&[10, 0, 0, 2]);
+    f[38..42].copy_from_slice(&target);
+    f
+}
+
+/// Polls `f` until it answers, for at most 5 s.
+pub fn within<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

@@ -505,54 +505,54 @@ impl Switch {
         Ok(())
     }
 
-    fn verify_checksums(&mut self, payload: &[u8]) -> Result<bool, ExecError> {
+    /// Checksum `c`'s value now, or `None` when its condition is false or
+    /// its target's header is invalid (then it is neither verified nor
+    /// updated).
+    fn checksum(&mut self, c: usize, payload: &[u8]) -> Result<Option<u128>, ExecError> {
         let p = &self.program;
-        let mut bad = false;
-        for c in p.checksums.iter().filter(|c| c.verify) {
-            if let Some(cond) = &c.cond {
-                if eval(p, &self.phv, &self.state, Scope::NONE, cond)? == 0 {
-                    continue;
-                }
+        let ck = &p.checksums[c];
+        if let Some(cond) = &ck.cond {
+            if eval(p, &self.phv, &self.state, Scope::NONE, cond)? == 0 {
+                return Ok(None);
             }
-            let target = &p.fields[c.target as usize];
-            if !self.phv.valid[target.header as usize] {
+        }
+        let target = &p.fields[ck.target as usize];
+        if !self.phv.valid[target.header as usize] {
+            return Ok(None);
+        }
+        let calc = &p.calculations[ck.calc as usize];
+        calc_bytes(p, &self.phv, &calc.inputs, payload, &mut self.buf);
+        let v = hash::hash(
+            calc.algo,
+            &self.buf,
+            &mut self.state.round_robin[ck.calc as usize],
+        );
+        Ok(Some(u128::from(v) & target.mask()))
+    }
+
+    fn verify_checksums(&mut self, payload: &[u8]) -> Result<bool, ExecError> {
+        let mut bad = false;
+        for c in 0..self.program.checksums.len() {
+            if !self.program.checksums[c].verify {
                 continue;
             }
-            let calc = &p.calculations[c.calc as usize];
-            calc_bytes(p, &self.phv, &calc.inputs, payload, &mut self.buf);
-            let v = hash::hash(
-                calc.algo,
-                &self.buf,
-                &mut self.state.round_robin[c.calc as usize],
-            );
-            if u128::from(v) & target.mask() != self.phv.vals[c.target as usize] {
-                bad = true;
+            if let Some(v) = self.checksum(c, payload)? {
+                bad |= v != self.phv.vals[self.program.checksums[c].target as usize];
             }
         }
         Ok(bad)
     }
 
     fn deparse(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), ExecError> {
-        let p = &self.program;
-        for c in p.checksums.iter().filter(|c| c.update) {
-            if let Some(cond) = &c.cond {
-                if eval(p, &self.phv, &self.state, Scope::NONE, cond)? == 0 {
-                    continue;
-                }
-            }
-            let target = &p.fields[c.target as usize];
-            if !self.phv.valid[target.header as usize] {
+        for c in 0..self.program.checksums.len() {
+            if !self.program.checksums[c].update {
                 continue;
             }
-            let calc = &p.calculations[c.calc as usize];
-            calc_bytes(p, &self.phv, &calc.inputs, payload, &mut self.buf);
-            let v = hash::hash(
-                calc.algo,
-                &self.buf,
-                &mut self.state.round_robin[c.calc as usize],
-            );
-            self.phv.vals[c.target as usize] = u128::from(v) & target.mask();
+            if let Some(v) = self.checksum(c, payload)? {
+                self.phv.vals[self.program.checksums[c].target as usize] = v;
+            }
         }
+        let p = &self.program;
         for &h in &p.deparser.order {
             if self.phv.valid[h as usize] {
                 packet::emit(p, &self.phv, h, out);
