@@ -56,7 +56,8 @@ fuzz_target!(|input: Input| {
         .expect("test program loads");
     let mut sw = Switch::new(p);
     sw.mirroring_add(5, 3);
-    sw.state.mcast.insert(1, vec![(2, 7), (3, 7)]);
+    sw.state.mcast_nodes.push(Some((7, vec![2, 3])));
+    sw.state.mcast.insert(1, vec![0]);
     for e in input.entries.iter().take(64) {
         let ntables = sw.program.tables.len();
         if ntables == 0 {

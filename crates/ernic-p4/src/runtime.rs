@@ -420,7 +420,10 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
             sw.state.mcast.entry(*mgrp as u32).or_default();
         }
         Command::McMgrpDestroy { mgrp } => {
-            sw.state.mcast.remove(&(*mgrp as u32));
+            sw.state
+                .mcast
+                .remove(&(*mgrp as u32))
+                .ok_or_else(|| pre_err("INVALID_MGID"))?;
         }
         Command::McNodeCreate { rid, ports, .. } => {
             let h = sw.state.mcast_nodes.len();
@@ -429,26 +432,93 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
                 .push(Some((*rid as u32, ports.clone())));
             let _ = writeln!(out, "node was created with handle {h}");
         }
-        Command::McNodeAssociate { mgrp, node } => {
-            let (rid, ports) = sw
-                .state
-                .mcast_nodes
-                .get(*node as usize)
-                .cloned()
-                .flatten()
-                .ok_or(CliError::Operation {
-                    kind: OperationKind::Pre,
-                    code: "INVALID_L1_HANDLE".into(),
-                })?;
+        Command::McNodeUpdate { node, ports, .. } => {
+            let n = node_mut(sw, *node)?;
+            n.1 = ports.clone();
+        }
+        Command::McNodeDestroy { node } => {
+            node_mut(sw, *node)?;
+            sw.state.mcast_nodes[*node as usize] = None;
+            for g in sw.state.mcast.values_mut() {
+                g.retain(|&n| i64::from(n) != *node);
+            }
+        }
+        Command::McNodeAssociate { mgrp, node } | Command::McNodeDissociate { mgrp, node } => {
+            node_mut(sw, *node)?;
             let g = sw
                 .state
                 .mcast
                 .get_mut(&(*mgrp as u32))
-                .ok_or(CliError::Operation {
-                    kind: OperationKind::Pre,
-                    code: "INVALID_MGID".into(),
-                })?;
-            g.extend(ports.iter().map(|&p| (p, rid)));
+                .ok_or_else(|| pre_err("INVALID_MGID"))?;
+            let n = *node as u32;
+            if matches!(cmd, Command::McNodeAssociate { .. }) {
+                if !g.contains(&n) {
+                    g.push(n);
+                }
+            } else {
+                g.retain(|&x| x != n);
+            }
+        }
+        Command::McDump => {
+            let mut groups: Vec<_> = sw.state.mcast.keys().copied().collect();
+            groups.sort_unstable();
+            for g in groups {
+                let _ = writeln!(out, "mgrp({g})");
+                for (port, rid) in sw.state.replicas(g) {
+                    let _ = writeln!(out, "  -> (port {port}, rid {rid})");
+                }
+            }
+        }
+        Command::MirroringGet { session } => match sw.state.mirrors.get(&(*session as u32)) {
+            Some(p) => {
+                let _ = writeln!(out, "MirroringSessionConfig(port={p})");
+            }
+            None => {
+                return Err(CliError::Operation {
+                    kind: OperationKind::Mirroring,
+                    code: "SESSION_NOT_FOUND".into(),
+                });
+            }
+        },
+        Command::TableDumpEntry { table, handle: h } => {
+            let t = table_of(sw, table)?;
+            let e = sw.state.tables[t]
+                .get(handle(*h)?)
+                .map_err(|e| table_err(e.into(), table, ""))?;
+            let _ = writeln!(out, "Dumping entry {h:#x}");
+            dump_entry(sw, t, e, out);
+        }
+        Command::TableShowActions { table } => {
+            let t = table_of(sw, table)?;
+            for &a in &sw.program.tables[t].actions {
+                let a = &sw.program.actions[a as usize];
+                let ps: Vec<String> = a.params.iter().map(|(n, b)| format!("{n}({b})")).collect();
+                let _ = writeln!(out, "{:<24} [{}]", a.name, ps.join(",\t"));
+            }
+        }
+        Command::TableInfo { table } => {
+            let t = &sw.program.tables[table_of(sw, table)?];
+            let key: Vec<String> = t
+                .key
+                .iter()
+                .map(|k| format!("{}({}, {})", k.name, k.kind.name(), k.bits))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{:<24} [implementation={}, mk={}]",
+                t.name,
+                impl_name(sw, t.imp),
+                key.join(",\t")
+            );
+            let _ = writeln!(out, "{}", "*".repeat(40));
+        }
+        Command::MeterGetRates { meter, index } => {
+            let rates = sw
+                .meter_rates(meter, *index as u64)
+                .map_err(|e| table_err(e, "", ""))?;
+            for (i, (rate, burst)) in rates.iter().enumerate() {
+                let _ = writeln!(out, "{i}: info rate = {rate}, burst size = {burst}");
+            }
         }
         Command::PvsAdd { pvs, value } | Command::PvsRemove { pvs, value } => {
             let set = pvs_of(sw, pvs)?;
@@ -519,6 +589,21 @@ fn member_args(
     Ok((pn, sw.program.actions[a as usize].name.clone(), data))
 }
 
+fn pre_err(code: &str) -> CliError {
+    CliError::Operation {
+        kind: OperationKind::Pre,
+        code: code.into(),
+    }
+}
+
+fn node_mut(sw: &mut Switch, node: i64) -> Result<&mut crate::exec::state::McNode, CliError> {
+    usize::try_from(node)
+        .ok()
+        .and_then(|n| sw.state.mcast_nodes.get_mut(n))
+        .and_then(Option::as_mut)
+        .ok_or_else(|| pre_err("INVALID_L1_HANDLE"))
+}
+
 fn pvs_of(sw: &Switch, name: &str) -> Result<usize, CliError> {
     crate::program::find_by_name(sw.program.value_sets.iter().map(|v| v.name.as_str()), name)
         .map(|s| s as usize)
@@ -549,32 +634,12 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn dump_table(sw: &Switch, t: usize, out: &mut String) {
-    let table = &sw.program.tables[t];
     let ts = &sw.state.tables[t];
     let _ = writeln!(out, "==========\nTABLE ENTRIES");
     for h in ts.handles() {
         let Ok(e) = ts.get(h) else { continue };
-        let _ = writeln!(out, "**********\nDumping entry {h:#x}\nMatch key:");
-        for (i, (k, p)) in table.key.iter().zip(&e.key).enumerate() {
-            let v = match p {
-                MatchParam::Exact(v) => hex(v),
-                MatchParam::Lpm(v, l) => format!("{}/{l}", hex(v)),
-                MatchParam::Ternary(v, m) => format!("{} &&& {}", hex(v), hex(m)),
-                MatchParam::Range(a, b) => format!("{} -> {}", hex(a), hex(b)),
-                MatchParam::Valid(b) => format!("{:02x}", *b as u8),
-            };
-            let _ = writeln!(
-                out,
-                "* {:<20}: {:<10}{v}",
-                format!("{} ", k.name),
-                k.kind.name().to_uppercase()
-            );
-            let _ = i;
-        }
-        if matches!(table.match_type, MatchKind::Ternary | MatchKind::Range) {
-            let _ = writeln!(out, "Priority: {}", e.priority);
-        }
-        let _ = writeln!(out, "Action entry: {}", action_text(sw, &e.action));
+        let _ = writeln!(out, "**********\nDumping entry {h:#x}");
+        dump_entry(sw, t, e, out);
     }
     let _ = writeln!(out, "==========\nDumping default entry");
     if ts.default_set {
@@ -583,6 +648,30 @@ fn dump_table(sw: &Switch, t: usize, out: &mut String) {
         let _ = writeln!(out, "EMPTY");
     }
     let _ = writeln!(out, "==========");
+}
+
+fn dump_entry(sw: &Switch, t: usize, e: &crate::exec::tables::Entry, out: &mut String) {
+    let table = &sw.program.tables[t];
+    let _ = writeln!(out, "Match key:");
+    for (k, p) in table.key.iter().zip(&e.key) {
+        let v = match p {
+            MatchParam::Exact(v) => hex(v),
+            MatchParam::Lpm(v, l) => format!("{}/{l}", hex(v)),
+            MatchParam::Ternary(v, m) => format!("{} &&& {}", hex(v), hex(m)),
+            MatchParam::Range(a, b) => format!("{} -> {}", hex(a), hex(b)),
+            MatchParam::Valid(b) => format!("{:02x}", *b as u8),
+        };
+        let _ = writeln!(
+            out,
+            "* {:<20}: {:<10}{v}",
+            format!("{} ", k.name),
+            k.kind.name().to_uppercase()
+        );
+    }
+    if matches!(table.match_type, MatchKind::Ternary | MatchKind::Range) {
+        let _ = writeln!(out, "Priority: {}", e.priority);
+    }
+    let _ = writeln!(out, "Action entry: {}", action_text(sw, &e.action));
 }
 
 fn action_text(sw: &Switch, a: &EntryAction) -> String {

@@ -210,3 +210,47 @@ fn parse_value_sets_by_cli() {
     f[6..12].fill(0x0a);
     assert_eq!(pkts, vec![ernic_p4::exec::Output { port: 3, data: f }]);
 }
+
+#[test]
+fn multicast_nodes_and_groups_as_the_pre_keeps_them() {
+    // multicast.p4: mcast_grp = h.hdr.f1; egress writes f1 = egress_rid.
+    let mut sw = switch("multicast");
+    let mut out = String::new();
+    let script = "mc_mgrp_create 1\nmc_node_create 7 2 3\nmc_node_create 9 4\nmc_node_associate 1 0\nmc_node_associate 1 1\nmc_dump\n";
+    assert_eq!(run_script(&mut sw, script, &mut out), 0, "{out}");
+    assert!(
+        out.contains("node was created with handle 1") && out.contains("  -> (port 4, rid 9)"),
+        "{out}"
+    );
+    let mut pkts = Vec::new();
+    sw.process(0, &[0, 1], 0, &mut pkts);
+    let got: Vec<(u32, Vec<u8>)> = pkts.iter().map(|o| (o.port, o.data.clone())).collect();
+    assert_eq!(got, vec![(2, vec![0, 7]), (3, vec![0, 7]), (4, vec![0, 9])]);
+    // Dissociate node 0, move node 1 to port 5.
+    out.clear();
+    assert_eq!(
+        run_script(
+            &mut sw,
+            "mc_node_dissociate 1 0\nmc_node_update 1 5\n",
+            &mut out
+        ),
+        0,
+        "{out}"
+    );
+    pkts.clear();
+    sw.process(0, &[0, 1], 0, &mut pkts);
+    assert_eq!(pkts.iter().map(|o| o.port).collect::<Vec<_>>(), vec![5]);
+    out.clear();
+    assert_eq!(
+        run_script(
+            &mut sw,
+            "mc_node_associate 2 1\nmc_node_destroy 8\n",
+            &mut out
+        ),
+        2
+    );
+    assert!(
+        out.contains("INVALID_MGID") && out.contains("INVALID_L1_HANDLE"),
+        "{out}"
+    );
+}

@@ -518,6 +518,34 @@ impl Switch {
         Ok(())
     }
 
+    /// `meter_get_rates`: a cell's rates (a direct meter's cell is its
+    /// entry's handle).
+    pub fn meter_rates(&mut self, name: &str, index: u64) -> Result<Vec<Rate>, ControlError> {
+        let m =
+            crate::program::find_by_name(self.program.meters.iter().map(|m| m.name.as_str()), name)
+                .map(|m| m as usize)
+                .ok_or_else(|| ControlError::NoMeter(name.into()))?;
+        if let Some(t) = self.program.meters[m]
+            .direct_table
+            .as_deref()
+            .and_then(|t| self.program.table(t))
+        {
+            return Ok(self.state.tables[t as usize]
+                .entry_mut(index as u32)?
+                .meter
+                .rates
+                .clone());
+        }
+        let arr = &self.state.meters[m];
+        arr.get(index as usize)
+            .map(|c| c.rates.clone())
+            .ok_or(ControlError::Index {
+                array: name.into(),
+                index,
+                size: arr.len(),
+            })
+    }
+
     /// `mirroring_add`: clone session → port.
     pub fn mirroring_add(&mut self, session: u32, port: u32) {
         self.state.mirrors.insert(session, port);

@@ -10,7 +10,7 @@ mod hash;
 pub mod meter;
 mod packet;
 mod phv;
-mod state;
+pub mod state;
 mod switch;
 pub mod tables;
 

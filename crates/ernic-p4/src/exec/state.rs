@@ -10,8 +10,8 @@ use crate::program::Program;
 use super::meter::Meter;
 use super::tables::{ProfileState, TableState};
 
-/// A multicast group's replicas: `(egress port, egress_rid)`.
-pub type Replicas = Vec<(u32, u32)>;
+/// A multicast node: its `egress_rid` and ports.
+pub type McNode = (u32, Vec<u32>);
 
 /// The run-time state of a program.
 #[derive(Clone, Debug)]
@@ -31,10 +31,10 @@ pub struct State {
     pub value_sets: Vec<Vec<u128>>,
     /// Mirroring sessions: session id → egress port.
     pub mirrors: HashMap<u32, u32>,
-    /// Multicast groups: group id → replicas.
-    pub mcast: HashMap<u32, Replicas>,
-    /// Multicast nodes: node handle → `(rid, ports)`.
-    pub mcast_nodes: Vec<Option<(u32, Vec<u32>)>>,
+    /// Multicast groups: group id → the handles of its nodes.
+    pub mcast: HashMap<u32, Vec<u32>>,
+    /// Multicast nodes by handle.
+    pub mcast_nodes: Vec<Option<McNode>>,
     /// Round-robin counters, per calculation.
     pub round_robin: Vec<u64>,
     /// Digests and `log_msg` output, oldest first (bounded).
@@ -79,6 +79,19 @@ impl State {
             log: Vec::new(),
             errors: 0,
         }
+    }
+
+    /// A group's replicas, `(port, rid)`, node by node (none for an
+    /// unknown group).
+    pub fn replicas(&self, group: u32) -> Vec<(u32, u32)> {
+        let Some(nodes) = self.mcast.get(&group) else {
+            return Vec::new();
+        };
+        nodes
+            .iter()
+            .filter_map(|&n| self.mcast_nodes.get(n as usize).and_then(Option::as_ref))
+            .flat_map(|(rid, ports)| ports.iter().map(move |&p| (p, *rid)))
+            .collect()
     }
 
     /// Appends a log line, keeping at most [`LOG_LINES`].

@@ -324,12 +324,7 @@ impl Switch {
         let mgid = sf.mcast_grp.map_or(0, |f| self.phv.get(p, f));
         let payload = &data[payload_at..];
         if mgid != 0 {
-            let replicas = self
-                .state
-                .mcast
-                .get(&(mgid as u32))
-                .cloned()
-                .unwrap_or_default();
+            let replicas = self.state.replicas(mgid as u32);
             for (eport, rid) in replicas {
                 self.jobs.push_back(Job::Egress {
                     phv: Box::new(self.phv.clone()),
