@@ -269,3 +269,74 @@ fn exact_match_1_applies_three_tables() {
         .is_err()
     );
 }
+
+fn switch_edited(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Switch {
+    let p = format!("{}/testdata/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    edit(&mut v);
+    Switch::new(Program::load(&v.to_string()).unwrap())
+}
+
+#[test]
+fn a_parser_that_never_ends_stops_with_parser_timeout() {
+    // parser_error.p4 with its start state leading to a state that loops
+    // on itself: the parser stops (ParserTimeout), and ingress's "any
+    // other error" branch writes f1 = 3.
+    let mut sw = switch_edited("parser_error", |v| {
+        let states = v["parsers"][0]["parse_states"].as_array_mut().unwrap();
+        states[0]["transitions"][0]["next_state"] = serde_json::json!("spin");
+        states.push(
+            serde_json::json!({"name": "spin", "id": 1, "parser_ops": [], "transition_key": [],
+            "transitions": [{"value": "default", "mask": null, "next_state": "spin"}]}),
+        );
+    });
+    assert_eq!(
+        run(&mut sw, 2, &[0, 0, 0, 1]),
+        vec![Output {
+            port: 2,
+            data: vec![0, 0, 0, 3]
+        }]
+    );
+}
+
+#[test]
+fn a_stack_overflow_stops_the_parser_and_keeps_what_it_extracted() {
+    // header_stack.p4 with a parser that extracts hdr.next and loops: the
+    // fourth extract overflows the 3-deep stack (StackOutOfBounds); the
+    // deparser emits hdr[0] and hdr[1] (its order), hdr[2] is lost, and the
+    // bytes after it follow as payload.
+    let mut sw = switch_edited("header_stack", |v| {
+        let st = &mut v["parsers"][0]["parse_states"][0];
+        st["parser_ops"] = serde_json::json!([{"op": "extract", "parameters": [{"type": "stack", "value": "hdr"}]}]);
+        st["transitions"] = serde_json::json!([{"type": "default", "value": null, "mask": null, "next_state": "start"}]);
+    });
+    let pkt: Vec<u8> = (1..=16).collect();
+    let mut want: Vec<u8> = (1..=8).collect();
+    want.extend(13..=16);
+    assert_eq!(run(&mut sw, 0, &pkt)[0].data, want);
+}
+
+#[test]
+fn width_and_count_mismatches_are_refused_at_load() {
+    let p = format!("{}/testdata/ternary.json", env!("CARGO_MANIFEST_DIR"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    // A const entry whose key is wider than its 16-bit field.
+    let mut bad = v.clone();
+    bad["pipelines"][0]["tables"][0]["entries"] = serde_json::json!([{
+        "match_key": [{"match_type": "ternary", "key": "0x10000", "mask": "0xffff"}],
+        "action_entry": {"action_id": 0, "action_data": []}, "priority": 1}]);
+    let e = Program::load(&bad.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("entries[0].match_key[0].key") && e.contains("at most 2 bytes"),
+        "{e}"
+    );
+    // A default entry with data for an action that takes none.
+    let mut bad = v.clone();
+    bad["pipelines"][0]["tables"][0]["default_entry"]["action_data"] = serde_json::json!(["0x1"]);
+    let e = Program::load(&bad.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("default_entry.action_data") && e.contains("takes 0 parameters, not 1"),
+        "{e}"
+    );
+}

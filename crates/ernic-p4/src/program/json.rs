@@ -194,24 +194,25 @@ impl<'a> At<'a> {
     }
 }
 
-/// Parses `0x…`/`-0x…` (bmv2's hexstrings; plain decimal is accepted too).
+/// Parses a bmv2 hexstring: hex digits, `0x` optional (bmv2's
+/// `Data::set(hexstring)` reads `"7"` and `"0x7"` alike), `-` for negative.
 pub(crate) fn parse_hexstr(s: &str) -> Option<i128> {
     let (neg, body) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s),
     };
-    let mag = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        let h = h.trim_start_matches('0');
-        if h.len() > 32 {
-            return None;
-        }
-        if h.is_empty() {
-            0
-        } else {
-            u128::from_str_radix(h, 16).ok()?
-        }
+    let h = body
+        .strip_prefix("0x")
+        .or_else(|| body.strip_prefix("0X"))
+        .unwrap_or(body);
+    let h = h.trim_start_matches('0');
+    if h.len() > 32 {
+        return None;
+    }
+    let mag = if h.is_empty() {
+        0
     } else {
-        body.parse::<u128>().ok()?
+        u128::from_str_radix(h, 16).ok()?
     };
     let v = mag as i128;
     Some(if neg { v.wrapping_neg() } else { v })
@@ -219,7 +220,10 @@ pub(crate) fn parse_hexstr(s: &str) -> Option<i128> {
 
 /// Big-endian bytes of a hexstring, left-padded to `nbytes`.
 pub(crate) fn hex_to_bytes(s: &str, nbytes: usize) -> Option<Vec<u8>> {
-    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    let h = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
     let h = h.trim_start_matches('0');
     if h.len() > nbytes * 2 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
