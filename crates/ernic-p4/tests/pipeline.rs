@@ -340,3 +340,83 @@ fn width_and_count_mismatches_are_refused_at_load() {
         "{e}"
     );
 }
+
+/// A program written here in p4c's JSON form: `la = lookahead<bit<8>>()`
+/// into metadata, `extract(fixed)`, `extract(var, fixed.len * 8)` (a
+/// varbit of at most 6 bytes), `advance(16)`; ingress sends the packet to
+/// port `la`; the deparser emits fixed and var (the skipped 2 bytes are
+/// gone: advance consumes them, and they are not re-emitted).
+fn varbit_program() -> Switch {
+    let std_fields: Vec<serde_json::Value> = [
+        ("ingress_port", 9),
+        ("egress_spec", 9),
+        ("egress_port", 9),
+        ("instance_type", 32),
+        ("packet_length", 32),
+        ("parser_error", 32),
+    ]
+    .iter()
+    .map(|(n, w)| serde_json::json!([n, w, false]))
+    .collect();
+    let v = serde_json::json!({
+        "__meta__": {"version": [2, 23]},
+        "header_types": [
+            {"name": "standard_metadata", "id": 0, "fields": std_fields},
+            {"name": "meta_t", "id": 1, "fields": [["la", 8, false]]},
+            {"name": "fixed_t", "id": 2, "fields": [["len", 8, false]]},
+            {"name": "var_t", "id": 3, "fields": [["opts", "*"]], "max_length": 6}
+        ],
+        "headers": [
+            {"name": "standard_metadata", "id": 0, "header_type": "standard_metadata", "metadata": true},
+            {"name": "meta", "id": 1, "header_type": "meta_t", "metadata": true},
+            {"name": "fixed", "id": 2, "header_type": "fixed_t", "metadata": false},
+            {"name": "var", "id": 3, "header_type": "var_t", "metadata": false}
+        ],
+        "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [{
+            "name": "start", "id": 0,
+            "parser_ops": [
+                {"op": "set", "parameters": [{"type": "field", "value": ["meta", "la"]}, {"type": "lookahead", "value": [0, 8]}]},
+                {"op": "extract", "parameters": [{"type": "regular", "value": "fixed"}]},
+                {"op": "extract_VL", "parameters": [{"type": "regular", "value": "var"},
+                    {"type": "expression", "value": {"op": "<<", "left": {"type": "field", "value": ["fixed", "len"]}, "right": {"type": "hexstr", "value": "0x3"}}}]},
+                {"op": "advance", "parameters": [{"type": "hexstr", "value": "0x10"}]}
+            ],
+            "transition_key": [], "transitions": [{"type": "default", "value": null, "mask": null, "next_state": null}]
+        }]}],
+        "deparsers": [{"name": "deparser", "id": 0, "order": ["fixed", "var"]}],
+        "actions": [{"name": "fwd", "id": 0, "runtime_data": [], "primitives": [
+            {"op": "assign", "parameters": [{"type": "field", "value": ["standard_metadata", "egress_spec"]}, {"type": "field", "value": ["meta", "la"]}]}
+        ]}],
+        "pipelines": [
+            {"name": "ingress", "id": 0, "init_table": "t", "tables": [{"name": "t", "id": 0, "key": [], "match_type": "exact",
+                "type": "simple", "max_size": 1, "actions": ["fwd"], "next_tables": {"fwd": null}, "base_default_next": null,
+                "default_entry": {"action_id": 0, "action_const": true, "action_data": [], "action_entry_const": true}}], "conditionals": []},
+            {"name": "egress", "id": 1, "init_table": null, "tables": [], "conditionals": []}
+        ]
+    });
+    Switch::new(Program::load(&v.to_string()).unwrap())
+}
+
+#[test]
+fn varbit_lookahead_and_advance() {
+    let mut sw = varbit_program();
+    // len 3: three option bytes, two skipped, then the payload.
+    let pkt = [3, 0xa, 0xb, 0xc, 0xee, 0xff, 0x55];
+    assert_eq!(
+        run(&mut sw, 0, &pkt),
+        vec![Output {
+            port: 3,
+            data: vec![3, 0xa, 0xb, 0xc, 0x55]
+        }]
+    );
+    // len 0: no options.
+    assert_eq!(run(&mut sw, 0, &[0, 1, 2, 9])[0].data, vec![0, 9]);
+    // len 7: more than var's 6 bytes: HeaderTooShort; fixed was extracted,
+    // the rest is payload.
+    assert_eq!(
+        run(&mut sw, 0, &[7, 1, 2, 3, 4, 5, 6, 7, 8, 9])[0].data,
+        vec![7, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    );
+    // Too short for the advance: PacketTooShort after the varbit.
+    assert_eq!(run(&mut sw, 0, &[1, 0xa, 0xb])[0].data, vec![1, 0xa, 0xb]);
+}
