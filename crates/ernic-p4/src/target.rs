@@ -246,6 +246,8 @@ pub struct Target {
     ops: Vec<Op>,
     out: Vec<Output>,
     now_ns: u64,
+    /// Whether the program has the `ernic_wqe` header (runs on WQEs).
+    rdma: bool,
     /// Counts.
     pub stats: TargetStats,
 }
@@ -259,6 +261,7 @@ impl Target {
             ops: Vec::new(),
             out: Vec::new(),
             now_ns: 0,
+            rdma: false,
             stats: TargetStats::default(),
         };
         if let Some(p) = program {
@@ -268,6 +271,7 @@ impl Target {
     }
 
     fn load(&mut self, p: Program) {
+        self.rdma = p.headers.iter().any(|h| h.name == "ernic_wqe");
         let mut sw = Switch::new(p);
         sw.set_externs(Box::new(Recorder(self.pending.clone())));
         sw.set_default_egress(vec![
@@ -321,7 +325,7 @@ impl Target {
         let Some(sw) = self.switch.as_mut() else {
             return WqeDecision::Pass;
         };
-        if !sw.program.headers.iter().any(|h| h.name == "ernic_wqe") {
+        if !self.rdma {
             return WqeDecision::Pass;
         }
         self.stats.wqes += 1;
