@@ -268,25 +268,60 @@ pub(crate) fn emit(p: &Program, phv: &Phv, h: u32, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends the low `w` bits of `v` at bit `nbits` of `buf`.
-fn push(buf: &mut Vec<u8>, nbits: &mut usize, v: u128, w: u32) {
-    buf.resize((*nbits + w as usize).div_ceil(8), 0);
-    bits::write(buf, *nbits, w, v);
-    *nbits += w as usize;
+/// Writes bits after one another into a byte buffer, most significant
+/// first, without a pass over the buffer per field.
+struct BitWriter<'a> {
+    buf: &'a mut Vec<u8>,
+    acc: u64,
+    /// Bits in `acc` not yet written (fewer than 8 between calls).
+    n: u32,
 }
 
-/// Appends header `h` at bit `nbits` of `buf` (byte-aligned: emitted in
-/// place; otherwise bit by bit).
-fn emit_packed(p: &Program, phv: &Phv, h: u32, buf: &mut Vec<u8>, nbits: &mut usize) {
-    if *nbits % 8 == 0 {
-        emit(p, phv, h, buf);
-        *nbits = buf.len() * 8;
-        return;
+impl BitWriter<'_> {
+    /// Appends the low `w` bits of `v`.
+    fn push(&mut self, v: u128, w: u32) {
+        let mut left = w;
+        while left > 0 {
+            let take = left.min(56);
+            let chunk = ((v >> (left - take)) as u64) & ((1u64 << take) - 1);
+            self.acc = (self.acc << take) | chunk;
+            self.n += take;
+            while self.n >= 8 {
+                self.n -= 8;
+                self.buf.push((self.acc >> self.n) as u8);
+            }
+            self.acc &= (1u64 << self.n) - 1;
+            left -= take;
+        }
     }
-    let mut tmp = Vec::new();
-    emit(p, phv, h, &mut tmp);
-    for b in tmp {
-        push(buf, nbits, u128::from(b), 8);
+
+    /// Appends bytes.
+    fn bytes(&mut self, b: &[u8]) {
+        if self.n == 0 {
+            self.buf.extend_from_slice(b);
+        } else {
+            for &x in b {
+                self.push(u128::from(x), 8);
+            }
+        }
+    }
+
+    /// Appends header `h` as the wire has it.
+    fn header(&mut self, p: &Program, phv: &Phv, h: u32) {
+        if self.n == 0 {
+            emit(p, phv, h, self.buf);
+        } else {
+            let mut tmp = Vec::new();
+            emit(p, phv, h, &mut tmp);
+            self.bytes(&tmp);
+        }
+    }
+
+    /// Writes the last partial byte, zero-padded.
+    fn finish(self) {
+        if self.n > 0 {
+            self.buf.push((self.acc << (8 - self.n)) as u8);
+        }
     }
 }
 
@@ -300,25 +335,22 @@ pub(crate) fn calc_bytes(
     buf: &mut Vec<u8>,
 ) {
     buf.clear();
-    let mut nbits = 0usize;
+    let mut w = BitWriter { buf, acc: 0, n: 0 };
     let mut last_header = None;
     for inp in inputs {
         match inp {
             CalcInput::Field(f) => {
                 let fd = &p.fields[*f as usize];
                 last_header = Some(fd.header);
-                if !phv.valid[fd.header as usize] || fd.varbit {
-                    continue;
+                if phv.valid[fd.header as usize] && !fd.varbit {
+                    w.push(phv.vals[*f as usize], fd.bits);
                 }
-                push(buf, &mut nbits, phv.vals[*f as usize], fd.bits);
             }
-            CalcInput::Const { value, bits: w } => {
-                push(buf, &mut nbits, (*value as u128) & bits::mask(*w), *w)
-            }
+            CalcInput::Const { value, bits: n } => w.push((*value as u128) & bits::mask(*n), *n),
             CalcInput::Header(h) => {
                 last_header = Some(*h);
                 if phv.valid[*h as usize] {
-                    emit_packed(p, phv, *h, buf, &mut nbits);
+                    w.header(p, phv, *h);
                 }
             }
             CalcInput::Payload => {
@@ -326,26 +358,44 @@ pub(crate) fn calc_bytes(
                 if let Some(pos) = after {
                     for &h in &p.deparser.order[pos + 1..] {
                         if phv.valid[h as usize] {
-                            emit_packed(p, phv, h, buf, &mut nbits);
+                            w.header(p, phv, h);
                         }
                     }
                 }
-                if nbits % 8 == 0 {
-                    buf.extend_from_slice(payload);
-                    nbits += payload.len() * 8;
-                } else {
-                    for &b in payload {
-                        push(buf, &mut nbits, u128::from(b), 8);
-                    }
-                }
+                w.bytes(payload);
             }
         }
     }
+    w.finish();
 }
 
 #[cfg(test)]
 mod tests {
     use super::compress;
+
+    #[test]
+    fn bits_pack_across_bytes() {
+        let mut buf = Vec::new();
+        let mut w = super::BitWriter {
+            buf: &mut buf,
+            acc: 0,
+            n: 0,
+        };
+        // IPv4's version and ihl, then a 16-bit field, then 3 + 13 bits,
+        // then a 128-bit value: 4+4+16+3+13+128 bits = 21 bytes.
+        w.push(4, 4);
+        w.push(5, 4);
+        w.push(0x1234, 16);
+        w.push(0b101, 3);
+        w.push(0x1fff, 13);
+        w.push(u128::MAX - 1, 128);
+        w.push(1, 1);
+        w.finish();
+        let mut want = vec![0x45, 0x12, 0x34, 0xbf, 0xff];
+        want.extend([0xff; 15]);
+        want.extend([0xfe, 0x80]);
+        assert_eq!(buf, want);
+    }
 
     #[test]
     fn value_set_keys_drop_the_padding() {
