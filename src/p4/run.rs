@@ -98,36 +98,51 @@ pub(crate) fn run(a: &RunArgs) -> Result<()> {
     let mut dropped = 0u64;
     let mut busy = std::time::Duration::ZERO;
     for (ts, _, port, data) in &packets {
-        out.clear();
         let start = std::time::Instant::now();
         match sw.as_mut() {
+            // The switch's outputs were recycled after the last packet.
             Some(sw) => sw.process(*port, data, *ts, &mut out),
-            None => out.push(Output {
-                port: *port,
-                data: data.clone(),
-            }),
+            // The copy reuses one output buffer, as the switch reuses its.
+            None => {
+                if out.is_empty() {
+                    out.push(Output {
+                        port: *port,
+                        data: Vec::new(),
+                    });
+                }
+                out[0].port = *port;
+                out[0].data.clear();
+                out[0].data.extend_from_slice(data);
+            }
         }
         busy += start.elapsed();
         if out.is_empty() {
             dropped += 1;
         }
-        for o in out.drain(..) {
+        for o in out.iter_mut() {
             n_out += 1;
             *per_port.entry(o.port).or_default() += 1;
-            let rec = Record {
+            // The record borrows the output's bytes and gives them back, so
+            // the switch can reuse them.
+            let mut rec = Record {
                 port: Some(o.port),
                 ts_ns: *ts,
-                data: o.data,
+                data: std::mem::take(&mut o.data),
             };
             match &mut sink {
                 Sink::All(w) => w.write(&rec).context("writing the output")?,
                 Sink::PerPort(ws) => match ws.get_mut(&o.port) {
-                    Some(w) => w
-                        .write(&Record { port: None, ..rec })
-                        .context("writing the output")?,
+                    Some(w) => {
+                        rec.port = None;
+                        w.write(&rec).context("writing the output")?
+                    }
                     None => unwritten += 1,
                 },
             }
+            o.data = rec.data;
+        }
+        if let Some(sw) = sw.as_mut() {
+            sw.recycle(&mut out);
         }
     }
     match sink {
