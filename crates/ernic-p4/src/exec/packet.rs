@@ -342,7 +342,14 @@ pub(crate) fn calc_bytes(
             CalcInput::Field(f) => {
                 let fd = &p.fields[*f as usize];
                 last_header = Some(fd.header);
-                if phv.valid[fd.header as usize] && !fd.varbit {
+                if !phv.valid[fd.header as usize] {
+                    continue;
+                }
+                if fd.varbit {
+                    // A variable-length field adds the bytes it holds (IPv4
+                    // options in a header checksum), as bmv2's BufBuilder.
+                    w.bytes(&phv.varbit[fd.header as usize]);
+                } else {
                     w.push(phv.vals[*f as usize], fd.bits);
                 }
             }
