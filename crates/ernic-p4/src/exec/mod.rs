@@ -3,6 +3,7 @@
 //! flow through the switch.
 
 mod action;
+mod apply;
 mod bits;
 pub mod control;
 mod eval;
