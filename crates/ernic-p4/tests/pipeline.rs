@@ -347,6 +347,10 @@ fn width_and_count_mismatches_are_refused_at_load() {
 /// port `la`; the deparser emits fixed and var (the skipped 2 bytes are
 /// gone: advance consumes them, and they are not re-emitted).
 fn varbit_program() -> Switch {
+    Switch::new(Program::load(&varbit_json().to_string()).unwrap())
+}
+
+fn varbit_json() -> serde_json::Value {
     let std_fields: Vec<serde_json::Value> = [
         ("ingress_port", 9),
         ("egress_spec", 9),
@@ -394,7 +398,7 @@ fn varbit_program() -> Switch {
             {"name": "egress", "id": 1, "init_table": null, "tables": [], "conditionals": []}
         ]
     });
-    Switch::new(Program::load(&v.to_string()).unwrap())
+    v
 }
 
 #[test]
@@ -419,4 +423,121 @@ fn varbit_lookahead_and_advance() {
     );
     // Too short for the advance: PacketTooShort after the varbit.
     assert_eq!(run(&mut sw, 0, &[1, 0xa, 0xb])[0].data, vec![1, 0xa, 0xb]);
+}
+
+#[test]
+fn a_checksum_covers_a_varbit_s_bytes() {
+    // The program above with a 16-bit `ck` after `len` and a csum16 over
+    // (len, opts) written into ck by the deparser: the varbit's bytes are
+    // in the sum, as bmv2 packs them.
+    let mut v = varbit_json();
+    v["header_types"][2]["fields"] = serde_json::json!([["len", 8, false], ["ck", 16, false]]);
+    v["calculations"] = serde_json::json!([{"name": "c", "id": 0, "algo": "csum16",
+        "input": [{"type": "field", "value": ["fixed", "len"]}, {"type": "field", "value": ["var", "opts"]}]}]);
+    v["checksums"] = serde_json::json!([{"name": "k", "id": 0, "target": ["fixed", "ck"], "type": "generic",
+        "calculation": "c", "update": true, "verify": false, "if_cond": null}]);
+    let mut sw = Switch::new(Program::load(&v.to_string()).unwrap());
+    // len 2, ck 0, opts 0a 0b, two skipped bytes, payload 55: the sum of
+    // 0x020a and 0x0b00 is 0x0d0a, its complement 0xf2f5.
+    let out = run(&mut sw, 0, &[2, 0, 0, 0xa, 0xb, 0xee, 0xff, 0x55]);
+    assert_eq!(
+        out,
+        vec![Output {
+            port: 2,
+            data: vec![2, 0xf2, 0xf5, 0xa, 0xb, 0x55]
+        }]
+    );
+}
+
+#[test]
+fn a_header_union_holds_one_member_at_a_time() {
+    // tag; then union u { a_t a; b_t b; } by tag.t (1: a, 2: b). Ingress:
+    // if u.a is valid, add_header(u.b) and set u.b.y = 0xabcd (making a
+    // invalid, as P4 unions do); then port 1 if the union holds a member,
+    // else port 2 (valid_union).
+    let std_fields = serde_json::json!([
+        ["ingress_port", 9, false],
+        ["egress_spec", 9, false],
+        ["egress_port", 9, false],
+        ["instance_type", 32, false],
+        ["packet_length", 32, false]
+    ]);
+    let hexs = |v: &str| serde_json::json!({"type": "hexstr", "value": v});
+    let v = serde_json::json!({
+        "header_types": [
+            {"name": "standard_metadata", "id": 0, "fields": std_fields},
+            {"name": "tag_t", "id": 1, "fields": [["t", 8, false]]},
+            {"name": "a_t", "id": 2, "fields": [["x", 8, false]]},
+            {"name": "b_t", "id": 3, "fields": [["y", 16, false]]}
+        ],
+        "headers": [
+            {"name": "standard_metadata", "id": 0, "header_type": "standard_metadata", "metadata": true},
+            {"name": "tag", "id": 1, "header_type": "tag_t", "metadata": false},
+            {"name": "u.a", "id": 2, "header_type": "a_t", "metadata": false},
+            {"name": "u.b", "id": 3, "header_type": "b_t", "metadata": false}
+        ],
+        "header_union_types": [{"name": "U", "id": 0, "headers": [["a", "a_t"], ["b", "b_t"]]}],
+        "header_unions": [{"name": "u", "id": 0, "union_type": "U", "header_ids": [2, 3]}],
+        "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
+            {"name": "start", "id": 0, "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "tag"}]}],
+             "transition_key": [{"type": "field", "value": ["tag", "t"]}],
+             "transitions": [
+                {"type": "hexstr", "value": "0x01", "mask": null, "next_state": "pa"},
+                {"type": "hexstr", "value": "0x02", "mask": null, "next_state": "pb"},
+                {"type": "default", "value": null, "mask": null, "next_state": null}]},
+            {"name": "pa", "id": 1, "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "u.a"}]}],
+             "transition_key": [], "transitions": [{"type": "default", "value": null, "mask": null, "next_state": null}]},
+            {"name": "pb", "id": 2, "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "u.b"}]}],
+             "transition_key": [], "transitions": [{"type": "default", "value": null, "mask": null, "next_state": null}]}
+        ]}],
+        "deparsers": [{"name": "deparser", "id": 0, "order": ["tag", "u.a", "u.b"]}],
+        "actions": [
+            {"name": "to_b", "id": 0, "runtime_data": [], "primitives": [
+                {"op": "add_header", "parameters": [{"type": "header", "value": "u.b"}]},
+                {"op": "assign", "parameters": [{"type": "field", "value": ["u.b", "y"]}, hexs("0xabcd")]}]},
+            {"name": "port", "id": 1, "runtime_data": [{"name": "p", "bitwidth": 9}], "primitives": [
+                {"op": "assign", "parameters": [{"type": "field", "value": ["standard_metadata", "egress_spec"]}, {"type": "runtime_data", "value": 0}]}]}
+        ],
+        "pipelines": [
+            {"name": "ingress", "id": 0, "init_table": "c1", "tables": [
+                {"name": "t_b", "id": 0, "key": [], "match_type": "exact", "type": "simple", "max_size": 1, "actions": ["to_b"],
+                 "next_tables": {"to_b": "c2"}, "base_default_next": "c2",
+                 "default_entry": {"action_id": 0, "action_const": true, "action_data": [], "action_entry_const": true}},
+                {"name": "t_1", "id": 1, "key": [], "match_type": "exact", "type": "simple", "max_size": 1, "actions": ["port"],
+                 "next_tables": {"port": null}, "base_default_next": null,
+                 "default_entry": {"action_id": 1, "action_const": true, "action_data": ["0x1"], "action_entry_const": true}},
+                {"name": "t_2", "id": 2, "key": [], "match_type": "exact", "type": "simple", "max_size": 1, "actions": ["port"],
+                 "next_tables": {"port": null}, "base_default_next": null,
+                 "default_entry": {"action_id": 1, "action_const": true, "action_data": ["0x2"], "action_entry_const": true}}
+            ], "conditionals": [
+                {"name": "c1", "id": 0, "expression": {"type": "expression", "value": {"op": "d2b", "left": null,
+                    "right": {"type": "field", "value": ["u.a", "$valid$"]}}}, "true_next": "t_b", "false_next": "c2"},
+                {"name": "c2", "id": 1, "expression": {"type": "expression", "value": {"op": "valid_union", "left": null,
+                    "right": {"type": "header_union", "value": "u"}}}, "true_next": "t_1", "false_next": "t_2"}
+            ]},
+            {"name": "egress", "id": 1, "init_table": null, "tables": [], "conditionals": []}
+        ]
+    });
+    let mut sw = Switch::new(Program::load(&v.to_string()).unwrap());
+    assert_eq!(
+        run(&mut sw, 0, &[1, 0x11, 0x99]),
+        vec![Output {
+            port: 1,
+            data: vec![1, 0xab, 0xcd, 0x99]
+        }]
+    );
+    assert_eq!(
+        run(&mut sw, 0, &[2, 0x22, 0x33, 0x99]),
+        vec![Output {
+            port: 1,
+            data: vec![2, 0x22, 0x33, 0x99]
+        }]
+    );
+    assert_eq!(
+        run(&mut sw, 0, &[3, 0x99]),
+        vec![Output {
+            port: 2,
+            data: vec![3, 0x99]
+        }]
+    );
 }
