@@ -70,6 +70,9 @@ impl SendFilter for Engine {
             rkey,
             raddr,
             imm: w.imm,
+            sges: std::array::from_fn(|i| {
+                w.sges.get(i).map_or((0, 0, 0), |s| (s.lkey, s.addr, s.len))
+            }),
         };
         match t.wqe(&meta) {
             WqeDecision::Pass => SendVerdict::Pass,

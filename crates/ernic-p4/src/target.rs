@@ -21,7 +21,10 @@
 //! ```
 //!
 //! (`opcode`: 0 SEND, 1 SEND_IMM, 2 WRITE, 3 WRITE_IMM, 4 READ, 5 CMP_SWAP,
-//! 6 FETCH_ADD; `lkey`/`laddr` are the first SGE's, `length` the sum.) A
+//! 6 FETCH_ADD; `lkey`/`laddr` are the first SGE's, `length` the sum.) After
+//! it come the WQE's local regions, one 16-byte record per SGE (at most
+//! [`MAX_SGES`]): `lkey 32 | addr 64 | len 32`, for a program to extract
+//! into a header stack (or leave as payload). A
 //! WQE the program drops is not executed (the device completes it with an
 //! error). One whose pipeline calls an extern below has its WRITE
 //! transformed: the WQE's gathered local bytes are the source, the
@@ -56,6 +59,11 @@ pub const WIRE_PORT: u32 = 1;
 pub const RDMA_PORT: u32 = 2;
 /// The WQE header's length.
 pub const WQE_BYTES: usize = 44;
+/// SGE records after the WQE header.
+pub const MAX_SGES: usize = 16;
+/// One SGE record's length.
+pub const SGE_BYTES: usize = 16;
+
 /// Distinct transforms one program may ask for (each is a token the device
 /// hands back).
 pub const MAX_OPS: usize = 1024;
@@ -86,10 +94,23 @@ pub struct WqeMeta {
     pub raddr: u64,
     /// Immediate data.
     pub imm: u32,
+    /// The local regions: `(lkey, addr, len)`, the first [`MAX_SGES`].
+    pub sges: [(u32, u64, u32); MAX_SGES],
 }
 
 impl WqeMeta {
-    /// The header bytes the program parses.
+    /// The header and SGE records the program parses, into `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.encode());
+        for &(lkey, addr, len) in self.sges.iter().take(usize::from(self.nsge).min(MAX_SGES)) {
+            out.extend_from_slice(&lkey.to_be_bytes());
+            out.extend_from_slice(&addr.to_be_bytes());
+            out.extend_from_slice(&len.to_be_bytes());
+        }
+    }
+
+    /// The header bytes alone.
     pub fn encode(&self) -> [u8; WQE_BYTES] {
         let mut b = [0u8; WQE_BYTES];
         b[0] = self.opcode;
@@ -245,6 +266,7 @@ pub struct Target {
     pending: Arc<Mutex<Option<Op>>>,
     ops: Vec<Op>,
     out: Vec<Output>,
+    wqe_bytes: Vec<u8>,
     now_ns: u64,
     /// Whether the program has the `ernic_wqe` header (runs on WQEs).
     rdma: bool,
@@ -260,6 +282,7 @@ impl Target {
             pending: Arc::new(Mutex::new(None)),
             ops: Vec::new(),
             out: Vec::new(),
+            wqe_bytes: Vec::with_capacity(WQE_BYTES + MAX_SGES * SGE_BYTES),
             now_ns: 0,
             rdma: false,
             stats: TargetStats::default(),
@@ -331,7 +354,8 @@ impl Target {
         self.stats.wqes += 1;
         self.now_ns += 1_000;
         sw.recycle(&mut self.out);
-        sw.process(RDMA_PORT, &meta.encode(), self.now_ns, &mut self.out);
+        meta.encode_into(&mut self.wqe_bytes);
+        sw.process(RDMA_PORT, &self.wqe_bytes, self.now_ns, &mut self.out);
         let op = self.pending.lock().ok().and_then(|mut p| p.take());
         if self.out.is_empty() {
             self.stats.wqes_dropped += 1;

@@ -108,6 +108,7 @@ fn an_rdma_write_becomes_fp8_accumulation() {
         rkey: 0x200,
         raddr: 0x2000,
         imm: 0,
+        sges: Default::default(),
     };
     let WqeDecision::Transform(tok) = t.wqe(&w) else {
         panic!("not transformed")
@@ -174,4 +175,37 @@ fn command_70_loads_and_72_reports() {
         String::from_utf8_lossy(&out).starts_with("program: 1 tables"),
         "the good program stays loaded"
     );
+}
+
+#[test]
+fn a_wqe_is_its_header_then_one_record_per_sge() {
+    let mut sges = [(0u32, 0u64, 0u32); ernic_p4::target::MAX_SGES];
+    sges[0] = (0x11, 0x1000, 8);
+    sges[1] = (0x22, 0x2000_0000_0000, 24);
+    let w = WqeMeta {
+        opcode: 2,
+        nsge: 2,
+        qpn: 0x12,
+        length: 32,
+        lkey: 0x11,
+        laddr: 0x1000,
+        sges,
+        ..Default::default()
+    };
+    let mut b = Vec::new();
+    w.encode_into(&mut b);
+    assert_eq!(
+        b.len(),
+        ernic_p4::target::WQE_BYTES + 2 * ernic_p4::target::SGE_BYTES
+    );
+    assert_eq!(&b[..8], &[2, 2, 0, 0, 0, 0, 0, 0x12]);
+    assert_eq!(&b[12..16], &32u32.to_be_bytes(), "length");
+    assert_eq!(&b[16..20], &0x11u32.to_be_bytes(), "the first lkey");
+    assert_eq!(
+        &b[44..60],
+        &[0, 0, 0, 0x11, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 8]
+    );
+    assert_eq!(&b[60..64], &0x22u32.to_be_bytes());
+    assert_eq!(&b[64..72], &0x2000_0000_0000u64.to_be_bytes());
+    assert_eq!(&b[72..76], &24u32.to_be_bytes());
 }
