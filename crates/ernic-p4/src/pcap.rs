@@ -411,6 +411,9 @@ impl<R: Read> Reader<R> {
                         id: 0,
                     });
                 }
+                if body.len() < 4 {
+                    return Err(bad("simple packet block too short"));
+                }
                 let orig = endian.u32(body) as usize;
                 let data = &body[4..];
                 Ok(Some(Record {

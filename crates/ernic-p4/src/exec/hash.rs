@@ -33,13 +33,14 @@ pub(crate) fn hash(algo: HashAlgo, buf: &[u8], rr: &mut u64) -> u64 {
 /// The Internet checksum (RFC 1071): the one's complement of the one's
 /// complement sum of big-endian 16-bit words, an odd byte padded with 0.
 pub(crate) fn csum16(buf: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
+    // A u64 cannot overflow: a packet is far shorter than 2^48 words.
+    let mut sum: u64 = 0;
     let mut chunks = buf.chunks_exact(2);
     for c in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+        sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
     }
     if let [b] = chunks.remainder() {
-        sum += u32::from(*b) << 8;
+        sum += u64::from(*b) << 8;
     }
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);

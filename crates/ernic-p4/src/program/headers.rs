@@ -212,7 +212,9 @@ pub(crate) fn load(at: &At<'_>) -> Result<Ctx, LoadError> {
         )?;
         let id = h.get("id", |n| n.u64())?;
         let htype: &HeaderType = &header_types[ty as usize];
-        if !metadata && htype.fixed_bits % 8 != 0 && htype.varbit.is_none() {
+        // A packet header is whole bytes (with or without a varbit, whose
+        // width is a multiple of 8): extract and emit rely on it.
+        if !metadata && htype.fixed_bits % 8 != 0 {
             return Err(h.err(format!(
                 "header type {tname:?} is {} bits, not a whole number of bytes",
                 htype.fixed_bits

@@ -52,6 +52,8 @@ pub mod limits {
     pub const MAX_OBJECTS: usize = 65536;
     /// Entries in one counter, meter or register array.
     pub const MAX_ARRAY_SIZE: u64 = 1 << 20;
+    /// Cells of all counter, meter and register arrays together.
+    pub const MAX_TOTAL_CELLS: u64 = 1 << 22;
     /// A table's `max_size` (entries the control plane may add).
     pub const MAX_TABLE_SIZE: u64 = 1 << 20;
     /// Depth of one expression tree.

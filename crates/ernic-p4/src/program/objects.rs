@@ -112,6 +112,26 @@ pub(crate) fn load_arrays(at: &At<'_>, cx: &mut Ctx) -> Result<Arrays, LoadError
         cx.names.registers.insert(name.clone(), i as u32);
         Ok(RegisterArray { name, size, bits })
     })?;
+    // Each array is bounded; so is their number and their cells together
+    // (a guest's command 70 loads programs, so this bounds its memory).
+    if counters.len() + meters.len() + registers.len() > limits::MAX_OBJECTS {
+        return Err(at.err(format!(
+            "more than {} counter, meter and register arrays",
+            limits::MAX_OBJECTS
+        )));
+    }
+    let cells: u64 = counters
+        .iter()
+        .map(|c| u64::from(c.size))
+        .chain(meters.iter().map(|m| u64::from(m.size)))
+        .chain(registers.iter().map(|r| u64::from(r.size)))
+        .sum();
+    if cells > limits::MAX_TOTAL_CELLS {
+        return Err(at.err(format!(
+            "{cells} counter, meter and register cells, over the limit of {}",
+            limits::MAX_TOTAL_CELLS
+        )));
+    }
     Ok((counters, meters, registers))
 }
 
