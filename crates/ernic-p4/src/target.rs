@@ -229,11 +229,13 @@ impl Externs for Recorder {
             "ernic_convert" => {
                 Op::Convert(elem_of(arg(0)?)?, elem_of(arg(1)?)?, overflow_of(arg(2)?))
             }
-            "ernic_fp8_scale" => Op::Scale(
-                fmt_of(arg(0)?)?,
-                f32::from_bits(arg(1)? as u32),
-                overflow_of(arg(2)?),
-            ),
+            "ernic_fp8_scale" => {
+                let factor = f32::from_bits(arg(1)? as u32);
+                if factor.is_nan() {
+                    return Err("ernic_fp8_scale: the factor is NaN".into());
+                }
+                Op::Scale(fmt_of(arg(0)?)?, factor, overflow_of(arg(2)?))
+            }
             other => return Err(format!("unknown extern {other}")),
         };
         *self
