@@ -237,24 +237,12 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
         }
         Command::ShowTables => {
             for t in &sw.program.tables {
-                let key: Vec<String> = t
-                    .key
-                    .iter()
-                    .map(|k| format!("{}({}, {})", k.name, k.kind.name(), k.bits))
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "{:<24} [implementation={}, mk={}]",
-                    t.name,
-                    impl_name(sw, t.imp),
-                    key.join(",\t")
-                );
+                table_line(sw, t, out);
             }
         }
         Command::ShowActions => {
             for a in &sw.program.actions {
-                let ps: Vec<String> = a.params.iter().map(|(n, b)| format!("{n}({b})")).collect();
-                let _ = writeln!(out, "{:<24} [{}]", a.name, ps.join(",\t"));
+                action_line(a, out);
             }
         }
         Command::ActProfCreateMember {
@@ -491,25 +479,12 @@ pub fn execute(sw: &mut Switch, cmd: &Command, out: &mut String) -> Result<(), C
         Command::TableShowActions { table } => {
             let t = table_of(sw, table)?;
             for &a in &sw.program.tables[t].actions {
-                let a = &sw.program.actions[a as usize];
-                let ps: Vec<String> = a.params.iter().map(|(n, b)| format!("{n}({b})")).collect();
-                let _ = writeln!(out, "{:<24} [{}]", a.name, ps.join(",\t"));
+                action_line(&sw.program.actions[a as usize], out);
             }
         }
         Command::TableInfo { table } => {
             let t = &sw.program.tables[table_of(sw, table)?];
-            let key: Vec<String> = t
-                .key
-                .iter()
-                .map(|k| format!("{}({}, {})", k.name, k.kind.name(), k.bits))
-                .collect();
-            let _ = writeln!(
-                out,
-                "{:<24} [implementation={}, mk={}]",
-                t.name,
-                impl_name(sw, t.imp),
-                key.join(",\t")
-            );
+            table_line(sw, t, out);
             let _ = writeln!(out, "{}", "*".repeat(40));
         }
         Command::MeterGetRates { meter, index } => {
@@ -618,6 +593,28 @@ fn counter_err(e: ControlError) -> CliError {
         },
         other => table_err(other, "", ""),
     }
+}
+
+/// A table as `show_tables` and `table_info` print it.
+fn table_line(sw: &Switch, t: &crate::program::Table, out: &mut String) {
+    let key: Vec<String> = t
+        .key
+        .iter()
+        .map(|k| format!("{}({}, {})", k.name, k.kind.name(), k.bits))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{:<24} [implementation={}, mk={}]",
+        t.name,
+        impl_name(sw, t.imp),
+        key.join(",\t")
+    );
+}
+
+/// An action as `show_actions` and `table_show_actions` print it.
+fn action_line(a: &crate::program::Action, out: &mut String) {
+    let ps: Vec<String> = a.params.iter().map(|(n, b)| format!("{n}({b})")).collect();
+    let _ = writeln!(out, "{:<24} [{}]", a.name, ps.join(",\t"));
 }
 
 fn impl_name(sw: &Switch, i: TableImpl) -> String {
