@@ -370,11 +370,7 @@ impl Switch {
             return Ok((e.packets, e.bytes));
         }
         let arr = &self.state.counters[c];
-        arr.get(index as usize).copied().ok_or(ControlError::Index {
-            array: name.into(),
-            index,
-            size: arr.len(),
-        })
+        cell(arr, name, index)
     }
 
     /// `counter_write`.
@@ -392,12 +388,7 @@ impl Switch {
             return Ok(());
         }
         let arr = &mut self.state.counters[c];
-        let size = arr.len();
-        let cell = arr.get_mut(index as usize).ok_or(ControlError::Index {
-            array: name.into(),
-            index,
-            size,
-        })?;
+        let cell = cell_mut(arr, name, index)?;
         *cell = (packets, bytes);
         Ok(())
     }
@@ -430,11 +421,7 @@ impl Switch {
     pub fn register_read(&self, name: &str, index: u64) -> Result<u128, ControlError> {
         let r = self.register_id(name)?;
         let arr = &self.state.registers[r];
-        arr.get(index as usize).copied().ok_or(ControlError::Index {
-            array: name.into(),
-            index,
-            size: arr.len(),
-        })
+        cell(arr, name, index)
     }
 
     /// `register_read` of every cell.
@@ -453,12 +440,7 @@ impl Switch {
         let bits = self.program.registers[r].bits;
         fits(name, value, bits)?;
         let arr = &mut self.state.registers[r];
-        let size = arr.len();
-        let cell = arr.get_mut(index as usize).ok_or(ControlError::Index {
-            array: name.into(),
-            index,
-            size,
-        })?;
+        let cell = cell_mut(arr, name, index)?;
         *cell = value as u128 & super::bits::mask(bits);
         Ok(())
     }
@@ -609,6 +591,25 @@ impl Switch {
 
 /// Values one parse value set may hold.
 pub const MAX_VALUE_SET: usize = 4096;
+
+/// Cell `index` of array `name`, or the CLI's index error.
+fn cell_mut<'a, T>(arr: &'a mut [T], name: &str, index: u64) -> Result<&'a mut T, ControlError> {
+    let size = arr.len();
+    arr.get_mut(index as usize).ok_or(ControlError::Index {
+        array: name.into(),
+        index,
+        size,
+    })
+}
+
+/// Cell `index` of array `name`, copied, or the CLI's index error.
+fn cell<T: Copy>(arr: &[T], name: &str, index: u64) -> Result<T, ControlError> {
+    arr.get(index as usize).copied().ok_or(ControlError::Index {
+        array: name.into(),
+        index,
+        size: arr.len(),
+    })
+}
 
 /// Checks `v` fits `bits` (as an unsigned value, or a negative one that
 /// fits as two's complement).
