@@ -7,6 +7,10 @@
 //! memory writes, resets, timers, and guest memory unmapped and mapped
 //! again under the device.
 //!
+//! The P4 engine's hooks are installed (scope `program`, no program), so
+//! fuzzed device commands 70-72 reach its command decoder, and every frame
+//! and send WQE its filters.
+//!
 //! Invariant after every action: the device still answers (BAR 0's
 //! signature reads back).
 
@@ -116,7 +120,11 @@ fn cmd(op: u8) -> [u8; 64] {
 
 impl Guest {
     fn new() -> Guest {
-        let f = IonicFunction::new(Identity::default());
+        let engine = ernic_p4::device::Engine::new(None);
+        let f = IonicFunction::new(Identity::default())
+            .with_frame_filter(Box::new(engine.clone()))
+            .with_send_filter(Box::new(engine.clone()))
+            .with_p4_control(Box::new(engine), ernic_ionic::p4hook::GuestScope::Program);
         let mut dma = Dma::new(4);
         let ram = ernic_vfio::client::shared_memory(c"ernic-fuzz-guest", RAM).expect("memfd");
         dma.map(
