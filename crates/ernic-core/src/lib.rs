@@ -16,7 +16,8 @@
 //!   flushes;
 //! - completions, exactly one per work request, with the statuses hardware
 //!   reports;
-//! - counters ([`counters`]).
+//! - counters ([`counters`]);
+//! - fault injection on patterns of event counts ([`inject`]).
 //!
 //! What it promises: no byte outside a checked range is read or written; every
 //! request that was accepted completes exactly once; nothing from outside
@@ -31,6 +32,7 @@ pub mod counters;
 mod datapath;
 mod engine;
 pub mod grh;
+pub mod inject;
 #[allow(unsafe_code)]
 pub mod memory;
 pub mod mr;
@@ -47,6 +49,7 @@ pub use engine::{
     AsyncEvent, Engine, EngineConfig, EngineError, Footprint, GSI_QKEY, MAX_SGE, MrSpec,
     SERVICE_QPN_BASE,
 };
+pub use inject::{Event as FaultEvent, Injector};
 pub use memory::{DmaMemory, MemError, ProcessMemory};
 pub use qp::{Dest, QpAttr, QpCaps, QpInfo, QpInit, QpState, QpType};
 pub use remote::{Outgoing, PeerReadError, PeerRun, Remote, RemoteStats, SendError};
