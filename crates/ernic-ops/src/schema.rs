@@ -121,6 +121,12 @@ impl Group {
         self
     }
 
+    /// With every counter of a core counter set (device or QP), by its
+    /// `hw_counters` name.
+    pub fn core_counters(self, c: &ernic_core::Counters) -> Group {
+        self.counters(c.iter())
+    }
+
     /// With the gauge `name` at `value`.
     pub fn gauge(mut self, name: &str, value: f64) -> Group {
         self.gauges.insert(name.to_string(), value);
@@ -139,6 +145,22 @@ pub struct FaultStat {
     pub seen: u64,
     /// Times it fired.
     pub fired: u64,
+}
+
+impl FaultStat {
+    /// The counts of every fault `injector` arms.
+    pub fn all(injector: &ernic_core::Injector) -> Vec<FaultStat> {
+        injector
+            .report()
+            .into_iter()
+            .map(|f| FaultStat {
+                spec: f.spec,
+                event: f.event.name().to_string(),
+                seen: f.seen,
+                fired: f.fired,
+            })
+            .collect()
+    }
 }
 
 /// The whole file.
