@@ -132,9 +132,10 @@ impl Pattern {
     /// Whether event number `n` (from 1) fires.
     pub fn fires(&self, n: u64) -> bool {
         match self {
-            Pattern::Every(k) => n % k == 0,
+            // A zero (not from a spec, which refuses it) never fires.
+            Pattern::Every(k) => *k != 0 && n % k == 0,
             Pattern::From(k) => n >= *k,
-            Pattern::Burst { fail, of } => (n - 1) % of < *fail,
+            Pattern::Burst { fail, of } => *of != 0 && n.saturating_sub(1) % of < *fail,
             Pattern::At(list) => list.binary_search(&n).is_ok(),
         }
     }
