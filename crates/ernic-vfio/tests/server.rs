@@ -561,6 +561,10 @@ fn a_client_that_never_reads_is_cut_off_and_the_loop_goes_on() {
     stream
         .set_write_timeout(Some(Duration::from_secs(5)))
         .unwrap();
+    // Taken before the first request goes: the server's stall clock can
+    // start no earlier than this (taken after the writer started, it once
+    // read 399.1 ms against a 400 ms stall).
+    let started = Instant::now();
     let writer = std::thread::spawn(move || {
         // 4 KiB reads, never read back: until the socket refuses more.
         let read = proto::region_io_reply(0, 0, 4096);
@@ -574,7 +578,6 @@ fn a_client_that_never_reads_is_cut_off_and_the_loop_goes_on() {
         sent
     });
     // The replies back up (far more than the socket holds) ...
-    let started = Instant::now();
     std::thread::sleep(stall / 4);
     // ... and meanwhile the device's timer runs.
     let t0 = srv.ticks.load(Ordering::Relaxed);
