@@ -23,6 +23,7 @@ impl Endpoint {
             match self.try_post(op) {
                 Ok(()) => {}
                 Err(PostError::Again) => {
+                    self.deferred(op);
                     self.pending.push_front(op);
                     break;
                 }
@@ -77,6 +78,22 @@ impl Endpoint {
 
     pub(super) fn on_error(&mut self, rail: usize, context: u64, msg: RequestError) {
         let (kind, _, index) = unctx(context & !THEN_MASK);
+        let comm = match (kind, then_of(context)) {
+            (K_REQ, _) | (K_TX, After::Req(_)) => {
+                let req = if kind == K_REQ {
+                    Entry(index as u32)
+                } else {
+                    match then_of(context) {
+                        After::Req(r) => r,
+                        _ => unreachable!("matched above"),
+                    }
+                };
+                self.reqs.get(req).map(|r| r.comm)
+            }
+            (K_TX, After::Connect(id)) => Some(id),
+            _ => None,
+        };
+        self.count(comm, |c| &c.error_completions, 1);
         match kind {
             K_REQ => {
                 self.op_done(Entry(index as u32));

@@ -130,8 +130,9 @@ impl Endpoint {
         let used = encode_ctrl(&ctrl, &mut m);
         // A tx slot was free when the receive began (checked above), and
         // nothing since took one.
-        let sent = self.ctl_send(&m[..used], ctl, peer_ctrl, 0, After::Nothing);
+        let sent = self.ctl_send(&m[..used], ctl, peer_ctrl, 0, After::Nothing, Some(comm.0));
         debug_assert!(sent);
+        self.count(Some(comm.0), |c| &c.ctrl_sent, 1);
         if let Some((rail, slot, elen)) = early {
             self.deliver_eager(req.entry, rail, slot, elen);
         }
