@@ -85,6 +85,9 @@ impl Ranks {
                 }
             };
             match line {
+                // The end of a rank that has answered is no failure (after
+                // its last answer, it exits).
+                None if !self.early[r].is_empty() => {}
                 None => bail!("rank {r} exited while {what}"),
                 Some(l) => match l.strip_prefix("FAILED ") {
                     Some(why) => bail!("rank {r} failed while {what}: {why}"),

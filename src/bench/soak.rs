@@ -120,12 +120,12 @@ pub(super) fn run(a: &BenchArgs, secs: u64) -> Result<()> {
         let Some(status) = status else {
             bail!("soak round {round} did not finish in {ROUND:?}; replay: {replay}");
         };
-        let wrong: u64 = out
+        let rows: Vec<serde_json::Value> = out
             .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| v["wrong"].as_u64())
-            .sum();
-        let verdict = if status.success() && wrong == 0 {
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let wrong: u64 = rows.iter().filter_map(|v| v["wrong"].as_u64()).sum();
+        let verdict = if status.success() && wrong == 0 && !rows.is_empty() {
             passed += 1;
             "passed"
         } else if !status.success() && cq_err && err.contains("injected error completion") {
