@@ -151,8 +151,9 @@ pub struct PerfArgs {
     /// device and QP of the run, labelled with its side (client, server).
     #[arg(long, value_name = "PATH", conflicts_with = "device")]
     pub stats_file: Option<std::path::PathBuf>,
-    /// Inject faults, EVENT:PATTERN[,...] (see ernic-server --help) on this
-    /// process's devices; the faults and their counts go to the stats file.
+    /// Arm faults, EVENT:PATTERN[,...] (see ernic-server --help), for this
+    /// process; they and their counts go to the stats file. Perf has no
+    /// transport: only the engine's events (send_err, recv_err) apply.
     #[arg(long, value_name = "SPEC", conflicts_with = "device")]
     pub inject: Option<String>,
 }
