@@ -197,6 +197,15 @@ impl Rail for InjectedRail {
     }
 
     fn cq_readerr(&mut self) -> Option<CqErrEntry> {
-        self.errors.pop_front().or_else(|| self.inner.cq_readerr())
+        if let Some(e) = self.errors.pop_front() {
+            return Some(e);
+        }
+        let e = self.inner.cq_readerr()?;
+        // A doomed write that failed by itself: it is reported once (this
+        // error), and its context, free for a later post, is not doomed.
+        if let Some(k) = self.doomed.iter().position(|&d| d == e.context) {
+            self.doomed.swap_remove(k);
+        }
+        Some(e)
     }
 }

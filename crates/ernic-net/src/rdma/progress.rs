@@ -94,6 +94,7 @@ impl Endpoint {
             _ => None,
         };
         self.count(comm, |c| &c.error_completions, 1);
+        tracing::debug!(rail, context, comm, error = %msg, "transport: error completion");
         match kind {
             K_REQ => {
                 self.op_done(Entry(index as u32));
