@@ -61,7 +61,11 @@ fn perf_two_processes_leave_exact_counts_on_both_sides() {
         .arg(&cfile)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(server.wait().unwrap().success());
 
     let c = read(&cfile);

@@ -279,10 +279,16 @@ fn serve(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
         Some(p) => {
             let mut path = p.clone().into_os_string();
             path.push(format!(".rank{rank}"));
+            let path = std::path::PathBuf::from(path);
             let instance = Instance::this_process("ernic bench", None);
             let injector = injector.clone();
+            // Written once before the rank answers at all, so every rank's
+            // file is there even if the run is stopped at once.
+            let first = snapshot(&instance, rank, devices.as_ref(), injector.as_deref());
+            ernic_ops::file::write_atomic(&path, &first)
+                .with_context(|| format!("writing {}", path.display()))?;
             Some(
-                StatsThread::spawn(path.into(), Duration::from_secs(1), move || {
+                StatsThread::spawn(path, Duration::from_secs(1), move || {
                     snapshot(&instance, rank, devices.as_ref(), injector.as_deref())
                 })
                 .context("starting the stats file's thread")?,
