@@ -221,6 +221,14 @@ fn child() {
     }
     ep.close(comm).unwrap();
     println!("OK {got}");
+    println!("VMHWM {}", vm_hwm_kib());
+}
+
+/// This process's peak resident set (`VmHWM`), in KiB.
+fn vm_hwm_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let v = s.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap();
+    v.trim().trim_end_matches("kB").trim().parse().unwrap()
 }
 
 /// The sending process: starts the mesh and the child, sends everything.
@@ -301,6 +309,19 @@ fn parent(rails: usize, name: &str) {
     assert!(
         out.iter().any(|l| l == &format!("OK {}", msgs.len())),
         "{out:?}"
+    );
+    // Memory stays bounded, faults or not: the receiver's buffers and the
+    // endpoint's preallocated rings, plus 128 MiB for everything else.
+    let slot = msgs.iter().map(|m| m.1).max().unwrap().max(1);
+    let bound = (slot * depth) as u64 / 1024 + (128 << 10);
+    let peak: u64 = out
+        .iter()
+        .find_map(|l| l.strip_prefix("VMHWM "))
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("the child reports its peak memory: {out:?}"));
+    assert!(
+        peak < bound,
+        "{name}: the receiver peaked at {peak} KiB (bound {bound})"
     );
     ep.close(comm).unwrap();
     match failures(name) {
