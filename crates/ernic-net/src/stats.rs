@@ -78,6 +78,10 @@ counts! {
     error_completions,
     /// Requests that failed.
     failed_requests,
+    /// Control messages that were malformed or stray, messages for no
+    /// live receive, and rx buffers that could not be posted again
+    /// (per endpoint only).
+    dropped,
 }
 
 /// One comm's counters and what names it.

@@ -79,6 +79,9 @@ fn a_known_workload_counts_messages_bytes_eager_rdma_and_ctrls() {
         assert_eq!(counter(g, kind, role, "error_completions"), 0);
         assert_eq!(counter(g, kind, role, "failed_requests"), 0);
     }
+    // Nothing stray or malformed came.
+    assert_eq!(counter(&a, "transport", None, "dropped"), 0);
+    assert_eq!(counter(&b, "transport", None, "dropped"), 0);
     for (g, kind, role) in [(&b, "comm", Some("recv")), (&b, "transport", None)] {
         assert_eq!(counter(g, kind, role, "messages_received"), 15);
         assert_eq!(counter(g, kind, role, "bytes_received"), bytes);

@@ -149,6 +149,12 @@ impl Endpoint {
         }
     }
 
+    /// Something from outside was dropped (see [`Endpoint::dropped`]).
+    pub(super) fn drop_one(&mut self) {
+        self.dropped += 1;
+        self.count(None, |c| &c.dropped, 1);
+    }
+
     /// A message of `size` bytes completed on `comm`.
     pub(super) fn count_message(&self, comm: u32, send: bool, size: usize) {
         let (messages, bytes): (Pick, Pick) = if send {

@@ -225,7 +225,7 @@ impl Endpoint {
                 self.after_failed(then, msg);
             }
             // An rx buffer that cannot be posted is lost to this endpoint.
-            Op::Rx { .. } => self.dropped += 1,
+            Op::Rx { .. } => self.drop_one(),
         }
     }
 

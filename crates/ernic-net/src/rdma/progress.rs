@@ -67,7 +67,7 @@ impl Endpoint {
                     self.on_error(rail, err.context, why);
                 }
                 Err(CqError::Failed(msg)) => {
-                    self.dropped += 1;
+                    self.drop_one();
                     let _ = msg;
                     break;
                 }
@@ -109,10 +109,10 @@ impl Endpoint {
             }
             K_RX => {
                 // A receive that failed (too long a message): post it again.
-                self.dropped += 1;
+                self.drop_one();
                 self.post(Op::Rx { rail, slot: index });
             }
-            _ => self.dropped += 1,
+            _ => self.drop_one(),
         }
     }
 
@@ -151,12 +151,12 @@ impl Endpoint {
                 self.ctls[rail - CTL].rx.read(index, m);
                 self.post(Op::Rx { rail, slot: index });
                 if !self.on_control(m, e.data) {
-                    self.dropped += 1;
+                    self.drop_one();
                 }
             }
             K_RX if self.sendrecv => self.on_chunk(rail, index, e.len, e.data),
             K_RX => self.on_eager(rail, index, e.len, e.data),
-            _ => self.dropped += 1,
+            _ => self.drop_one(),
         }
     }
 
