@@ -7,6 +7,7 @@ use std::sync::mpsc;
 use anyhow::{Result, anyhow};
 use ernic_verbs::{Access, Fabric};
 
+use super::ops::Ops;
 use super::report::Row;
 use super::tests::{self, Measure, Side};
 use super::{Oob, Plan, baseline};
@@ -19,13 +20,15 @@ impl Oob for Barrier {
 }
 
 /// Builds one connected side pair on a fresh fabric.
-fn sides(plan: &Plan) -> Result<(Side, Side)> {
-    let fabric = Fabric::new();
+fn sides(plan: &Plan, ops: &Ops) -> Result<(Side, Side)> {
+    let fabric = Fabric::with_config(ops.engine_config());
     let max = *plan.sizes.iter().max().expect("at least one size") as usize;
     let a = fabric.open_device("::ffff:10.0.0.1".parse().expect("literal GID"))?;
     let b = fabric.open_device("::ffff:10.0.0.2".parse().expect("literal GID"))?;
     let mut sa = Side::build(&a, max, plan.tx_depth)?;
     let mut sb = Side::build(&b, max, plan.tx_depth)?;
+    ops.watch.add("client", &a, &sa.qp);
+    ops.watch.add("server", &b, &sb.qp);
     sa.qp.connect(b.gid(), sb.qp.qpn(), Access::ALL)?;
     sb.qp.connect(a.gid(), sa.qp.qpn(), Access::ALL)?;
     sa.remote = sb.target()?;
@@ -34,8 +37,8 @@ fn sides(plan: &Plan) -> Result<(Side, Side)> {
 }
 
 /// Runs the plan, handing each size's row to `emit` as soon as it is measured.
-pub fn run(plan: &Plan, with_baseline: bool, emit: &mut dyn FnMut(Row)) -> Result<()> {
-    let (client, server) = sides(plan)?;
+pub fn run(plan: &Plan, with_baseline: bool, ops: &Ops, emit: &mut dyn FnMut(Row)) -> Result<()> {
+    let (client, server) = sides(plan, ops)?;
     let oob = Barrier::new(2);
     let (tx, rx) = mpsc::channel::<Result<Row>>();
     std::thread::scope(|scope| -> Result<()> {

@@ -8,6 +8,7 @@
 mod baseline;
 mod ionic;
 mod loopback;
+mod ops;
 mod remote;
 mod report;
 mod tests;
@@ -145,6 +146,16 @@ pub struct PerfArgs {
     /// runs a long test lasts as long as the peer is alive on the mesh).
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
     pub timeout: Duration,
+    /// Write this process's counters to a stats file (`ernic-stats/1`, as
+    /// `ernic-exporter` reads) about once a second and at the end: each
+    /// device and QP of the run, labelled with its side (client, server).
+    #[arg(long, value_name = "PATH", conflicts_with = "device")]
+    pub stats_file: Option<std::path::PathBuf>,
+    /// Arm faults, EVENT:PATTERN[,...] (see ernic-server --help), for this
+    /// process; they and their counts go to the stats file. Perf has no
+    /// transport: only the engine's events (send_err, recv_err) apply.
+    #[arg(long, value_name = "SPEC", conflicts_with = "device")]
+    pub inject: Option<String>,
 }
 
 /// Reads `--timeout`: seconds, fractions allowed, more than 0 and at most a day.
@@ -237,8 +248,11 @@ pub trait Oob: Send + Sync {
 
 /// Runs `ernic perf`.
 pub fn run(a: &PerfArgs) -> Result<()> {
+    let ops = ops::Ops::start(a)?;
     if a.server {
-        return remote::server(a.test, a.port, a.json, a.timeout);
+        remote::server(a.test, a.port, a.json, a.timeout, &ops)?;
+        ops.finish();
+        return Ok(());
     }
     let plan = Plan::from_args(a)?;
     let socket = match a.device.as_deref() {
@@ -264,12 +278,16 @@ pub fn run(a: &PerfArgs) -> Result<()> {
     out.header(&plan);
     match (&a.host, &socket) {
         (_, Some(p)) => ionic::run(&plan, p, a.baseline, &mut |row| out.row(&row))?,
-        (Some(h), None) => remote::client(&plan, h, a.port, a.baseline, a.timeout, &mut |row| {
-            out.row(&row)
-        })?,
-        (None, None) => loopback::run(&plan, a.baseline, &mut |row| out.row(&row))?,
+        (Some(h), None) => {
+            let timeout = a.timeout;
+            remote::client(&plan, h, a.port, a.baseline, timeout, &ops, &mut |row| {
+                out.row(&row)
+            })?
+        }
+        (None, None) => loopback::run(&plan, a.baseline, &ops, &mut |row| out.row(&row))?,
     }
     out.footer();
+    ops.finish();
     Ok(())
 }
 

@@ -26,11 +26,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ernic::perf_wire::{self, Endpoint, HandshakeError, Hello as HelloLine, MAX_LINE};
-use ernic_verbs::{
-    Access, Config, Fabric, Gid, Mesh, MeshConfig, MeshSpec, NodeId, Qpn, RemoteAddr,
-};
+use ernic_verbs::{Access, Fabric, Gid, Mesh, MeshConfig, MeshSpec, NodeId, Qpn, RemoteAddr};
 use serde_json::{Value, json};
 
+use super::ops::Ops;
 use super::report::Row;
 use super::tests::{self, Measure, Side};
 use super::{Oob, Plan, Test};
@@ -324,7 +323,7 @@ fn hello(ch: &Channel, test: Test) -> Result<Hello> {
 /// `ernic perf TEST --server`: waits for one client and serves its run.
 /// Connections that are not an ernic perf client asking for `test` are
 /// refused with one line each, and the wait goes on.
-pub fn server(test: Test, port: u16, quiet: bool, timeout: Duration) -> Result<()> {
+pub fn server(test: Test, port: u16, quiet: bool, timeout: Duration, ops: &Ops) -> Result<()> {
     let listener = TcpListener::bind((Ipv6Addr::UNSPECIFIED, port))
         .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
         .with_context(|| format!("cannot listen on port {port} (is another ernic perf --server running? choose one with -p)"))?;
@@ -346,10 +345,11 @@ pub fn server(test: Test, port: u16, quiet: bool, timeout: Duration) -> Result<(
     let mesh = Mesh::start(mesh_config(MeshSpec::Manager { port: 0 }))
         .context("starting the mesh manager")?;
     let mesh_port = mesh.listen_addr().port();
-    let fabric = Fabric::on_mesh(Config::default(), mesh);
+    let fabric = Fabric::on_mesh(ops.engine_config(), mesh);
     let gid = gid_for(NodeId(0));
     let dev = fabric.open_device(gid)?;
     let mut side = Side::build(&dev, max as usize, plan.tx_depth)?;
+    ops.watch.add("server", &dev, &side.qp);
     let mut me = endpoint(&side, gid)?;
     me["mesh_port"] = json!(mesh_port);
     ch.send(&me)?;
@@ -403,6 +403,7 @@ pub fn client(
     port: u16,
     with_baseline: bool,
     timeout: Duration,
+    ops: &Ops,
     emit: &mut dyn FnMut(Row),
 ) -> Result<()> {
     let addrs: Vec<SocketAddr> = (host, port)
@@ -437,11 +438,12 @@ pub fn client(
     let id = mesh.wait_registered(timeout).ok_or_else(|| {
         anyhow!("could not register with the server's mesh at {server_ip} port {mesh_port}")
     })?;
-    let fabric = Fabric::on_mesh(Config::default(), mesh);
+    let fabric = Fabric::on_mesh(ops.engine_config(), mesh);
     let gid = gid_for(id);
     let dev = fabric.open_device(gid)?;
     let max = *plan.sizes.iter().max().expect("a size") as usize;
     let mut side = Side::build(&dev, max, plan.tx_depth)?;
+    ops.watch.add("client", &dev, &side.qp);
     wait_owner(fabric.mesh().expect("on a mesh"), sgid, timeout)?;
     ch.watch(alive_on(&fabric, sgid));
     side.qp.connect(sgid, sqpn, Access::ALL)?;

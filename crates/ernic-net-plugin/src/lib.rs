@@ -8,6 +8,9 @@
 //! the provider `ERNIC_NET_PROVIDER` names (`ernic`, the default, or
 //! `libfabric`).
 //!
+//! `ERNIC_INJECT` and `ERNIC_STATS_FILE` arm faults on the transport and
+//! write its counters to a stats file ([`ops`]).
+//!
 //! Host memory only: registering device memory fails with
 //! `ncclInvalidArgument` and says why in the caller's log.
 
@@ -16,4 +19,5 @@
 #![allow(unsafe_code)]
 
 pub mod abi;
+pub mod ops;
 pub mod plugin;

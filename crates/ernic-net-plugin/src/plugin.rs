@@ -30,7 +30,7 @@ use ernic_net::rdma::{
     Connector, Endpoint, HANDLE_LEN, Handle, ListenComm, MrHandle, NetError, RecvComm, Request,
     SendComm,
 };
-use ernic_net::verbs_provider::ErnicProvider;
+use ernic_net::verbs_provider::{Devices, ErnicProvider};
 use ernic_verbs::{Config as VerbsConfig, Fabric, Mesh, MeshConfig, MeshSpec};
 
 /// `ncclResult_t` values (NCCL's `err.h`).
@@ -228,6 +228,8 @@ pub struct Plugin {
     // A registration for zero-byte messages that come without one.
     spare: Box<[u8; 64]>,
     spare_mr: MrHandle,
+    // ERNIC_STATS_FILE's writer (its last write when the plugin drops).
+    _stats: Option<ernic_ops::file::StatsThread>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -239,14 +241,17 @@ impl std::fmt::Debug for Plugin {
 }
 
 /// The provider `ERNIC_NET_PROVIDER` names, and a description for the log.
-fn open_provider(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Provider>, String)> {
+/// With ernic's provider, also the devices its rails open.
+type Opened = (Box<dyn Provider>, String, Option<Devices>);
+
+fn open_provider(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<Opened> {
     match lookup("ERNIC_NET_PROVIDER").as_deref() {
         None | Some("") | Some("ernic") => {
             let Some(spec) = lookup("ERNIC_NET_MESH").filter(|s| !s.is_empty()) else {
-                return Ok((
-                    Box::new(ErnicProvider::new(Fabric::new())),
-                    "ernic (this process only: ERNIC_NET_MESH is unset)".into(),
-                ));
+                let p = ErnicProvider::new(Fabric::new());
+                let devices = Some(p.devices());
+                let what = "ernic (this process only: ERNIC_NET_MESH is unset)";
+                return Ok((Box::new(p), what.into(), devices));
             };
             let parsed: MeshSpec = spec
                 .parse()
@@ -254,10 +259,9 @@ fn open_provider(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Pr
             let mesh = Mesh::start(MeshConfig::new(parsed))
                 .map_err(|e| Failure::system(format!("joining the mesh {spec}: {e}")))?;
             let fabric = Fabric::on_mesh(VerbsConfig::default(), mesh);
-            Ok((
-                Box::new(ErnicProvider::new(fabric)),
-                format!("ernic on mesh {spec}"),
-            ))
+            let p = ErnicProvider::new(fabric);
+            let devices = Some(p.devices());
+            Ok((Box::new(p), format!("ernic on mesh {spec}"), devices))
         }
         Some("libfabric") => libfabric(lookup),
         Some(other) => Err(Failure::invalid(format!(
@@ -266,22 +270,26 @@ fn open_provider(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Pr
     }
 }
 
-fn libfabric(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<(Box<dyn Provider>, String)> {
+fn libfabric(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<Opened> {
     // One provider by name is a hint; a list or an exclusion ("tcp,shm",
     // "^efa") is left to libfabric, which reads FI_PROVIDER itself.
     let want = lookup("FI_PROVIDER").filter(|s| !s.is_empty() && !s.contains([',', '^']));
     let p = ernic_net::libfabric::LibfabricProvider::open(want.as_deref())
         .map_err(|e| Failure::system(format!("libfabric: {e}")))?;
     let what = format!("libfabric {}", p.describe());
-    Ok((Box::new(p), what))
+    Ok((Box::new(p), what, None))
 }
 
 impl Plugin {
     /// Opens the device as the environment (`lookup`) says.
     pub fn open(lookup: &dyn Fn(&str) -> Option<String>) -> Outcome<Plugin> {
         let cfg = Config::from_lookup(lookup).map_err(|e| Failure::invalid(e.to_string()))?;
-        let (provider, what) = open_provider(lookup)?;
-        Plugin::on(provider, &what, cfg)
+        let (provider, what, devices) = open_provider(lookup)?;
+        let ops = crate::ops::Ops::from_env(lookup)?;
+        let mut p = Plugin::on(ops.wrap(provider), &what, cfg)?;
+        p.ep.set_stats_device(0);
+        p._stats = ops.start(devices)?;
+        Ok(p)
     }
 
     /// Opens the device on `provider` (described as `what` in the log
@@ -309,6 +317,7 @@ impl Plugin {
             summary,
             spare,
             spare_mr,
+            _stats: None,
         })
     }
 

@@ -13,6 +13,10 @@
 //!   on, beside [`libfabric`], the provider over a real libfabric.
 //! - [`chaos`]: a wrapper that injects `EAGAIN`, reorders completions and
 //!   fails chosen writes, for tests and soak runs.
+//! - [`inject`]: deterministic fault injection under any provider, driven
+//!   by an [`ernic_core::Injector`] (`fi_eagain`, `fi_cq_err`).
+//! - [`stats`]: the transport's counters, per comm and per process, as
+//!   stats-file groups.
 //! - [`rdma`]: the protocols (`OFI_NCCL_PROTOCOL=RDMA`, the default, and
 //!   `SENDRECV`) and their API — [`Endpoint`](rdma::Endpoint)
 //!   with `listen`, `connect`, `accept`, `reg`, `isend`, `irecv`, `test`,
@@ -64,6 +68,8 @@ pub mod deque;
 pub mod freelist;
 pub mod idpool;
 #[allow(unsafe_code)]
+pub mod inject;
+#[allow(unsafe_code)]
 pub mod libfabric;
 pub mod mr_cache;
 pub mod msgbuff;
@@ -74,5 +80,6 @@ mod rawbuf;
 #[allow(unsafe_code)]
 pub mod rdma;
 pub mod scheduler;
+pub mod stats;
 #[allow(unsafe_code)]
 pub mod verbs_provider;

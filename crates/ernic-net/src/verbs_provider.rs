@@ -22,6 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::Ipv6Addr;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ernic_verbs::{
@@ -86,6 +87,7 @@ impl Default for Depths {
 #[derive(Debug)]
 pub struct ErnicProvider {
     fabric: Fabric,
+    devices: Devices,
     next: AtomicU16,
     wait: Duration,
     depths: Depths,
@@ -104,6 +106,7 @@ impl ErnicProvider {
         let at_least_one = |n: u32| n.max(1);
         ErnicProvider {
             fabric,
+            devices: Devices::default(),
             next: AtomicU16::new(1),
             wait: Duration::from_secs(10),
             depths: Depths {
@@ -118,6 +121,22 @@ impl ErnicProvider {
     /// The fabric the rails live on.
     pub fn fabric(&self) -> &Fabric {
         &self.fabric
+    }
+
+    /// The devices its rails opened (one a rail), for their counters.
+    pub fn devices(&self) -> Devices {
+        self.devices.clone()
+    }
+}
+
+/// The devices a provider's rails opened, shared with a stats reader.
+#[derive(Debug, Clone, Default)]
+pub struct Devices(Arc<Mutex<Vec<Device>>>);
+
+impl Devices {
+    /// Every device opened so far.
+    pub fn list(&self) -> Vec<Device> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -140,9 +159,9 @@ impl Provider for ErnicProvider {
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let gid = Gid(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0x6e65, node, n).octets());
-        Ok(Box::new(
-            ErnicRail::open(&self.fabric, gid, self.depths).map_err(verr)?,
-        ))
+        let rail = ErnicRail::open(&self.fabric, gid, self.depths).map_err(verr)?;
+        (self.devices.0.lock().unwrap_or_else(|e| e.into_inner())).push(rail.dev.clone());
+        Ok(Box::new(rail))
     }
 }
 

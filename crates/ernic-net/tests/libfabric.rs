@@ -222,3 +222,39 @@ fn an_unknown_provider_is_named_in_the_error() {
     let e = LibfabricProvider::open(Some("no-such-provider")).unwrap_err();
     assert!(e.0.contains("no-such-provider"), "{e}");
 }
+
+/// The fault-injection wrapper over real libfabric: an EAGAIN storm (half
+/// of every hundred posts) loses nothing; error completions on the 2nd and
+/// 7th writes fail exactly those two sends (100000-byte messages: one
+/// write each, under the 128 KiB stripe), and every message still arrives.
+#[test]
+fn injected_faults_over_tcp_rxm_and_shm() {
+    use std::sync::Arc;
+
+    use ernic_core::Injector;
+    use ernic_net::inject::Injected;
+
+    for name in ["tcp;ofi_rxm", "shm"] {
+        let Some(p) = provider(name) else { continue };
+        let storm = Arc::new(Injector::parse("fi_eagain:burst=50/100").unwrap());
+        let p = Injected::new(p, storm.clone());
+        let many: Vec<usize> = (0..1000).map(|i| [8, 4000, 9000, 70_000][i % 4]).collect();
+        assert_eq!(
+            run_on(&p, 2, Config::default(), &many, &many, 32),
+            0,
+            "{name}"
+        );
+        assert!(storm.fired() > 500, "{name}: a storm ({})", storm.fired());
+
+        let Some(p) = provider(name) else { continue };
+        let errors = Arc::new(Injector::parse("fi_cq_err:at=2,7").unwrap());
+        let p = Injected::new(p, errors.clone());
+        let sizes = [100_000; 20];
+        assert_eq!(
+            run_on(&p, 2, Config::default(), &sizes, &sizes, 4),
+            2,
+            "{name}"
+        );
+        assert_eq!(errors.fired(), 2);
+    }
+}

@@ -3,6 +3,8 @@
 //! state, its peer's addresses and its two sequence windows; and `close`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::conn_state::Handshake;
 use super::control::CtrlMsg as Ctrl;
@@ -14,6 +16,7 @@ use crate::config::MAX_RAILS;
 use crate::freelist::Entry;
 use crate::msgbuff::MsgBuff;
 use crate::provider::FiAddr;
+use crate::stats::{CommStats, Counts};
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum SElem {
@@ -49,6 +52,17 @@ pub(super) struct Comm {
     pub(super) backlog: VecDeque<u32>,
     /// SENDRECV receiving comms: chunks that came before their receive.
     pub(super) held: VecDeque<HeldChunk>,
+    /// Its counters (none for a listening comm).
+    pub(super) stats: Option<Arc<CommStats>>,
+}
+
+impl Comm {
+    /// The peer's comm id is known: it labels the counters.
+    pub(super) fn set_peer(&self, peer: u32) {
+        if let Some(s) = &self.stats {
+            s.peer.store(peer, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The kinds of comm.
@@ -92,6 +106,7 @@ impl Endpoint {
             recvs: MsgBuff::new(MSGBUFF_SIZE, SEQ_BITS),
             backlog: VecDeque::new(),
             held: VecDeque::new(),
+            stats: self.stats.comm(id, kind),
         });
         Ok(id)
     }
@@ -113,13 +128,48 @@ impl Endpoint {
     }
 
     pub(super) fn free_comm(&mut self, id: u32) {
-        if self
-            .comms
-            .get_mut(id as usize)
-            .and_then(Option::take)
-            .is_some()
-        {
+        if let Some(c) = self.comms.get_mut(id as usize).and_then(Option::take) {
+            if let Some(s) = &c.stats {
+                self.stats.forget(s);
+            }
             let _ = self.ids.free(id as usize);
+        }
+    }
+
+    /// Adds `n` to the counter `which` picks, in the endpoint's totals and
+    /// (when `comm` names a live comm) that comm's counters.
+    pub(super) fn count(&self, comm: Option<u32>, which: Pick, n: u64) {
+        which(&self.stats.totals).fetch_add(n, Ordering::Relaxed);
+        let c = comm
+            .and_then(|id| self.comms.get(id as usize))
+            .and_then(Option::as_ref)
+            .and_then(|c| c.stats.as_deref());
+        if let Some(c) = c {
+            which(&c.counts).fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Something from outside was dropped (see [`Endpoint::dropped`]).
+    pub(super) fn drop_one(&mut self) {
+        self.dropped += 1;
+        self.count(None, |c| &c.dropped, 1);
+    }
+
+    /// A message of `size` bytes completed on `comm`.
+    pub(super) fn count_message(&self, comm: u32, send: bool, size: usize) {
+        let (messages, bytes): (Pick, Pick) = if send {
+            (|c| &c.messages_sent, |c| &c.bytes_sent)
+        } else {
+            (|c| &c.messages_received, |c| &c.bytes_received)
+        };
+        self.count(Some(comm), messages, 1);
+        self.count(Some(comm), bytes, size as u64);
+        // Both ends decide alike: what the eager limit admits goes eagerly.
+        let eager = self.sendrecv || size <= self.cfg.eager_max_size;
+        if eager {
+            self.count(Some(comm), |c| &c.eager_messages, 1);
+        } else {
+            self.count(Some(comm), |c| &c.rdma_messages, 1);
         }
     }
 
@@ -153,6 +203,9 @@ impl Endpoint {
         Ok(())
     }
 }
+
+/// Picks one counter of a set.
+pub(super) type Pick = fn(&Counts) -> &AtomicU64;
 
 /// Any comm, for [`Endpoint::close`].
 #[derive(Debug, Clone, Copy)]

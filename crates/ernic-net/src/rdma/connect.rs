@@ -111,7 +111,7 @@ impl Endpoint {
             Step::SendConn => {
                 let (peer, listen) = (comm.peer_ctrl[0], comm.remote);
                 let m = encode_conn(listen, id, &self.names());
-                if self.ctl_send(&m, 0, peer, 0, After::Nothing) {
+                if self.ctl_send(&m, 0, peer, 0, After::Nothing, Some(id)) {
                     self.comm(id, CommKind::Send)?.handshake.conn_sent();
                 }
                 Ok(None)
@@ -168,7 +168,7 @@ impl Endpoint {
             Step::SendConnResp => {
                 let (peer, remote) = (c.peer_ctrl[0], c.remote);
                 let m = encode_conn_resp(remote, id, &self.names());
-                if self.ctl_send(&m, 0, peer, 0, After::Connect(id)) {
+                if self.ctl_send(&m, 0, peer, 0, After::Connect(id), Some(id)) {
                     self.comm(id, CommKind::Recv)?.handshake.resp_sent();
                 }
                 Ok(None)
@@ -241,6 +241,7 @@ impl Endpoint {
         }
         let c = self.comms[id as usize].as_mut()?;
         c.remote = sender;
+        c.set_peer(sender);
         c.peer_ctrl = peer_ctrl;
         c.peer_data = peer_data;
         self.comm(listen, CommKind::Listen)
@@ -267,6 +268,7 @@ impl Endpoint {
         let (peer_ctrl, peer_data) = self.insert_names(names)?;
         let c = self.comm(sender, CommKind::Send).ok()?;
         c.remote = receiver;
+        c.set_peer(receiver);
         c.peer_ctrl = peer_ctrl;
         c.peer_data = peer_data;
         c.handshake.conn_resp();

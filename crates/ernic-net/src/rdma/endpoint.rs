@@ -3,6 +3,7 @@
 //! comm table, requests, parked posts and registrations; opened once, all
 //! of it preallocated, and closed on drop.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::comm::Comm;
@@ -19,6 +20,7 @@ use crate::mr_cache::MrCache;
 use crate::provider::{CqEntry, MrReg, Provider, Rail, RemoteAddressing};
 use crate::rawbuf::Slots;
 use crate::scheduler::Scheduler;
+use crate::stats::EndpointStats;
 
 pub(super) struct RailSet {
     pub(super) rail: Box<dyn Rail>,
@@ -55,6 +57,8 @@ pub struct Endpoint {
     pub(super) generation: u32,
     /// Malformed or stray control messages dropped.
     pub dropped: u64,
+    /// Its counters and its comms', read by the stats file's thread.
+    pub(super) stats: Arc<EndpointStats>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -169,6 +173,7 @@ impl Endpoint {
             cqbuf: vec![CqEntry::default(); 64],
             generation: 0,
             dropped: 0,
+            stats: EndpointStats::register(),
         };
         for c in 0..control_rails {
             for slot in 0..CTL_RX {
@@ -191,6 +196,25 @@ impl Endpoint {
         self.data.len()
     }
 
+    /// This endpoint's counters: its totals (kind `transport`, label
+    /// `endpoint`) and a group per comm (kind `comm`); the process's are
+    /// [`crate::stats::stats_groups`].
+    pub fn stats_groups(&self) -> Vec<ernic_ops::schema::Group> {
+        self.stats.groups()
+    }
+
+    /// Labels this endpoint's comms with `dev` (the plugin's device number).
+    pub fn set_stats_device(&self, dev: u32) {
+        self.stats
+            .dev
+            .store(dev, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Posts parked on `EAGAIN`, waiting for progress to retry them.
+    pub fn parked(&self) -> usize {
+        self.pending.len()
+    }
+
     /// How long a `connect` may stay pending.
     pub fn connect_timeout(&self) -> Duration {
         self.cfg.connect_timeout
@@ -199,6 +223,7 @@ impl Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
+        self.stats.retire();
         for m in self.mrs.drain(..).flatten() {
             for (d, r) in self.data.iter_mut().zip(&m.regs) {
                 let _ = d.rail.mr_close(r.handle);

@@ -40,6 +40,8 @@ pub(super) enum Op {
         dest: FiAddr,
         imm: u32,
         then: After,
+        /// The comm it belongs to, for its counters.
+        comm: Option<u32>,
     },
     Rx {
         rail: usize,
@@ -57,6 +59,7 @@ impl Endpoint {
         dest: FiAddr,
         imm: u32,
         then: After,
+        comm: Option<u32>,
     ) -> bool {
         debug_assert!(m.len() <= CTL_SLOT);
         let Some(slot) = self.tx_free.pop() else {
@@ -70,6 +73,7 @@ impl Endpoint {
             dest,
             imm,
             then,
+            comm,
         });
         true
     }
@@ -86,7 +90,10 @@ impl Endpoint {
         }
         match self.try_post(op) {
             Ok(()) => {}
-            Err(PostError::Again) => self.pending.push_back(op),
+            Err(PostError::Again) => {
+                self.deferred(op);
+                self.pending.push_back(op);
+            }
             Err(PostError::Failed(message)) => self.op_failed(op, RequestError::Post { message }),
         }
     }
@@ -101,6 +108,20 @@ impl Endpoint {
             } => Some(req),
             _ => None,
         }
+    }
+
+    /// The comm a post belongs to, if any (rx buffers belong to none).
+    pub(super) fn op_comm(&self, op: Op) -> Option<u32> {
+        match op {
+            Op::Write { req, .. } | Op::Eager { req, .. } => self.reqs.get(req).map(|r| r.comm),
+            Op::Ctl { comm, .. } => comm,
+            Op::Rx { .. } => None,
+        }
+    }
+
+    /// The provider answered `op` EAGAIN: counted as a deferral.
+    pub(super) fn deferred(&self, op: Op) {
+        self.count(self.op_comm(op), |c| &c.eagain_deferrals, 1);
     }
 
     /// One post of `req` came back from the provider.
@@ -160,6 +181,7 @@ impl Endpoint {
                 dest,
                 imm,
                 then,
+                ..
             } => {
                 let c = ctx(K_TX, 0, slot) | then_bits(then);
                 let desc = self.tx_regs[ctl].desc;
@@ -203,7 +225,7 @@ impl Endpoint {
                 self.after_failed(then, msg);
             }
             // An rx buffer that cannot be posted is lost to this endpoint.
-            Op::Rx { .. } => self.dropped += 1,
+            Op::Rx { .. } => self.drop_one(),
         }
     }
 

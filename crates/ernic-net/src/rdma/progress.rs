@@ -23,6 +23,7 @@ impl Endpoint {
             match self.try_post(op) {
                 Ok(()) => {}
                 Err(PostError::Again) => {
+                    self.deferred(op);
                     self.pending.push_front(op);
                     break;
                 }
@@ -66,7 +67,7 @@ impl Endpoint {
                     self.on_error(rail, err.context, why);
                 }
                 Err(CqError::Failed(msg)) => {
-                    self.dropped += 1;
+                    self.drop_one();
                     let _ = msg;
                     break;
                 }
@@ -77,6 +78,23 @@ impl Endpoint {
 
     pub(super) fn on_error(&mut self, rail: usize, context: u64, msg: RequestError) {
         let (kind, _, index) = unctx(context & !THEN_MASK);
+        let comm = match (kind, then_of(context)) {
+            (K_REQ, _) | (K_TX, After::Req(_)) => {
+                let req = if kind == K_REQ {
+                    Entry(index as u32)
+                } else {
+                    match then_of(context) {
+                        After::Req(r) => r,
+                        _ => unreachable!("matched above"),
+                    }
+                };
+                self.reqs.get(req).map(|r| r.comm)
+            }
+            (K_TX, After::Connect(id)) => Some(id),
+            _ => None,
+        };
+        self.count(comm, |c| &c.error_completions, 1);
+        tracing::debug!(rail, context, comm, error = %msg, "transport: error completion");
         match kind {
             K_REQ => {
                 self.op_done(Entry(index as u32));
@@ -91,10 +109,10 @@ impl Endpoint {
             }
             K_RX => {
                 // A receive that failed (too long a message): post it again.
-                self.dropped += 1;
+                self.drop_one();
                 self.post(Op::Rx { rail, slot: index });
             }
-            _ => self.dropped += 1,
+            _ => self.drop_one(),
         }
     }
 
@@ -133,12 +151,12 @@ impl Endpoint {
                 self.ctls[rail - CTL].rx.read(index, m);
                 self.post(Op::Rx { rail, slot: index });
                 if !self.on_control(m, e.data) {
-                    self.dropped += 1;
+                    self.drop_one();
                 }
             }
             K_RX if self.sendrecv => self.on_chunk(rail, index, e.len, e.data),
             K_RX => self.on_eager(rail, index, e.len, e.data),
-            _ => self.dropped += 1,
+            _ => self.drop_one(),
         }
     }
 

@@ -130,8 +130,9 @@ impl Endpoint {
         let used = encode_ctrl(&ctrl, &mut m);
         // A tx slot was free when the receive began (checked above), and
         // nothing since took one.
-        let sent = self.ctl_send(&m[..used], ctl, peer_ctrl, 0, After::Nothing);
+        let sent = self.ctl_send(&m[..used], ctl, peer_ctrl, 0, After::Nothing, Some(comm.0));
         debug_assert!(sent);
+        self.count(Some(comm.0), |c| &c.ctrl_sent, 1);
         if let Some((rail, slot, elen)) = early {
             self.deliver_eager(req.entry, rail, slot, elen);
         }
@@ -142,11 +143,11 @@ impl Endpoint {
     /// or a SIZE message.
     pub(super) fn remote_segment(&mut self, comm: u32, seq: u16, nseg: u8, size: Option<u64>) {
         let Some(c) = self.comms.get_mut(comm as usize).and_then(Option::as_mut) else {
-            self.dropped += 1;
+            self.drop_one();
             return;
         };
         if c.kind != CommKind::Recv {
-            self.dropped += 1;
+            self.drop_one();
             return;
         }
         match c.recvs.retrieve(seq) {
@@ -170,7 +171,7 @@ impl Endpoint {
                     None => self.segment_done(req, None),
                 }
             }
-            _ => self.dropped += 1,
+            _ => self.drop_one(),
         }
     }
 
@@ -201,7 +202,7 @@ impl Endpoint {
                 let _ = c.recvs.insert(seq, RElem::Eager { rail, slot, len });
             }
             Arrival::Finished | Arrival::Stray => {
-                self.dropped += 1;
+                self.drop_one();
                 self.post(Op::Rx { rail, slot });
             }
         }
@@ -228,7 +229,7 @@ impl Endpoint {
             Arrival::Finished => self.post(Op::Rx { rail, slot }),
             // Or (from a peer that ignores credits) beyond the window.
             Arrival::Stray => {
-                self.dropped += 1;
+                self.drop_one();
                 self.post(Op::Rx { rail, slot });
             }
         }

@@ -96,6 +96,7 @@ impl Endpoint {
         }
         r.state = ReqState::Failed(msg);
         let (comm, seq, send) = (r.comm, r.seq, r.send);
+        self.count(Some(comm), |c| &c.failed_requests, 1);
         self.retire(comm, seq, send);
     }
 
@@ -133,6 +134,7 @@ impl Endpoint {
             };
             r.state = ReqState::Done(size);
             let (comm, seq, send) = (r.comm, r.seq, r.send);
+            self.count_message(comm, send, size);
             self.retire(comm, seq, send);
         }
     }

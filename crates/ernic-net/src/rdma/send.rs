@@ -144,7 +144,7 @@ impl Endpoint {
         }
         if short {
             let m = encode_size(remote, r.seq, nseg, r.len as u64);
-            if !self.ctl_send(&m, ctl, peer_ctrl, im, After::Req(req)) {
+            if !self.ctl_send(&m, ctl, peer_ctrl, im, After::Req(req), Some(r.comm)) {
                 self.fail_req(req, RequestError::NoControlBuffer);
             }
         }
@@ -158,6 +158,8 @@ impl Endpoint {
         let sendrecv = self.sendrecv;
         let c = self.comm(ctrl.comm, CommKind::Send).ok()?;
         c.ctrls_seen += 1;
+        self.count(Some(ctrl.comm), |c| &c.ctrl_received, 1);
+        let c = self.comm(ctrl.comm, CommKind::Send).ok()?;
         if sendrecv {
             // Only a credit: a receive was posted.
             return Some(());

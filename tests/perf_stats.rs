@@ -1,0 +1,85 @@
+//! `ernic perf --stats-file` across two processes (`--server` and HOST):
+//! after a known run, each side's file holds the exact counts of its
+//! device and QP.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ernic_ops::schema::StatsDoc;
+
+fn counter(doc: &StatsDoc, kind: &str, name: &str) -> u64 {
+    doc.groups
+        .iter()
+        .find(|g| g.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind} group: {doc:?}"))
+        .counters[name]
+}
+
+fn read(p: &Path) -> StatsDoc {
+    ernic_ops::file::read_stats(p).unwrap()
+}
+
+/// write_bw of 1000 writes of 64 KiB (perftest's stream: no warm-up,
+/// exactly -n writes): the client's device and QP executed 1000 RDMA
+/// WRITEs moving 1000 x 65536 bytes; the server's served 1000 write
+/// requests, 65536000 bytes into its memory, and executed nothing.
+#[test]
+fn perf_two_processes_leave_exact_counts_on_both_sides() {
+    let dir = std::env::temp_dir().join(format!("ernic-perf-stats-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sfile, cfile) = (dir.join("server.json"), dir.join("client.json"));
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["perf", "write_bw", "--server", "-p", "0", "--stats-file"])
+        .arg(&sfile)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = server.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let port = loop {
+        let l = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server says where it waits");
+        if let Some(p) = l.split("on port ").nth(1) {
+            break p.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["perf", "write_bw", "127.0.0.1", "-p", &port])
+        .args(["-s", "64K", "-n", "1000", "--json", "--stats-file"])
+        .arg(&cfile)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(server.wait().unwrap().success());
+
+    let c = read(&cfile);
+    assert_eq!(c.instance.program, "ernic perf");
+    for kind in ["device", "qp"] {
+        assert_eq!(counter(&c, kind, "rdma_writes"), 1000, "client {kind}");
+        assert_eq!(counter(&c, kind, "tx_bytes"), 1000 * 65536, "client {kind}");
+        assert_eq!(counter(&c, kind, "req_cqe_error"), 0);
+    }
+    let s = read(&sfile);
+    assert_eq!(counter(&s, "device", "rx_write_requests"), 1000);
+    assert_eq!(counter(&s, "device", "rx_bytes"), 1000 * 65536);
+    assert_eq!(counter(&s, "device", "rdma_writes"), 0);
+    assert!(c.groups.iter().all(|g| g.labels["side"] == "client"));
+    assert!(s.groups.iter().all(|g| g.labels["side"] == "server"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
