@@ -43,6 +43,7 @@ impl Shared {
             st.dirty_topology = true;
         }
         let id = admission.id?;
+        self.stats.nodes_joined.fetch_add(1, Ordering::Relaxed);
         // Its connection is installed before the broadcast thread is told to
         // send it the whole table (see `handshake_in`).
         st.recompute_owners(Some(0));
@@ -55,6 +56,7 @@ impl Shared {
         while !self.stop.load(Ordering::Relaxed) {
             let conns: Vec<Arc<Conn>> = self.lock().conns.values().cloned().collect();
             for c in conns {
+                c.count_missed(hb);
                 if c.silence() > hb * 3 {
                     self.log(
                         Level::Warn,
@@ -96,6 +98,9 @@ impl Shared {
                 .collect();
             st.topology = st.table.peers();
             drop(st);
+            if topo || !fresh.is_empty() {
+                self.stats.topology_updates.fetch_add(1, Ordering::Relaxed);
+            }
             for c in &conns {
                 if fresh.contains(&c.peer.0) {
                     c.control(topo_frame.clone());

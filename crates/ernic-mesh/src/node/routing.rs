@@ -4,6 +4,7 @@
 //! relay.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use ernic_core::NodeId;
 
@@ -101,6 +102,7 @@ impl Shared {
                 if node != c.peer.0 || !alive {
                     return Err(FrameError::Body(Kind::Gids));
                 }
+                self.stats.gid_updates.fetch_add(1, Ordering::Relaxed);
                 let mut st = self.lock();
                 st.table.set_gids(node, gids);
                 st.dirty_gids.insert(node);
@@ -111,6 +113,7 @@ impl Shared {
             }
             Kind::Gids => {
                 let (node, alive, gids) = parse_gids(body)?;
+                self.stats.gid_updates.fetch_add(1, Ordering::Relaxed);
                 let mut st = self.lock();
                 st.node_gids.insert(node, (alive, gids));
                 st.recompute_owners(Some(me));
@@ -126,6 +129,7 @@ impl Shared {
                     .filter(|p| !p.alive && p.id.0 != 0)
                     .filter_map(|p| st.conns.get(&p.id.0).cloned())
                     .collect();
+                self.count_topology(&st.topology, &topo);
                 st.topology = topo;
                 drop(st);
                 for d in dead {
@@ -151,6 +155,26 @@ impl Shared {
             _ => return Err(FrameError::Body(hdr.kind)),
         }
         Ok(None)
+    }
+
+    /// A worker heard a new topology: counts it, and the nodes that
+    /// joined (alive now, not before) and died (the other way), itself
+    /// aside.
+    fn count_topology(&self, old: &[super::Peer], new: &[super::Peer]) {
+        let me = self.me().map(|n| n.0);
+        let alive = |t: &[super::Peer], id: u16| t.iter().any(|p| p.id.0 == id && p.alive);
+        let joined = new
+            .iter()
+            .filter(|p| p.alive && Some(p.id.0) != me && !alive(old, p.id.0))
+            .count();
+        let died = old
+            .iter()
+            .filter(|p| p.alive && Some(p.id.0) != me && !alive(new, p.id.0))
+            .count();
+        let s = &self.stats;
+        s.topology_updates.fetch_add(1, Ordering::Relaxed);
+        s.nodes_joined.fetch_add(joined as u64, Ordering::Relaxed);
+        s.nodes_died.fetch_add(died as u64, Ordering::Relaxed);
     }
 
     /// The manager forwards a data frame to the node it names. Blocking, it
@@ -191,7 +215,10 @@ impl Shared {
             Ok(Some(b)) => self.recycle(b),
             Ok(None) => {}
             Err(()) => {
-                self.lock().relay_drops += 1;
+                self.stats.relay_drops.fetch_add(1, Ordering::Relaxed);
+                if let Some(s) = self.stats.existing(hdr.src) {
+                    s.relay_drops.fetch_add(1, Ordering::Relaxed);
+                }
                 self.log(
                     Level::Info,
                     format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),
