@@ -172,8 +172,10 @@ pub struct MeshConfig {
     /// as it is about to go, and the message is lost with it). Only the
     /// engine's messages (requests and replies) count as events, each once
     /// when it is handed to a connection with room for it; heartbeats,
-    /// control frames, handshakes and frames the manager relays never do,
-    /// so the mesh's own upkeep is not what fails.
+    /// control frames and handshakes never do,
+    /// so the mesh's own upkeep is not what fails. A manager also counts
+    /// each data frame it relays (a relayed frame dropped, held, or its
+    /// target's connection cut).
     pub injector: Arc<Injector>,
 }
 
@@ -529,6 +531,7 @@ impl Remote for Carrier {
             return Ok(());
         }
         if faults.check(Event::MeshCut).is_some() {
+            tracing::info!(peer = conn.peer.0, "mesh_cut: closing the connection");
             conn.close();
             return Ok(());
         }

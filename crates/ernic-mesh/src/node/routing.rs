@@ -157,6 +157,37 @@ impl Shared {
         Ok(None)
     }
 
+    /// Faults injected into a frame the manager relays (counted once per
+    /// frame with a target): dropped, its target's connection cut, or held
+    /// on it. The frame comes back when none fired, or a held one found no
+    /// room (it then goes the usual way).
+    fn inject_relay(&self, target: Option<&Conn>, buf: Vec<u8>) -> Option<Vec<u8>> {
+        let (Some(t), faults) = (target, &self.injector) else {
+            return Some(buf);
+        };
+        if faults.is_empty() {
+            return Some(buf);
+        }
+        if faults.check(ernic_core::FaultEvent::MeshDrop).is_some() {
+            self.recycle(buf);
+            return None;
+        }
+        if faults.check(ernic_core::FaultEvent::MeshCut).is_some() {
+            t.close();
+            self.recycle(buf);
+            return None;
+        }
+        let Some(f) = faults.check(ernic_core::FaultEvent::MeshDelay) else {
+            return Some(buf);
+        };
+        let until =
+            std::time::Instant::now() + std::time::Duration::from_millis(u64::from(f.millis()));
+        match t.data_held(buf, 0, false, until) {
+            Ok(()) => None,
+            Err((_, buf)) => Some(buf),
+        }
+    }
+
     /// A worker heard a new topology: counts it, and the nodes that
     /// joined (alive now, not before) and died (the other way), itself
     /// aside.
@@ -187,6 +218,9 @@ impl Shared {
         blocking: bool,
     ) -> Option<(Header, Vec<u8>)> {
         let target = self.lock().conns.get(&hdr.dst).cloned();
+        let Some(buf) = self.inject_relay(target.as_deref(), buf) else {
+            return None;
+        };
         let result = match target {
             None => {
                 self.recycle(buf);
