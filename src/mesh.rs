@@ -54,7 +54,8 @@ Commands (one JSON object per line; every answer is one line, with \"error\" on 
      K: send send_imm write write_imm read fetch_add cmp_swap
   {\"op\":\"poll\",\"n\":N,\"timeout_ms\":T}              wait for up to N completions
   {\"op\":\"flood\",\"qp\":Q,\"mr\":M,\"len\":N,\"count\":C,\"raddr\":A,\"rkey\":R,\"depth\":D,\"timeout_ms\":T}
-                                                    C WRITEs, D in flight -> ok, errors
+                                                    C WRITEs, D in flight -> ok, errors, statuses,
+                                                    duplicates (completions of a WR id seen before)
   {\"op\":\"stats\"}                                  the node's mesh and device counters, bytes read by reference,
                                                     and \"groups\"/\"faults\" as the stats file has them
   {\"op\":\"exit\"}
@@ -566,6 +567,11 @@ impl Node {
         let end = Instant::now() + Duration::from_millis(opt(v, "timeout_ms").max(1));
         let (mut posted, mut done, mut errors) = (0u64, 0u64, 0u64);
         let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
+        // Each WR id completes once: a second completion, or one for an id
+        // never posted, is counted (and counts toward the end, so a double
+        // cannot hide a loss).
+        let mut seen = vec![false; count.min(1 << 24) as usize];
+        let mut duplicates = 0u64;
         let mut buf = [Wc::EMPTY; 64];
         while done < count {
             if Instant::now() > end {
@@ -580,12 +586,16 @@ impl Node {
             let k = self.cq.wait(&mut buf, Duration::from_millis(10))?;
             for c in &buf[..k] {
                 done += 1;
+                match seen.get_mut(c.wr_id as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => duplicates += 1,
+                }
                 if c.status != WcStatus::Success {
                     errors += 1;
                     *statuses.entry(format!("{:?}", c.status)).or_default() += 1;
                 }
             }
         }
-        Ok(json!({"ok": true, "errors": errors, "statuses": statuses}))
+        Ok(json!({"ok": true, "errors": errors, "statuses": statuses, "duplicates": duplicates}))
     }
 }

@@ -524,20 +524,24 @@ impl Remote for Carrier {
             // costs no copy.
             return Err(SendError::Busy);
         }
-        // Injected faults, each message counted once (a full connection
-        // above counts nothing: the engine tries that message again).
+        // Injected faults, each message counted once by every fault (a full
+        // connection above counts nothing: the engine tries that message
+        // again). A drop wins over a cut, a cut over a delay.
         let faults = &self.shared.injector;
-        if faults.check(Event::MeshDrop).is_some() {
+        let (drop, cut, delay) = (
+            faults.check(Event::MeshDrop),
+            faults.check(Event::MeshCut),
+            faults.check(Event::MeshDelay),
+        );
+        if drop.is_some() {
             return Ok(());
         }
-        if faults.check(Event::MeshCut).is_some() {
+        if cut.is_some() {
             tracing::info!(peer = conn.peer.0, "mesh_cut: closing the connection");
             conn.close();
             return Ok(());
         }
-        let hold = faults
-            .check(Event::MeshDelay)
-            .map(|f| Instant::now() + Duration::from_millis(u64::from(f.millis())));
+        let hold = delay.map(|f| Instant::now() + Duration::from_millis(u64::from(f.millis())));
         let mut buf = self.shared.buffer(HEADER_LEN + out.len);
         Header {
             kind: Kind::Data,

@@ -168,16 +168,21 @@ impl Shared {
         if faults.is_empty() {
             return Some(buf);
         }
-        if faults.check(ernic_core::FaultEvent::MeshDrop).is_some() {
+        use ernic_core::FaultEvent as E;
+        // As on the send side: every fault counts the frame.
+        let (drop, cut, delay) = (
+            faults.check(E::MeshDrop),
+            faults.check(E::MeshCut),
+            faults.check(E::MeshDelay),
+        );
+        if drop.is_some() || cut.is_some() {
+            if drop.is_none() {
+                t.close();
+            }
             self.recycle(buf);
             return None;
         }
-        if faults.check(ernic_core::FaultEvent::MeshCut).is_some() {
-            t.close();
-            self.recycle(buf);
-            return None;
-        }
-        let Some(f) = faults.check(ernic_core::FaultEvent::MeshDelay) else {
+        let Some(f) = delay else {
             return Some(buf);
         };
         let until =
