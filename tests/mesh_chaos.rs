@@ -26,7 +26,9 @@ use common::{Node, T, free_port};
 /// How long a request waits for its answer here.
 const REQUEST_MS: u64 = 1000;
 
-/// `ernic mesh node` with a 100 ms heartbeat, a short request timeout and
+/// `ernic mesh node` with a 500 ms heartbeat (a node is dead after 1.5 s
+/// of silence: an overloaded test machine does not make one die, and
+/// reconnect, where the counts assert none), a short request timeout and
 /// `extra` arguments, under `env`, inside network namespace `ns` if given.
 fn node(ns: Option<&str>, spec: &str, env: &[(&str, &str)], extra: &[&str]) -> Node {
     let bin = env!("CARGO_BIN_EXE_ernic");
@@ -38,7 +40,7 @@ fn node(ns: Option<&str>, spec: &str, env: &[(&str, &str)], extra: &[&str]) -> N
         }
         None => Command::new(bin),
     };
-    cmd.args(["mesh", "node", spec, "--heartbeat-ms", "100"])
+    cmd.args(["mesh", "node", spec, "--heartbeat-ms", "500"])
         .args(["--request-timeout-ms", &REQUEST_MS.to_string()])
         .args(extra);
     for (k, v) in env {
@@ -206,6 +208,83 @@ fn run_on_requester(spec: &str, name: &str) -> (Vec<String>, StatsDoc) {
     (statuses, doc)
 }
 
+/// The `mesh_peer` counter `name` for peer `peer`.
+fn peer_counter(doc: &StatsDoc, peer: &str, name: &str) -> u64 {
+    doc.counter("mesh_peer", &[("peer", peer)], name)
+        .unwrap_or_else(|| panic!("no mesh_peer {peer} {name}: {doc:?}"))
+}
+
+#[test]
+fn a_run_without_faults_counts_exactly_what_crossed_each_link() {
+    // Over TCP only, so every payload is in the frames counted.
+    let env = [("ERNIC_TCP_SAME_HOST", "0")];
+    let (pa, pb) = (stats_path("clean-a"), stats_path("clean-b"));
+    let (sa, sb) = (pa.to_str().unwrap(), pb.to_str().unwrap());
+    let extra: [&[&str]; 3] = [
+        &[],
+        &["--inject", "mesh_drop:at=1000", "--stats-file", sa],
+        &["--stats-file", sb],
+    ];
+    let [_m, mut a, mut b] = mesh(&env, extra);
+    assert_eq!(one_at_a_time(&mut a, &mut b, 5, 64 << 10), expect(5, &[]));
+    let (ma, _, _) = mr(&mut a, 8192);
+    let (_, addr, rkey) = mr(&mut b, 8192);
+    let (qa, _) = pair(&mut a, &mut b);
+    for i in 0..2u64 {
+        a.call(json!({"op": "send", "qp": qa, "kind": "read", "mr": ma, "offset": i * 4096, "len": 4096,
+            "raddr": addr + i * 4096, "rkey": rkey, "wr_id": 50 + i}));
+        assert_eq!(poll(&mut a, 1, 20_000)[0]["status"], "Success");
+    }
+    // Worker 1 exits first; worker 2 hears it died before it exits too.
+    let da = exit_and_read(a, &pa);
+    let end = Instant::now() + T;
+    loop {
+        let info = b.call(json!({"op": "info"}));
+        let peers = info["peers"].as_array().unwrap();
+        if peers.iter().any(|p| p["id"] == 1 && p["alive"] == false) {
+            break;
+        }
+        assert!(Instant::now() < end, "worker 2 never heard: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let db = exit_and_read(b, &pb);
+    let _ = (std::fs::remove_file(&pa), std::fs::remove_file(&pb));
+    // Seven requests one way, seven answers the other, each one frame.
+    assert_eq!(peer_counter(&da, "2", "frames_sent"), 7);
+    assert_eq!(peer_counter(&db, "1", "frames_received"), 7);
+    assert_eq!(peer_counter(&db, "1", "frames_sent"), 7);
+    assert_eq!(peer_counter(&da, "2", "frames_received"), 7);
+    let (ab, ba) = (
+        peer_counter(&da, "2", "bytes_sent"),
+        peer_counter(&db, "1", "bytes_sent"),
+    );
+    assert_eq!(peer_counter(&db, "1", "bytes_received"), ab);
+    assert_eq!(peer_counter(&da, "2", "bytes_received"), ba);
+    assert!(
+        (5 * (64 << 10)..5 * (64 << 10) + 7 * 512).contains(&ab),
+        "{ab}"
+    );
+    assert!((2 * 4096..2 * 4096 + 7 * 512).contains(&ba), "{ba}");
+    assert_eq!(peer_counter(&da, "2", "by_ref_reads"), 0);
+    for d in [&da, &db] {
+        assert_eq!(peer_counter(d, "0", "reconnects"), 0);
+        assert_eq!(peer_counter(d, "0", "send_timeouts"), 0);
+        assert_eq!(d.counter("mesh", &[], "handshakes_refused"), Some(0));
+        assert!(peer_counter(d, "0", "control_frames_received") > 0);
+    }
+    assert_eq!(da.counter("mesh", &[], "nodes_died"), Some(0));
+    assert_eq!(db.counter("mesh", &[], "nodes_died"), Some(1));
+    // Worker 1 heard node 0, then node 2 join.
+    assert_eq!(da.counter("mesh", &[], "nodes_joined"), Some(2));
+    assert_eq!(fault(&da, "mesh_drop"), (7, 0));
+    assert_eq!(da.counter("device", &[], "rdma_writes"), Some(5));
+    assert_eq!(da.counter("device", &[], "rdma_reads"), Some(2));
+    assert_eq!(db.counter("device", &[], "rx_write_requests"), Some(5));
+    assert_eq!(db.counter("device", &[], "rx_read_requests"), Some(2));
+    assert_eq!(da.instance.node_id, Some(1));
+    assert_eq!(da.instance.program, "ernic mesh node");
+}
+
 #[test]
 fn dropped_requests_cost_retry_exceeded_and_the_same_spec_fails_the_same_way_twice() {
     let first = run_on_requester("mesh_drop:at=3,7", "drop1");
@@ -216,10 +295,8 @@ fn dropped_requests_cost_retry_exceeded_and_the_same_spec_fails_the_same_way_twi
         // Ten WRITEs, each one message: events 3 and 7 dropped.
         assert_eq!(fault(doc, "mesh_drop"), (10, 2));
         assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(2));
-        assert_eq!(
-            doc.counter("mesh_peer", &[("peer", "2")], "reconnects"),
-            Some(0)
-        );
+        assert_eq!(doc.counter("device", &[], "rdma_writes"), Some(10));
+        assert_eq!(doc.counter("device", &[], "local_ack_timeout_err"), Some(2));
         assert_eq!(doc.counter("mesh", &[], "frames_malformed"), Some(0));
     }
 }
@@ -376,9 +453,13 @@ fn floods_under_every_fault_end_with_each_completion_once_and_bounded_memory() {
             assert_eq!(r["duplicates"], 0, "round {round}: {r}");
             let errors = r["errors"].as_u64().unwrap();
             eprintln!("round {round}, sender {k}: {r}");
+            // Retry exceeded (a lost request or answer), flushed (behind it
+            // on the failed QP), or a local protection error: the responder
+            // could not read a by-reference payload because the connection
+            // it proved the requester on was cut before it read.
             for (st, _) in r["statuses"].as_object().unwrap() {
                 assert!(
-                    st == "RetryExcErr" || st == "WrFlushErr",
+                    ["RetryExcErr", "WrFlushErr", "LocProtErr"].contains(&st.as_str()),
                     "round {round}: {r}"
                 );
             }

@@ -10,9 +10,11 @@
 //! forgotten when the next connection is installed.
 //!
 //! What the counters count:
-//! - `frames_sent`, `bytes_sent`: frames written whole to the peer's
-//!   connection (data, control and heartbeats), and their bytes with
-//!   headers; `frames_received`, `bytes_received` the same, read;
+//! - `frames_sent`, `bytes_sent`: data frames (the engine's requests and
+//!   replies, and frames relayed) written whole to the peer's connection,
+//!   and their bytes with headers; `frames_received`, `bytes_received` the
+//!   same, read; `control_frames_sent` and `control_frames_received`: the
+//!   rest (heartbeats, topology, GIDs, same-host offers);
 //! - `by_ref_reads`, `by_ref_read_bytes`: payloads this node read straight
 //!   from the peer's memory (the same-host path);
 //! - `reconnects`: connections to the peer after the first;
@@ -51,6 +53,8 @@ pub(crate) struct PeerStats {
     pub bytes_sent: AtomicU64,
     pub frames_received: AtomicU64,
     pub bytes_received: AtomicU64,
+    pub control_sent: AtomicU64,
+    pub control_received: AtomicU64,
     pub by_ref_reads: AtomicU64,
     pub by_ref_bytes: AtomicU64,
     pub queue_depth_max: AtomicU64,
@@ -64,13 +68,13 @@ pub(crate) struct PeerStats {
 }
 
 impl PeerStats {
-    /// A frame of `len` bytes went out whole.
+    /// A data frame of `len` bytes went out whole.
     pub fn sent(&self, len: usize) {
         self.frames_sent.fetch_add(1, Ordering::Relaxed);
         self.bytes_sent.fetch_add(len as u64, Ordering::Relaxed);
     }
 
-    /// A frame of `len` bytes came in whole.
+    /// A data frame of `len` bytes came in whole.
     pub fn received(&self, len: usize) {
         self.frames_received.fetch_add(1, Ordering::Relaxed);
         self.bytes_received.fetch_add(len as u64, Ordering::Relaxed);
@@ -206,6 +210,8 @@ impl MeshStats {
                     .counter("bytes_sent", r(&s.bytes_sent))
                     .counter("frames_received", r(&s.frames_received))
                     .counter("bytes_received", r(&s.bytes_received))
+                    .counter("control_frames_sent", r(&s.control_sent))
+                    .counter("control_frames_received", r(&s.control_received))
                     .counter("by_ref_reads", r(&s.by_ref_reads))
                     .counter("by_ref_read_bytes", r(&s.by_ref_bytes))
                     .counter("reconnects", r(&s.connections).saturating_sub(1))

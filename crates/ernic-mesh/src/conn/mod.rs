@@ -610,7 +610,10 @@ impl Conn {
             let wrote = w.write_all(&frame[offset..]);
             let ok = wrote.is_ok();
             match &wrote {
-                Ok(()) => self.stats.sent(frame.len()),
+                Ok(()) if data.is_some() => self.stats.sent(frame.len()),
+                Ok(()) => {
+                    self.stats.control_sent.fetch_add(1, Ordering::Relaxed);
+                }
                 Err(e)
                     if matches!(
                         e.kind(),

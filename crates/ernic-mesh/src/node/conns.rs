@@ -173,7 +173,11 @@ impl Shared {
                     ReadStep::Bad(e) => return self.drop_conn(c, e),
                     ReadStep::Frame(h, buf) => {
                         c.heard();
-                        c.stats.received(buf.len());
+                        if h.kind == crate::frame::Kind::Data {
+                            c.stats.received(buf.len());
+                        } else {
+                            c.stats.control_received.fetch_add(1, Ordering::Relaxed);
+                        }
                         (h, buf)
                     }
                 },

@@ -223,9 +223,8 @@ impl Shared {
         blocking: bool,
     ) -> Option<(Header, Vec<u8>)> {
         let target = self.lock().conns.get(&hdr.dst).cloned();
-        let Some(buf) = self.inject_relay(target.as_deref(), buf) else {
-            return None;
-        };
+        // A fault that fired took the frame.
+        let buf = self.inject_relay(target.as_deref(), buf)?;
         let result = match target {
             None => {
                 self.recycle(buf);
