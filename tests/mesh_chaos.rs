@@ -522,3 +522,43 @@ fn three_hosts_under_dropped_delayed_and_cut_messages() {
     assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(2));
     drop(m);
 }
+
+#[test]
+fn a_standalone_manager_writes_its_table_to_the_stats_file() {
+    let path = stats_path("manager");
+    let port = free_port();
+    let mut manager = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["mesh", "manager", "--listen", &port.to_string()])
+        .args([
+            "--heartbeat-ms",
+            "500",
+            "--stats-file",
+            path.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let w = node(None, &format!("tcp:worker:127.0.0.1:{port}"), &[], &[]);
+    assert_eq!(w.id, 1);
+    // Rewritten about once a second: the join shows within a few.
+    let end = Instant::now() + Duration::from_secs(10);
+    let doc = loop {
+        if let Ok(d) = ernic_ops::read_stats(&path) {
+            if d.counter("mesh", &[], "nodes_joined") == Some(1) {
+                break d;
+            }
+        }
+        assert!(Instant::now() < end, "the join never reached the file");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = manager.kill();
+    let _ = manager.wait();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(doc.instance.program, "ernic mesh manager");
+    assert_eq!(doc.instance.node_id, Some(0));
+    assert!(
+        doc.group("mesh_peer", &[("peer", "1")]).is_some(),
+        "{doc:?}"
+    );
+    assert!(doc.faults.is_empty(), "nothing armed");
+}

@@ -43,6 +43,18 @@
 //! what arrived, run timers, hand completions on) is [`Mesh::pass`], the
 //! one every front end runs (see [`pump`]).
 //!
+//! ## Counters and injected faults
+//!
+//! Every connection counts what it carries, per peer, and the node counts
+//! the mesh's changes (see the `stats` module for the list);
+//! [`Mesh::stats_groups`] gives them to a stats file as groups of kind
+//! `mesh` and `mesh_peer`. Counting is relaxed atomics on the thread doing
+//! the work: no lock, no allocation on the send or receive path.
+//! [`MeshConfig::injector`] makes chosen data messages fail (dropped,
+//! delayed on their connection, or their connection cut) on a pattern of
+//! message counts; heartbeats, control frames and handshakes never count,
+//! so a fault spec fails the same requests on every run of a workload.
+//!
 //! ## Limits, and the most memory a peer can make a node hold
 //!
 //! Per connection (one per peer, and one to the manager):
