@@ -356,37 +356,36 @@ fn delayed_messages_arrive_late_intact_and_in_order() {
 
 #[test]
 fn a_cut_connection_costs_only_its_request_and_comes_back() {
-    let path = stats_path("cut");
-    let p = path.to_str().unwrap();
-    let extra: [&[&str]; 3] = [&[], &["--inject", "mesh_cut:at=4", "--stats-file", p], &[]];
-    let [_m, mut a, mut b] = mesh(&[], extra);
-    assert_eq!(one_at_a_time(&mut a, &mut b, 8, 64 << 10), expect(8, &[3]));
-    // The direct link comes back (worker 1 connects to the higher id).
-    let end = Instant::now() + T;
-    loop {
-        let info = a.call(json!({"op": "info"}));
-        let direct = info["peers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["id"] == 2 && p["direct"] == true);
-        if direct {
-            break;
+    // Twice, and the same WR fails each time.
+    for run in 0..2 {
+        let path = stats_path(&format!("cut{run}"));
+        let p = path.to_str().unwrap();
+        let extra: [&[&str]; 3] = [&[], &["--inject", "mesh_cut:at=4", "--stats-file", p], &[]];
+        let [_m, mut a, mut b] = mesh(&[], extra);
+        assert_eq!(one_at_a_time(&mut a, &mut b, 8, 64 << 10), expect(8, &[3]));
+        // The direct link comes back (worker 1 connects to the higher id).
+        let end = Instant::now() + T;
+        loop {
+            let info = a.call(json!({"op": "info"}));
+            let peers = info["peers"].as_array().unwrap();
+            if peers.iter().any(|p| p["id"] == 2 && p["direct"] == true) {
+                break;
+            }
+            assert!(
+                Instant::now() < end,
+                "the direct link never came back: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(
-            Instant::now() < end,
-            "the direct link never came back: {info}"
+        let doc = exit_and_read(a, &path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(fault(&doc, "mesh_cut"), (8, 1));
+        assert_eq!(
+            doc.counter("mesh_peer", &[("peer", "2")], "reconnects"),
+            Some(1)
         );
-        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(1));
     }
-    let doc = exit_and_read(a, &path);
-    let _ = std::fs::remove_file(&path);
-    assert_eq!(fault(&doc, "mesh_cut"), (8, 1));
-    assert_eq!(
-        doc.counter("mesh_peer", &[("peer", "2")], "reconnects"),
-        Some(1)
-    );
-    assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(1));
 }
 
 #[test]
@@ -494,33 +493,37 @@ fn three_hosts_under_dropped_delayed_and_cut_messages() {
     }
     let net = Net::new();
     let spec = "mesh_drop:at=2,mesh_delay=100:every=4,mesh_cut:at=7";
-    let path = stats_path("netns");
-    let p = path.to_str().unwrap();
-    let m = node(Some(&net.ns("h0")), "tcp:manager:listen:7000", &[], &[]);
-    let w = "tcp:worker:10.77.7.1:7000";
-    let mut a = node(
-        Some(&net.ns("h1")),
-        w,
-        &[],
-        &["--inject", spec, "--stats-file", p],
-    );
-    let mut b = node(Some(&net.ns("h2")), w, &[], &[]);
-    assert_eq!((m.id, a.id, b.id), (0, 1, 2));
-    // Events in turn: WRITE 0 (1) ok, 1 (2) dropped, 2 (3) ok, 3 (4)
-    // delayed, 4 (5), 5 (6) ok, 6 (7) cut, 7 (8) delayed, 8 (9) ok.
-    let statuses = one_at_a_time(&mut a, &mut b, 9, 256 << 10);
-    assert_eq!(statuses, expect(9, &[1, 6]));
-    let doc = exit_and_read(a, &path);
-    let _ = std::fs::remove_file(&path);
-    assert_eq!(fault(&doc, "mesh_drop"), (9, 1));
-    assert_eq!(fault(&doc, "mesh_delay"), (9, 2));
-    assert_eq!(fault(&doc, "mesh_cut"), (9, 1));
-    assert_eq!(
-        doc.counter("mesh_peer", &[("peer", "2")], "reconnects"),
-        Some(1)
-    );
-    assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(2));
-    drop(m);
+    // Twice, on fresh nodes: the same WRs fail, the same faults fire.
+    for run in 0..2u16 {
+        let path = stats_path(&format!("netns{run}"));
+        let p = path.to_str().unwrap();
+        let port = 7000 + run;
+        let m = node(
+            Some(&net.ns("h0")),
+            &format!("tcp:manager:listen:{port}"),
+            &[],
+            &[],
+        );
+        let w = format!("tcp:worker:10.77.7.1:{port}");
+        let inject = ["--inject", spec, "--stats-file", p];
+        let mut a = node(Some(&net.ns("h1")), &w, &[], &inject);
+        let mut b = node(Some(&net.ns("h2")), &w, &[], &[]);
+        assert_eq!((m.id, a.id, b.id), (0, 1, 2));
+        // Events in turn: WRITE 0 (1) ok, 1 (2) dropped, 2 (3) ok, 3 (4)
+        // delayed, 4 (5), 5 (6) ok, 6 (7) cut, 7 (8) delayed, 8 (9) ok.
+        let statuses = one_at_a_time(&mut a, &mut b, 9, 256 << 10);
+        assert_eq!(statuses, expect(9, &[1, 6]), "run {run}");
+        let doc = exit_and_read(a, &path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(fault(&doc, "mesh_drop"), (9, 1));
+        assert_eq!(fault(&doc, "mesh_delay"), (9, 2));
+        assert_eq!(fault(&doc, "mesh_cut"), (9, 1));
+        assert_eq!(
+            doc.counter("mesh_peer", &[("peer", "2")], "reconnects"),
+            Some(1)
+        );
+        assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(2));
+    }
 }
 
 #[test]

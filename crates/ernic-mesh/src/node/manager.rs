@@ -44,9 +44,22 @@ impl Shared {
         }
         let id = admission.id?;
         self.stats.nodes_joined.fetch_add(1, Ordering::Relaxed);
+        // A node back under its id before its old connection was seen to
+        // close: that connection goes now, under this lock, or its closing
+        // (`closed`, while it is still the current one) would mark the node
+        // dead after this admission, and its GIDs stay unowned until it
+        // registers again (a cut connection's quick reconnect did that).
+        let stale = st.conns.remove(&id);
+        if stale.is_some() {
+            self.publish_conns(&st);
+        }
         // Its connection is installed before the broadcast thread is told to
         // send it the whole table (see `handshake_in`).
         st.recompute_owners(Some(0));
+        drop(st);
+        if let Some(c) = stale {
+            c.close();
+        }
         Ok(id)
     }
 
