@@ -116,3 +116,24 @@ fn a_held_frame_and_those_behind_it_wait_out_the_hold_in_order() {
     assert_eq!(s.bytes_sent.load(Ordering::Relaxed), 300);
     assert_eq!(s.queue_depth_max.load(Ordering::Relaxed), 2);
 }
+
+#[test]
+fn silent_intervals_past_the_first_count_as_missed_heartbeats_once_each() {
+    let (c, _far) = pair();
+    let hb = Duration::from_millis(40);
+    let missed = || c.stats.heartbeats_missed.load(Ordering::Relaxed);
+    c.count_missed(hb);
+    assert_eq!(missed(), 0, "just heard");
+    std::thread::sleep(Duration::from_millis(130));
+    c.count_missed(hb);
+    // At least three intervals of silence: two past the first (more only if
+    // the sleep overran).
+    let first = missed();
+    assert!(first >= 2, "{first}");
+    c.count_missed(hb);
+    assert!(missed() - first <= 1, "the same silence counted again");
+    c.heard();
+    let before = missed();
+    c.count_missed(hb);
+    assert_eq!(missed(), before, "heard again: nothing missed");
+}
