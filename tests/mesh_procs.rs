@@ -123,7 +123,10 @@ fn by_ref_from(node: &mut Node, id: u64) -> u64 {
     let groups = s["groups"].as_array().unwrap();
     groups
         .iter()
-        .find(|g| g["kind"] == "mesh_peer" && g["labels"]["peer"] == id.to_string())
+        .find(|g| {
+            let peer = g["labels"]["peer"].as_str().and_then(|p| p.parse().ok());
+            g["kind"] == "mesh_peer" && peer == Some(id)
+        })
         .map_or(0, |g| g["counters"]["by_ref_read_bytes"].as_u64().unwrap())
 }
 
