@@ -5,13 +5,23 @@
 //! - `ernic mesh node SPEC` runs a node with one device and takes commands
 //!   as JSON lines on standard input, answering each with one JSON line on
 //!   standard output: a scriptable RDMA endpoint for tests and experiments.
+//!
+//! Both take `--stats-file PATH` (the mesh's counters, and a node's device
+//! counters, in the `ernic-stats/1` file about once a second and, for a
+//! node that is told to exit, at exit) and `--inject SPEC` (mesh faults:
+//! `mesh_drop`, `mesh_delay=MS`, `mesh_cut`; see `ernic_mesh::MeshConfig`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 use clap::{Args, Subcommand};
+use ernic_core::Injector;
+use ernic_core::inject::Event;
+use ernic_ops::{FaultStat, Group, Instance, StatsDoc, StatsThread};
 use ernic_verbs::{
     Access, Config, Cq, Device, Fabric, Gid, Mesh, MeshConfig, MeshSpec, Mr, NodeId, Pd, Qp,
     QpCaps, QpType, RemoteAddr, Rkey, SendOp, SendWr, Wc, WcStatus,
@@ -44,8 +54,10 @@ Commands (one JSON object per line; every answer is one line, with \"error\" on 
      K: send send_imm write write_imm read fetch_add cmp_swap
   {\"op\":\"poll\",\"n\":N,\"timeout_ms\":T}              wait for up to N completions
   {\"op\":\"flood\",\"qp\":Q,\"mr\":M,\"len\":N,\"count\":C,\"raddr\":A,\"rkey\":R,\"depth\":D,\"timeout_ms\":T}
-                                                    C WRITEs, D in flight -> ok, errors
-  {\"op\":\"stats\"}                                  the node's mesh and device counters, bytes read by reference
+                                                    C WRITEs, D in flight -> ok, errors, statuses,
+                                                    duplicates (completions of a WR id seen before)
+  {\"op\":\"stats\"}                                  the node's mesh and device counters, bytes read by reference,
+                                                    and \"groups\"/\"faults\" as the stats file has them
   {\"op\":\"exit\"}
 
 The mesh key and the other settings come from the environment (ERNIC_MESH_KEY_FILE, ...):
@@ -73,6 +85,82 @@ pub struct ManagerArgs {
     /// Heartbeat interval in milliseconds; a node silent for three is dead.
     #[arg(long, default_value_t = 1000)]
     pub heartbeat_ms: u64,
+    #[command(flatten)]
+    pub ops: OpsArgs,
+}
+
+/// The stats file and fault injection, for the manager and the node.
+#[derive(Args, Debug)]
+pub struct OpsArgs {
+    /// Write the counters to PATH about once a second (ernic-stats/1 JSON,
+    /// replaced atomically): the mesh's, one group per peer, and a node's
+    /// device and engine counters and injected faults. A node told to exit
+    /// writes it once more.
+    #[arg(long, value_name = "PATH")]
+    pub stats_file: Option<PathBuf>,
+    /// The instance's name in the stats file (default: HOST:PID).
+    #[arg(long, value_name = "NAME")]
+    pub stats_name: Option<String>,
+    /// Make chosen data messages fail: EVENT[=ARG]:PATTERN[,...] with the
+    /// events mesh_drop (not sent), mesh_delay[=MS] (sent MS later, 50
+    /// unless said; what follows on its connection waits behind it),
+    /// mesh_cut (its connection is closed as it goes), and the patterns
+    /// every=N, from=N, burst=B/M, at=N[,N...]. Counted over the requests
+    /// and replies this node sends (and frames a manager relays), never
+    /// heartbeats or handshakes: the same workload fails the same way.
+    #[arg(long, value_name = "SPEC")]
+    pub inject: Option<String>,
+}
+
+/// The events a mesh node injects.
+const MESH_EVENTS: [Event; 3] = [Event::MeshDrop, Event::MeshDelay, Event::MeshCut];
+
+impl OpsArgs {
+    /// The injector `--inject` arms (none without it); a spec that arms an
+    /// event no mesh node checks is refused, not silently ignored.
+    fn injector(&self) -> Result<Arc<Injector>> {
+        let spec = self.inject.as_deref().unwrap_or("");
+        let faults = ernic_core::inject::parse_spec(spec).map_err(|e| anyhow!("--inject: {e}"))?;
+        if let Some(f) = faults.iter().find(|f| !MESH_EVENTS.contains(&f.event)) {
+            bail!(
+                "--inject: {} is not checked by a mesh node (it injects mesh_drop, mesh_delay and mesh_cut)",
+                f.event.name()
+            );
+        }
+        Ok(Arc::new(Injector::new(faults)))
+    }
+
+    /// Checks the stats file can be written, before the node starts.
+    fn check(&self) -> Result<()> {
+        if let Some(p) = &self.stats_file {
+            ernic_ops::file::check_writable(p).map_err(|e| anyhow!("--stats-file {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Starts writing `snapshot` to the stats file, if there is one.
+    fn start(
+        &self,
+        snapshot: impl Fn() -> StatsDoc + Send + 'static,
+    ) -> Result<Option<StatsThread>> {
+        let Some(p) = &self.stats_file else {
+            return Ok(None);
+        };
+        Ok(Some(StatsThread::spawn(
+            p.clone(),
+            Duration::from_secs(1),
+            snapshot,
+        )?))
+    }
+}
+
+/// A stats document of `mesh` (its groups and its faults) for `inst`.
+fn mesh_doc(inst: &Instance, mesh: &Mesh) -> StatsDoc {
+    let mut doc = StatsDoc::new(inst);
+    doc.instance.node_id = mesh.node_id().map(|n| u32::from(n.0));
+    doc.groups = mesh.stats_groups();
+    doc.faults = FaultStat::all(mesh.injector());
+    doc
 }
 
 /// Arguments of `ernic mesh node`.
@@ -92,6 +180,8 @@ pub struct NodeArgs {
     /// How long a request to another node waits for its answer, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     pub request_timeout_ms: u64,
+    #[command(flatten)]
+    pub ops: OpsArgs,
 }
 
 /// Runs `ernic mesh ...`.
@@ -105,7 +195,14 @@ pub fn run(cmd: &MeshCmd) -> Result<()> {
 fn manager(a: &ManagerArgs) -> Result<()> {
     let mut cfg = MeshConfig::new(MeshSpec::Manager { port: a.listen });
     cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
-    let mesh = Mesh::start(cfg)?;
+    cfg.injector = a.ops.injector()?;
+    a.ops.check()?;
+    let mesh = Arc::new(Mesh::start(cfg)?);
+    let inst = Instance::this_process("ernic mesh manager", a.ops.stats_name.as_deref());
+    let m = mesh.clone();
+    // Runs until the process is interrupted: the file is as fresh as its
+    // last second.
+    let _stats = a.ops.start(move || mesh_doc(&inst, &m))?;
     eprintln!(
         "ernic mesh manager: node 0, listening on port {}",
         mesh.listen_addr().port()
@@ -179,6 +276,8 @@ struct Node {
 fn node(a: &NodeArgs) -> Result<()> {
     let mut cfg = MeshConfig::new(a.spec.clone());
     cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
+    cfg.injector = a.ops.injector()?;
+    a.ops.check()?;
     let mesh = Mesh::start(cfg)?;
     let id = wait_registered(&mesh)?;
     let ecfg = Config {
@@ -191,6 +290,10 @@ fn node(a: &NodeArgs) -> Result<()> {
     let dev = fabric.open_device(gid)?;
     let cq = dev.create_cq(1 << 16)?;
     let pd = dev.alloc_pd()?;
+    let mut inst = Instance::this_process("ernic mesh node", a.ops.stats_name.as_deref());
+    inst.gids = vec![gid.to_string()];
+    let (f, d) = (fabric.clone(), dev.clone());
+    let stats = a.ops.start(move || node_doc(&inst, &f, &d))?;
     let mut n = Node {
         fabric,
         dev,
@@ -214,6 +317,8 @@ fn node(a: &NodeArgs) -> Result<()> {
         }
         let answer = match serde_json::from_str::<Value>(&line) {
             Ok(cmd) if cmd["op"] == "exit" => {
+                // The last stats file is written before the answer.
+                drop(stats);
                 writeln!(out, "{}", json!({"ok": true}))?;
                 out.flush()?;
                 return Ok(());
@@ -227,6 +332,30 @@ fn node(a: &NodeArgs) -> Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+/// A node's stats document: the mesh's groups, then the device's counters
+/// (kind `device`, label `gid`) and the engine's view of the mesh (kind
+/// `remote`: requests timed out, replies dropped or stale, messages
+/// malformed, payloads sent by reference and bytes read so).
+fn node_doc(inst: &Instance, fabric: &Fabric, dev: &Device) -> StatsDoc {
+    let mesh = fabric.mesh().expect("on a mesh");
+    let mut doc = mesh_doc(inst, mesh);
+    doc.push(
+        Group::new("device")
+            .label("gid", dev.gid())
+            .core_counters(&dev.counters()),
+    );
+    let r = fabric.remote_stats();
+    doc.push(Group::new("remote").counters([
+        ("request_timeouts", r.timeouts),
+        ("replies_dropped", r.replies_dropped),
+        ("stale_replies", r.stale_replies),
+        ("messages_malformed", r.malformed),
+        ("sent_by_ref", r.sent_by_ref),
+        ("read_by_ref_bytes", r.read_by_ref),
+    ]));
+    doc
 }
 
 fn u(v: &Value, k: &str) -> Result<u64> {
@@ -410,7 +539,10 @@ impl Node {
                 let (bytes, msgs) = mesh.inbound_usage();
                 let c = self.dev.counters();
                 let r = self.fabric.remote_stats();
+                let doc = node_doc(&Instance::default(), &self.fabric, &self.dev);
                 json!({
+                    "groups": doc.groups,
+                    "faults": doc.faults,
                     "inbound_bytes": bytes,
                     "inbound_msgs": msgs,
                     "relay_drops": mesh.relay_drops(),
@@ -435,6 +567,11 @@ impl Node {
         let end = Instant::now() + Duration::from_millis(opt(v, "timeout_ms").max(1));
         let (mut posted, mut done, mut errors) = (0u64, 0u64, 0u64);
         let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
+        // Each WR id completes once: a second completion, or one for an id
+        // never posted, is counted (and counts toward the end, so a double
+        // cannot hide a loss).
+        let mut seen = vec![false; count.min(1 << 24) as usize];
+        let mut duplicates = 0u64;
         let mut buf = [Wc::EMPTY; 64];
         while done < count {
             if Instant::now() > end {
@@ -449,12 +586,16 @@ impl Node {
             let k = self.cq.wait(&mut buf, Duration::from_millis(10))?;
             for c in &buf[..k] {
                 done += 1;
+                match seen.get_mut(c.wr_id as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => duplicates += 1,
+                }
                 if c.status != WcStatus::Success {
                     errors += 1;
                     *statuses.entry(format!("{:?}", c.status)).or_default() += 1;
                 }
             }
         }
-        Ok(json!({"ok": true, "errors": errors, "statuses": statuses}))
+        Ok(json!({"ok": true, "errors": errors, "statuses": statuses, "duplicates": duplicates}))
     }
 }

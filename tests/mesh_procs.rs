@@ -116,6 +116,20 @@ fn read_by_ref(node: &mut Node) -> u64 {
         .unwrap()
 }
 
+/// The bytes `node` read by reference from peer `id`, from its mesh_peer
+/// counters.
+fn by_ref_from(node: &mut Node, id: u64) -> u64 {
+    let s = node.call(json!({"op": "stats"}));
+    let groups = s["groups"].as_array().unwrap();
+    groups
+        .iter()
+        .find(|g| {
+            let peer = g["labels"]["peer"].as_str().and_then(|p| p.parse().ok());
+            g["kind"] == "mesh_peer" && peer == Some(id)
+        })
+        .map_or(0, |g| g["counters"]["by_ref_read_bytes"].as_u64().unwrap())
+}
+
 fn mesh(n_workers: usize, env: &[(&str, &str)]) -> (Node, Vec<Node>, u16) {
     let port = free_port();
     let m = start(&format!("tcp:manager:listen:{port}"), env, &[]);
@@ -141,6 +155,7 @@ fn three_nodes_every_opcode_with_checksums_at_the_far_end() {
         // path is up (ERNIC_TCP_SAME_HOST=0 and the netns test keep to TCP).
         same_host_up(&mut a, peer.id);
         let read_before = read_by_ref(peer);
+        let from_a_before = by_ref_from(peer, a.id);
         a.call(json!({"op": "fill", "mr": ma, "offset": 0, "len": N, "seed": 5}));
         let want = fnv(&pattern(5, N));
         // WRITE, checksummed at the far end.
@@ -148,6 +163,11 @@ fn three_nodes_every_opcode_with_checksums_at_the_far_end() {
         assert_eq!(a.wcs(1)[0]["status"], "Success");
         assert_eq!(peer.sum(mb, 0, N), want);
         assert_eq!(read_by_ref(peer) - read_before, N, "read from A's memory");
+        assert_eq!(
+            by_ref_from(peer, a.id) - from_a_before,
+            N,
+            "counted per peer"
+        );
         // READ it back into the other half.
         a.call(json!({"op": "send", "qp": qa, "kind": "read", "mr": ma, "offset": N, "len": N, "raddr": addr_b, "rkey": rkey_b, "wr_id": 2}));
         assert_eq!(a.wcs(1)[0]["status"], "Success");

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod netns;
+
 /// Runs `ernic` with `args`: (success, stdout, stderr).
 pub fn ernic(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ernic"))

@@ -43,6 +43,18 @@
 //! what arrived, run timers, hand completions on) is [`Mesh::pass`], the
 //! one every front end runs (see [`pump`]).
 //!
+//! ## Counters and injected faults
+//!
+//! Every connection counts what it carries, per peer, and the node counts
+//! the mesh's changes (see the `stats` module for the list);
+//! [`Mesh::stats_groups`] gives them to a stats file as groups of kind
+//! `mesh` and `mesh_peer`. Counting is relaxed atomics on the thread doing
+//! the work: no lock, no allocation on the send or receive path.
+//! [`MeshConfig::injector`] makes chosen data messages fail (dropped,
+//! delayed on their connection, or their connection cut) on a pattern of
+//! message counts; heartbeats, control frames and handshakes never count,
+//! so a fault spec fails the same requests on every run of a workload.
+//!
 //! ## Limits, and the most memory a peer can make a node hold
 //!
 //! Per connection (one per peer, and one to the manager):
@@ -80,15 +92,17 @@ pub mod pump;
 #[allow(unsafe_code)]
 mod same_host;
 pub mod spec;
+mod stats;
 #[allow(unsafe_code)]
 mod sys;
 
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ernic_core::{Gid, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendError};
+use ernic_core::inject::Event;
+use ernic_core::{Gid, Injector, NodeId, Outgoing, PeerReadError, PeerRun, Remote, SendError};
 
 pub use auth::HandshakeError;
 pub use inbound::Message;
@@ -163,6 +177,18 @@ pub struct MeshConfig {
     /// memory instead of through TCP (`ERNIC_TCP_SAME_HOST=0` turns it off;
     /// see the `same_host` module).
     pub same_host: bool,
+    /// Faults to inject into the data messages this node sends (none
+    /// unless said): `mesh_drop` (the message is not sent), `mesh_delay=MS`
+    /// (the message, and what its connection carries after it, goes MS
+    /// later, from the send thread), `mesh_cut` (its connection is closed
+    /// as it is about to go, and the message is lost with it). Only the
+    /// engine's messages (requests and replies) count as events, each once
+    /// when it is handed to a connection with room for it; heartbeats,
+    /// control frames and handshakes never do,
+    /// so the mesh's own upkeep is not what fails. A manager also counts
+    /// each data frame it relays (a relayed frame dropped, held, or its
+    /// target's connection cut).
+    pub injector: Arc<Injector>,
 }
 
 impl MeshConfig {
@@ -203,6 +229,7 @@ impl MeshConfig {
                 .map_or(64, |n| n.clamp(2, 1024)),
             direct: std::env::var("ERNIC_TCP_DIRECT").map_or(true, |v| v != "0"),
             same_host: std::env::var("ERNIC_TCP_SAME_HOST").map_or(true, |v| v != "0"),
+            injector: Arc::default(),
         }
     }
 }
@@ -368,6 +395,9 @@ impl Mesh {
     pub fn end_pass(&self) -> u64 {
         let n = self.shared.inbound.end_pass();
         if n > 0 {
+            let s = &self.shared.stats;
+            s.inbound_dropped
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
             self.shared.log(
                 node::Level::Warn,
                 format_args!("dropped {n} messages while the device loop was not running"),
@@ -422,7 +452,38 @@ impl Mesh {
 
     /// Frames the manager could not relay.
     pub fn relay_drops(&self) -> u64 {
-        self.shared.lock().relay_drops
+        self.shared
+            .stats
+            .relay_drops
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The faults this node injects (see [`MeshConfig::injector`]).
+    pub fn injector(&self) -> &Arc<Injector> {
+        &self.shared.injector
+    }
+
+    /// The mesh's counters for the stats file: one group of kind `mesh`
+    /// (mesh-wide), then one of kind `mesh_peer` per peer this node has
+    /// had a connection to (labels `peer`, the node id, and `addr`, where
+    /// it listens or else where its connection came from), in id order.
+    /// The counters are listed in the `stats` module; reading them takes
+    /// the node's lock and each connection's queue lock a moment, as a
+    /// stats writer may, and nothing on the data path waits for it.
+    pub fn stats_groups(&self) -> Vec<ernic_ops::Group> {
+        let sh = &self.shared;
+        let (conns, topology) = {
+            let st = sh.lock();
+            (st.conns.clone(), st.topology.clone())
+        };
+        let connected = conns.values().filter(|c| !c.is_closed()).count();
+        let mut out = vec![sh.stats.mesh_group(sh.inbound.usage(), connected)];
+        out.extend(sh.stats.peer_groups(|id| stats::PeerView {
+            id,
+            listen: topology.iter().find(|p| p.id.0 == id).and_then(|p| p.addr),
+            depth: conns.get(&id).filter(|c| !c.is_closed()).map(|c| c.depth()),
+        }));
+        out
     }
 
     /// Stops the node: connections close, threads end.
@@ -444,6 +505,13 @@ pub struct SameHostLink {
     pub reads_me: bool,
     /// This node reads the peer's memory.
     pub read_by_me: bool,
+}
+
+fn send_error(e: QueueError) -> SendError {
+    match e {
+        QueueError::Full => SendError::Busy,
+        QueueError::Closed => SendError::NoRoute,
+    }
 }
 
 /// The engine's way out: queues data path messages on the mesh.
@@ -468,6 +536,24 @@ impl Remote for Carrier {
             // costs no copy.
             return Err(SendError::Busy);
         }
+        // Injected faults, each message counted once by every fault (a full
+        // connection above counts nothing: the engine tries that message
+        // again). A drop wins over a cut, a cut over a delay.
+        let faults = &self.shared.injector;
+        let (drop, cut, delay) = (
+            faults.check(Event::MeshDrop),
+            faults.check(Event::MeshCut),
+            faults.check(Event::MeshDelay),
+        );
+        if drop.is_some() {
+            return Ok(());
+        }
+        if cut.is_some() {
+            tracing::info!(peer = conn.peer.0, "mesh_cut: closing the connection");
+            conn.close();
+            return Ok(());
+        }
+        let hold = delay.map(|f| Instant::now() + Duration::from_millis(u64::from(f.millis())));
         let mut buf = self.shared.buffer(HEADER_LEN + out.len);
         Header {
             kind: Kind::Data,
@@ -477,6 +563,14 @@ impl Remote for Carrier {
         }
         .emit(&mut buf);
         (out.fill)(&mut buf[HEADER_LEN..]);
+        if let Some(until) = hold {
+            return conn
+                .data_held(buf, out.tag, out.reply, until)
+                .map_err(|(e, buf)| {
+                    self.shared.recycle(buf);
+                    send_error(e)
+                });
+        }
         // Replies wait for the end of the device's pass (`Mesh::poll_io`
         // flushes them), so delivering a request's completion comes first.
         let r = conn.data(buf, out.tag, out.reply, out.reply);
@@ -490,10 +584,7 @@ impl Remote for Carrier {
             }
             Err((e, buf)) => {
                 self.shared.recycle(buf);
-                Err(match e {
-                    QueueError::Full => SendError::Busy,
-                    QueueError::Closed => SendError::NoRoute,
-                })
+                Err(send_error(e))
             }
         }
     }

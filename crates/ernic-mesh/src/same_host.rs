@@ -415,7 +415,10 @@ pub(crate) unsafe fn read_from(
         .ok_or(PeerReadError::NotProved)?;
     // SAFETY: this function's caller promised every `local` writable for
     // its `len`.
-    unsafe { c.same_host.read(runs) }
+    unsafe { c.same_host.read(runs) }?;
+    let bytes = runs.iter().map(|r| r.len as u64).sum();
+    c.stats.read_by_ref(bytes);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -28,9 +28,30 @@ impl Shared {
 
     pub(super) fn new_conn(&self, peer: NodeId, stream: TcpStream) -> io::Result<Arc<Conn>> {
         let (req, rep, timeout) = self.max_queues();
-        let c = Arc::new(Conn::new(peer, stream, req, rep, timeout)?);
+        let stats = self.peer_stats(peer.0);
+        *stats.addr.lock().unwrap_or_else(|p| p.into_inner()) = stream.peer_addr().ok();
+        let c = Arc::new(Conn::new(peer, stream, stats, req, rep, timeout)?);
         c.heard();
         Ok(c)
+    }
+
+    /// The counters of peer `id` (the table of them stays within twice the
+    /// node table: past that, peers neither connected nor alive go).
+    fn peer_stats(&self, id: u16) -> Arc<crate::stats::PeerStats> {
+        let (conns, alive): (Vec<u16>, Vec<u16>) = {
+            let st = self.lock();
+            (
+                st.conns.keys().copied().collect(),
+                st.topology
+                    .iter()
+                    .filter(|p| p.alive)
+                    .map(|p| p.id.0)
+                    .collect(),
+            )
+        };
+        self.stats.peer(id, 2 * self.cfg.max_nodes, |k| {
+            conns.contains(&k) || alive.contains(&k)
+        })
     }
 
     /// Starts a connection's send and receive threads.
@@ -55,6 +76,7 @@ impl Shared {
 
     /// Registers a connection to `peer`, replacing (and closing) an older one.
     pub(super) fn install(self: &Arc<Self>, c: Arc<Conn>) {
+        c.stats.connections.fetch_add(1, Ordering::Relaxed);
         let old = {
             let mut st = self.lock();
             let old = st.conns.insert(c.peer.0, c.clone());
@@ -82,6 +104,7 @@ impl Shared {
         self.publish_conns(&st);
         if self.manager {
             if st.table.mark_dead(c.peer.0, Instant::now()) {
+                self.stats.nodes_died.fetch_add(1, Ordering::Relaxed);
                 st.dirty_gids.insert(c.peer.0);
                 st.dirty_topology = true;
                 let me = self.me().map(|n| n.0);
@@ -150,6 +173,11 @@ impl Shared {
                     ReadStep::Bad(e) => return self.drop_conn(c, e),
                     ReadStep::Frame(h, buf) => {
                         c.heard();
+                        if h.kind == crate::frame::Kind::Data {
+                            c.stats.received(buf.len());
+                        } else {
+                            c.stats.control_received.fetch_add(1, Ordering::Relaxed);
+                        }
                         (h, buf)
                     }
                 },
@@ -166,6 +194,7 @@ impl Shared {
     }
 
     fn drop_conn(&self, c: &Arc<Conn>, e: FrameError) -> bool {
+        self.stats.frames_malformed.fetch_add(1, Ordering::Relaxed);
         self.log(
             Level::Warn,
             format_args!("closing connection to node {}: {e}", c.peer.0),

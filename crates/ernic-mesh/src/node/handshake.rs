@@ -53,6 +53,7 @@ impl Shared {
     /// the version: a warning, at most one a second; anything else: info).
     pub(super) fn refused(&self, from: Option<SocketAddr>, e: &HandshakeError) {
         self.refusals.count.fetch_add(1, Ordering::Relaxed);
+        self.stats.refused(e);
         let from = from.map_or("a peer".to_string(), |a| a.to_string());
         if !e.about_the_key() {
             self.log(

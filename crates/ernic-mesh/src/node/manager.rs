@@ -43,9 +43,23 @@ impl Shared {
             st.dirty_topology = true;
         }
         let id = admission.id?;
+        self.stats.nodes_joined.fetch_add(1, Ordering::Relaxed);
+        // A node back under its id before its old connection was seen to
+        // close: that connection goes now, under this lock, or its closing
+        // (`closed`, while it is still the current one) would mark the node
+        // dead after this admission, and its GIDs stay unowned until it
+        // registers again (a cut connection's quick reconnect did that).
+        let stale = st.conns.remove(&id);
+        if stale.is_some() {
+            self.publish_conns(&st);
+        }
         // Its connection is installed before the broadcast thread is told to
         // send it the whole table (see `handshake_in`).
         st.recompute_owners(Some(0));
+        drop(st);
+        if let Some(c) = stale {
+            c.close();
+        }
         Ok(id)
     }
 
@@ -55,6 +69,7 @@ impl Shared {
         while !self.stop.load(Ordering::Relaxed) {
             let conns: Vec<Arc<Conn>> = self.lock().conns.values().cloned().collect();
             for c in conns {
+                c.count_missed(hb);
                 if c.silence() > hb * 3 {
                     self.log(
                         Level::Warn,
@@ -96,6 +111,9 @@ impl Shared {
                 .collect();
             st.topology = st.table.peers();
             drop(st);
+            if topo || !fresh.is_empty() {
+                self.stats.topology_updates.fetch_add(1, Ordering::Relaxed);
+            }
             for c in &conns {
                 if fresh.contains(&c.peer.0) {
                     c.control(topo_frame.clone());

@@ -38,11 +38,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::Instant;
 
-use ernic_core::{Gid, NodeId};
+use ernic_core::{Gid, Injector, NodeId};
 
 use crate::conn::Conn;
 use crate::inbound::Inbound;
 use crate::key::MeshKey;
+use crate::stats::MeshStats;
 use crate::{MeshConfig, Spec};
 
 pub use control::{parse_gids, parse_register, parse_topology};
@@ -83,8 +84,6 @@ pub(crate) struct State {
     dirty_gids: BTreeSet<u16>,
     dirty_topology: bool,
     send_all_to: Vec<u16>,
-    /// Relayed frames dropped (no route or no room in time).
-    pub relay_drops: u64,
 }
 
 /// What a node's threads share: its configuration, the state behind its
@@ -128,6 +127,11 @@ pub(crate) struct Shared {
     /// Why the last registration failed (a worker's), and whether it was
     /// over the key or the version (retrying will not help).
     registration_error: Mutex<Option<(String, bool)>>,
+    /// The counters, per peer and mesh-wide.
+    pub stats: MeshStats,
+    /// Faults injected into outgoing data messages (`mesh_drop`,
+    /// `mesh_delay`, `mesh_cut`).
+    pub injector: Arc<Injector>,
 }
 
 /// Most GIDs one node may claim: its registration and each GID frame are
@@ -156,7 +160,6 @@ impl Shared {
             dirty_gids: BTreeSet::new(),
             dirty_topology: false,
             send_all_to: Vec::new(),
-            relay_drops: 0,
         };
         if manager {
             st.table.insert_manager(boot, listen, cfg.gids.clone());
@@ -198,6 +201,8 @@ impl Shared {
             handshakes: (Mutex::new(Handshakes::default()), Condvar::new()),
             refusals: Refusals::default(),
             registration_error: Mutex::new(None),
+            stats: MeshStats::default(),
+            injector: cfg.injector.clone(),
             cfg,
         }
     }

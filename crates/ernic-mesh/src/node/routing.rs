@@ -4,6 +4,7 @@
 //! relay.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use ernic_core::NodeId;
 
@@ -101,6 +102,7 @@ impl Shared {
                 if node != c.peer.0 || !alive {
                     return Err(FrameError::Body(Kind::Gids));
                 }
+                self.stats.gid_updates.fetch_add(1, Ordering::Relaxed);
                 let mut st = self.lock();
                 st.table.set_gids(node, gids);
                 st.dirty_gids.insert(node);
@@ -111,6 +113,7 @@ impl Shared {
             }
             Kind::Gids => {
                 let (node, alive, gids) = parse_gids(body)?;
+                self.stats.gid_updates.fetch_add(1, Ordering::Relaxed);
                 let mut st = self.lock();
                 st.node_gids.insert(node, (alive, gids));
                 st.recompute_owners(Some(me));
@@ -126,6 +129,7 @@ impl Shared {
                     .filter(|p| !p.alive && p.id.0 != 0)
                     .filter_map(|p| st.conns.get(&p.id.0).cloned())
                     .collect();
+                self.count_topology(&st.topology, &topo);
                 st.topology = topo;
                 drop(st);
                 for d in dead {
@@ -153,6 +157,62 @@ impl Shared {
         Ok(None)
     }
 
+    /// Faults injected into a frame the manager relays (counted once per
+    /// frame with a target): dropped, its target's connection cut, or held
+    /// on it. The frame comes back when none fired, or a held one found no
+    /// room (it then goes the usual way).
+    fn inject_relay(&self, target: Option<&Conn>, buf: Vec<u8>) -> Option<Vec<u8>> {
+        let (Some(t), faults) = (target, &self.injector) else {
+            return Some(buf);
+        };
+        if faults.is_empty() {
+            return Some(buf);
+        }
+        use ernic_core::FaultEvent as E;
+        // As on the send side: every fault counts the frame.
+        let (drop, cut, delay) = (
+            faults.check(E::MeshDrop),
+            faults.check(E::MeshCut),
+            faults.check(E::MeshDelay),
+        );
+        if drop.is_some() || cut.is_some() {
+            if drop.is_none() {
+                t.close();
+            }
+            self.recycle(buf);
+            return None;
+        }
+        let Some(f) = delay else {
+            return Some(buf);
+        };
+        let until =
+            std::time::Instant::now() + std::time::Duration::from_millis(u64::from(f.millis()));
+        match t.data_held(buf, 0, false, until) {
+            Ok(()) => None,
+            Err((_, buf)) => Some(buf),
+        }
+    }
+
+    /// A worker heard a new topology: counts it, and the nodes that
+    /// joined (alive now, not before) and died (the other way), itself
+    /// aside.
+    fn count_topology(&self, old: &[super::Peer], new: &[super::Peer]) {
+        let me = self.me().map(|n| n.0);
+        let alive = |t: &[super::Peer], id: u16| t.iter().any(|p| p.id.0 == id && p.alive);
+        let joined = new
+            .iter()
+            .filter(|p| p.alive && Some(p.id.0) != me && !alive(old, p.id.0))
+            .count();
+        let died = old
+            .iter()
+            .filter(|p| p.alive && Some(p.id.0) != me && !alive(new, p.id.0))
+            .count();
+        let s = &self.stats;
+        s.topology_updates.fetch_add(1, Ordering::Relaxed);
+        s.nodes_joined.fetch_add(joined as u64, Ordering::Relaxed);
+        s.nodes_died.fetch_add(died as u64, Ordering::Relaxed);
+    }
+
     /// The manager forwards a data frame to the node it names. Blocking, it
     /// waits for room up to its (halved) send timeout; not blocking, a frame
     /// with no room comes back.
@@ -163,6 +223,8 @@ impl Shared {
         blocking: bool,
     ) -> Option<(Header, Vec<u8>)> {
         let target = self.lock().conns.get(&hdr.dst).cloned();
+        // A fault that fired took the frame.
+        let buf = self.inject_relay(target.as_deref(), buf)?;
         let result = match target {
             None => {
                 self.recycle(buf);
@@ -191,7 +253,10 @@ impl Shared {
             Ok(Some(b)) => self.recycle(b),
             Ok(None) => {}
             Err(()) => {
-                self.lock().relay_drops += 1;
+                self.stats.relay_drops.fetch_add(1, Ordering::Relaxed);
+                if let Some(s) = self.stats.existing(hdr.src) {
+                    s.relay_drops.fetch_add(1, Ordering::Relaxed);
+                }
                 self.log(
                     Level::Info,
                     format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),

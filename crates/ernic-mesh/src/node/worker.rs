@@ -153,6 +153,7 @@ impl Shared {
                     }
                 },
                 Some(c) => {
+                    c.count_missed(hb);
                     let quiet = c.silence();
                     if quiet > hb * 3 {
                         self.log(

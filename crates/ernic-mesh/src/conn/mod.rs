@@ -23,12 +23,16 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ernic_core::NodeId;
 
-use crate::frame::{self, FrameError, Header};
+mod read;
+
+pub(crate) use read::{ReadState, ReadStep};
+
+use crate::stats::PeerStats;
 use crate::sys;
 
 /// A queued data frame; `offset` bytes of it have been written already.
@@ -37,6 +41,15 @@ struct Item {
     tag: u64,
     reply: bool,
     offset: usize,
+    /// A held frame (an injected `mesh_delay`) does not go out before
+    /// this, nor does anything queued behind it.
+    not_before: Option<Instant>,
+}
+
+impl Item {
+    fn held(&self, now: Instant) -> bool {
+        self.not_before.is_some_and(|t| t > now)
+    }
 }
 
 #[derive(Default)]
@@ -51,6 +64,9 @@ struct Queue {
     reply_bytes: usize,
     /// The send thread is writing a frame it took off the queue.
     writing: bool,
+    /// Data frames queued with a `not_before` (held ones, or ones whose
+    /// hold just ended): while any is queued nothing is written inline.
+    held: usize,
 }
 
 impl Queue {
@@ -68,6 +84,30 @@ impl Queue {
             && self.answer.is_none()
             && self.control.is_empty()
             && self.data.is_empty()
+    }
+
+    /// Whether the front data frame is held now.
+    fn front_held(&self) -> Option<Instant> {
+        if self.held == 0 {
+            return None;
+        }
+        let now = Instant::now();
+        self.data
+            .front()
+            .filter(|it| it.held(now))
+            .and_then(|it| it.not_before)
+    }
+
+    /// A data frame leaves the queue, written.
+    fn retire(&mut self, it: &Item) {
+        self.account(it.frame.len(), it.reply, false);
+        self.unhold(it);
+    }
+
+    /// A data frame leaves the queue (its bytes stay counted while the
+    /// send thread writes it).
+    fn unhold(&mut self, it: &Item) {
+        self.held -= usize::from(it.not_before.is_some());
     }
 
     fn account(&mut self, len: usize, reply: bool, add: bool) {
@@ -100,67 +140,6 @@ pub(crate) enum QueueError {
 /// instead of holding memory for every change.
 pub(crate) const MAX_CONTROL_BYTES: usize = 16 << 20;
 
-/// Bytes a reader takes off the socket at once into its staging buffer: one
-/// receive can bring several small frames.
-const STAGE: usize = 64 << 10;
-
-/// Where the reader is in the byte stream.
-pub(crate) struct ReadState {
-    /// Bytes received but not yet taken: `stage[lo..hi]`.
-    stage: Box<[u8]>,
-    lo: usize,
-    hi: usize,
-    hdr: [u8; frame::HEADER_LEN],
-    hdr_got: usize,
-    body: Option<(Header, Vec<u8>)>,
-    body_got: usize,
-    /// A complete frame that could not be handed on yet (no room); it goes
-    /// before anything read after it.
-    pub ready: Option<(Header, Vec<u8>)>,
-}
-
-impl Default for ReadState {
-    fn default() -> ReadState {
-        ReadState {
-            stage: vec![0u8; STAGE].into_boxed_slice(),
-            lo: 0,
-            hi: 0,
-            hdr: [0; frame::HEADER_LEN],
-            hdr_got: 0,
-            body: None,
-            body_got: 0,
-            ready: None,
-        }
-    }
-}
-
-impl ReadState {
-    /// Whether it holds bytes or a frame the socket will not signal again.
-    pub fn has_pending(&self) -> bool {
-        self.ready.is_some() || self.lo < self.hi
-    }
-
-    /// Moves up to `out.len()` staged bytes into `out`; returns how many.
-    fn take(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.hi - self.lo);
-        out[..n].copy_from_slice(&self.stage[self.lo..self.lo + n]);
-        self.lo += n;
-        n
-    }
-}
-
-/// What one read step found.
-pub(crate) enum ReadStep {
-    /// A whole frame: its header, and a buffer holding header and body.
-    Frame(Header, Vec<u8>),
-    /// Nothing more for now.
-    Pending,
-    /// The peer closed the stream.
-    Eof,
-    /// A frame header that could not be accepted.
-    Bad(FrameError),
-}
-
 pub(crate) struct Conn {
     pub peer: NodeId,
     stream: TcpStream,
@@ -180,12 +159,17 @@ pub(crate) struct Conn {
     max_replies: usize,
     /// The same-host path on this connection.
     pub same_host: crate::same_host::Link,
+    /// The peer's counters (they outlive the connection).
+    pub stats: Arc<PeerStats>,
+    /// Heartbeat intervals of the current silence already counted missed.
+    silent: AtomicU64,
 }
 
 impl Conn {
     pub fn new(
         peer: NodeId,
         stream: TcpStream,
+        stats: Arc<PeerStats>,
         max_requests: usize,
         max_replies: usize,
         send_timeout: Duration,
@@ -207,7 +191,27 @@ impl Conn {
             max_requests,
             max_replies,
             same_host: crate::same_host::Link::new(),
+            stats,
+            silent: AtomicU64::new(0),
         })
+    }
+
+    /// Data frames queued now.
+    pub fn depth(&self) -> usize {
+        self.lock().data.len()
+    }
+
+    /// Counts the heartbeat intervals past the first that the peer has been
+    /// silent for, once each (the health checks call this).
+    pub fn count_missed(&self, heartbeat: Duration) {
+        let k = (self.silence().as_millis() / heartbeat.as_millis().max(1)) as u64;
+        let k = k.saturating_sub(1);
+        let before = self.silent.swap(k, Ordering::Relaxed);
+        if k > before {
+            self.stats
+                .heartbeats_missed
+                .fetch_add(k - before, Ordering::Relaxed);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
@@ -320,6 +324,31 @@ impl Conn {
         reply: bool,
         deferred: bool,
     ) -> Result<Option<Vec<u8>>, (QueueError, Vec<u8>)> {
+        self.data_at(frame, tag, reply, deferred, None)
+    }
+
+    /// Queues a data frame (if it fits) that goes out no sooner than
+    /// `until`, and nothing queued after it before it: an injected delay.
+    /// The send thread writes it; no one waits for it.
+    pub fn data_held(
+        &self,
+        frame: Vec<u8>,
+        tag: u64,
+        reply: bool,
+        until: Instant,
+    ) -> Result<(), (QueueError, Vec<u8>)> {
+        self.data_at(frame, tag, reply, false, Some(until))
+            .map(|_| ())
+    }
+
+    fn data_at(
+        &self,
+        frame: Vec<u8>,
+        tag: u64,
+        reply: bool,
+        deferred: bool,
+        not_before: Option<Instant>,
+    ) -> Result<Option<Vec<u8>>, (QueueError, Vec<u8>)> {
         if self.is_closed() {
             return Err((QueueError::Closed, frame));
         }
@@ -328,9 +357,13 @@ impl Conn {
             return Err((QueueError::Full, frame));
         }
         let mut offset = 0;
-        if !deferred && q.idle() {
+        let inline = !deferred && not_before.is_none();
+        if inline && q.idle() {
             match sys::send_now(&self.stream, &frame) {
-                Ok(n) if n == frame.len() => return Ok(Some(frame)),
+                Ok(n) if n == frame.len() => {
+                    self.stats.sent(n);
+                    return Ok(Some(frame));
+                }
                 Ok(n) => offset = n,
                 Err(_) => {
                     drop(q);
@@ -338,11 +371,14 @@ impl Conn {
                     return Err((QueueError::Closed, frame));
                 }
             }
-        } else if !deferred && q.only_data() && q.data.len() < 16 {
+        } else if inline && q.only_data() && q.data.len() < 16 && q.held == 0 {
             // Deferred replies wait ahead: they go out together with this
             // frame, in one sendmsg.
             match self.send_with_queued(&mut q, &frame) {
-                Ok(n) if n == frame.len() => return Ok(Some(frame)),
+                Ok(n) if n == frame.len() => {
+                    self.stats.sent(n);
+                    return Ok(Some(frame));
+                }
                 Ok(n) => offset = n,
                 Err(()) => {
                     drop(q);
@@ -352,12 +388,17 @@ impl Conn {
             }
         }
         q.account(frame.len(), reply, true);
+        q.held += usize::from(not_before.is_some());
         q.data.push_back(Item {
             frame,
             tag,
             reply,
             offset,
+            not_before,
         });
+        self.stats
+            .queue_depth_max
+            .fetch_max(q.data.len() as u64, Ordering::Relaxed);
         drop(q);
         if !deferred {
             self.cv.notify_all();
@@ -388,10 +429,20 @@ impl Conn {
         const MAX: usize = 16;
         let mut bufs: [&[u8]; MAX] = [&[]; MAX];
         // `extra` goes only behind every queued frame, never ahead of one.
-        let extra = if q.data.len() < MAX { extra } else { &[] };
+        let extra = if q.data.len() < MAX && q.held == 0 {
+            extra
+        } else {
+            &[]
+        };
         let room = if extra.is_empty() { MAX } else { MAX - 1 };
+        let now = (q.held > 0).then(Instant::now);
         let mut n = 0;
-        for (b, it) in bufs[..room].iter_mut().zip(q.data.iter()) {
+        // A held frame, and everything behind it, stays.
+        let free = q
+            .data
+            .iter()
+            .take_while(|it| now.is_none_or(|now| !it.held(now)));
+        for (b, it) in bufs[..room].iter_mut().zip(free) {
             *b = &it.frame[it.offset..];
             n += 1;
         }
@@ -399,6 +450,9 @@ impl Conn {
         if !extra.is_empty() {
             bufs[n] = extra;
             n += 1;
+        }
+        if n == 0 {
+            return Ok((false, 0));
         }
         let mut sent = sys::send_vectored_now(&self.stream, &bufs[..n]).map_err(|_| ())?;
         for _ in 0..batch {
@@ -410,7 +464,8 @@ impl Conn {
             }
             sent -= left;
             let it = q.data.pop_front().expect("front exists");
-            q.account(it.frame.len(), it.reply, false);
+            q.retire(&it);
+            self.stats.sent(it.frame.len());
             done(it.frame);
         }
         Ok((true, sent))
@@ -484,10 +539,11 @@ impl Conn {
     pub fn cancel(&self, tag: u64, out: &mut Vec<Vec<u8>>) {
         let mut q = self.lock();
         let mut kept = VecDeque::with_capacity(q.data.len());
-        let mut freed = 0;
+        let (mut freed, mut unheld) = (0, 0);
         for it in q.data.drain(..) {
             if it.tag == tag && !it.reply && it.offset == 0 {
                 freed += it.frame.len();
+                unheld += usize::from(it.not_before.is_some());
                 out.push(it.frame);
             } else {
                 kept.push_back(it);
@@ -495,6 +551,7 @@ impl Conn {
         }
         q.data = kept;
         q.request_bytes -= freed;
+        q.held -= unheld;
     }
 
     /// The send thread's loop: writes what is queued until the connection
@@ -515,6 +572,7 @@ impl Conn {
                     // nothing may go out in the middle of it.
                     if q.data.front().is_some_and(|it| it.offset > 0) {
                         let it = q.data.pop_front().expect("front exists");
+                        q.unhold(&it);
                         break (it.frame, it.offset, Some(it.reply));
                     }
                     if let Some(f) = q.heartbeat.take() {
@@ -527,7 +585,19 @@ impl Conn {
                         q.control_bytes -= f.len();
                         break (f, 0, None);
                     }
+                    if let Some(until) = q.front_held() {
+                        // A held frame: wait out its hold (heartbeats and
+                        // control frames still go meanwhile).
+                        let wait = until.saturating_duration_since(Instant::now());
+                        q = self
+                            .cv
+                            .wait_timeout(q, wait)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                        continue;
+                    }
                     if let Some(it) = q.data.pop_front() {
+                        q.unhold(&it);
                         break (it.frame, it.offset, Some(it.reply));
                     }
                     q = self.cv.wait(q).unwrap_or_else(|p| p.into_inner());
@@ -537,7 +607,23 @@ impl Conn {
             };
             // A write that makes no progress for the send timeout fails and
             // shuts the connection down.
-            let ok = w.write_all(&frame[offset..]).is_ok();
+            let wrote = w.write_all(&frame[offset..]);
+            let ok = wrote.is_ok();
+            match &wrote {
+                Ok(()) if data.is_some() => self.stats.sent(frame.len()),
+                Ok(()) => {
+                    self.stats.control_sent.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    self.stats.send_timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {}
+            }
             let mut q = self.lock();
             q.writing = false;
             if let Some(reply) = data {
@@ -554,186 +640,7 @@ impl Conn {
             }
         }
     }
-
-    /// The reader, for the receive thread.
-    pub fn reader(&self) -> MutexGuard<'_, ReadState> {
-        self.reader.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The reader, if no one else is reading.
-    pub fn try_reader(&self) -> Option<MutexGuard<'_, ReadState>> {
-        self.reader.try_lock().ok()
-    }
-
-    /// The socket's descriptor.
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(&self.stream)
-    }
-
-    /// Waits up to `timeout` for bytes to read.
-    pub fn wait_readable(&self, timeout: Duration) -> bool {
-        sys::wait_readable(&self.stream, timeout)
-    }
-
-    /// Refills the staging buffer from the socket: `None` when bytes came.
-    fn fill(&self, rs: &mut ReadState) -> Option<ReadStep> {
-        if rs.lo == rs.hi {
-            rs.lo = 0;
-            rs.hi = 0;
-        }
-        match sys::recv_now(&self.stream, &mut rs.stage[rs.hi..]) {
-            Ok(None) => Some(ReadStep::Pending),
-            Ok(Some(0)) | Err(_) => Some(ReadStep::Eof),
-            Ok(Some(n)) => {
-                rs.hi += n;
-                None
-            }
-        }
-    }
-
-    /// Reads what has arrived toward the next frame, without blocking.
-    pub fn read_step(&self, rs: &mut ReadState, alloc: &dyn Fn(usize) -> Vec<u8>) -> ReadStep {
-        loop {
-            if let Some((_, buf)) = rs.body.as_mut() {
-                let need = buf.len() - rs.body_got;
-                if need == 0 {
-                    let (h, buf) = rs.body.take().expect("some");
-                    rs.hdr_got = 0;
-                    return ReadStep::Frame(h, buf);
-                }
-                if rs.lo < rs.hi {
-                    let got = rs.body_got;
-                    let (_, buf) = rs.body.as_mut().expect("some");
-                    let n = {
-                        let avail = rs.hi - rs.lo;
-                        let n = avail.min(need);
-                        buf[got..got + n].copy_from_slice(&rs.stage[rs.lo..rs.lo + n]);
-                        n
-                    };
-                    rs.lo += n;
-                    rs.body_got += n;
-                    continue;
-                }
-                if need >= STAGE / 2 {
-                    // A large body goes straight into its buffer.
-                    match sys::recv_now(&self.stream, &mut buf[rs.body_got..]) {
-                        Ok(None) => return ReadStep::Pending,
-                        Ok(Some(0)) | Err(_) => return ReadStep::Eof,
-                        Ok(Some(n)) => rs.body_got += n,
-                    }
-                    continue;
-                }
-                if let Some(step) = self.fill(rs) {
-                    return step;
-                }
-                continue;
-            }
-            if rs.lo == rs.hi {
-                if let Some(step) = self.fill(rs) {
-                    return step;
-                }
-            }
-            let mut hdr = rs.hdr;
-            let n = rs.take(&mut hdr[rs.hdr_got..]);
-            rs.hdr = hdr;
-            rs.hdr_got += n;
-            if rs.hdr_got < frame::HEADER_LEN {
-                continue;
-            }
-            let h = match Header::parse(&rs.hdr) {
-                Ok(h) => h,
-                Err(e) => return ReadStep::Bad(e),
-            };
-            let mut buf = alloc(frame::HEADER_LEN + h.len as usize);
-            buf[..frame::HEADER_LEN].copy_from_slice(&rs.hdr);
-            rs.body = Some((h, buf));
-            rs.body_got = frame::HEADER_LEN;
-        }
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Read;
-    use std::net::TcpListener;
-
-    /// A connection's far end, read by a thread into one buffer.
-    fn pair() -> (Conn, TcpStream) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (far, _) = l.accept().unwrap();
-        let c = Conn::new(NodeId(1), near, 1 << 30, 1 << 30, Duration::from_secs(5)).unwrap();
-        (c, far)
-    }
-
-    fn frame(i: usize, len: usize) -> Vec<u8> {
-        (0..len).map(|k| (i * 31 + k * 7) as u8).collect()
-    }
-
-    /// Flushes until `n` frames are done or the time is up.
-    fn flush_all(c: &Conn, n: usize) -> Vec<Vec<u8>> {
-        let mut done = Vec::new();
-        let end = Instant::now() + Duration::from_secs(10);
-        while done.len() < n {
-            c.flush_now(&mut |f| done.push(f));
-            assert!(
-                Instant::now() < end,
-                "only {} of {n} frames went",
-                done.len()
-            );
-        }
-        done
-    }
-
-    #[test]
-    fn a_flush_writes_deferred_frames_whole_and_in_order() {
-        let (c, mut far) = pair();
-        // More than one batch (16) of replies, of several sizes.
-        let frames: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 50 + i * 13)).collect();
-        for f in &frames {
-            assert!(matches!(c.data(f.clone(), 0, true, true), Ok(None)));
-        }
-        let done = flush_all(&c, frames.len());
-        assert!(done == frames, "each frame retired whole, in order");
-        let want: Vec<u8> = frames.concat();
-        let mut got = vec![0u8; want.len()];
-        far.read_exact(&mut got).unwrap();
-        assert!(got == want);
-    }
-
-    #[test]
-    fn frames_the_socket_takes_in_part_go_on_from_where_they_stopped() {
-        let (c, far) = pair();
-        // Far more than the socket buffers hold: the first flushes stop
-        // inside a frame.
-        let frames: Vec<Vec<u8>> = (0..24).map(|i| frame(i, (1 << 20) + i)).collect();
-        let want: Vec<u8> = frames.concat();
-        let total = want.len();
-        for f in &frames[..20] {
-            assert!(matches!(c.data(f.clone(), 0, true, true), Ok(None)));
-        }
-        let mut early = Vec::new();
-        c.flush_now(&mut |f| early.push(f));
-        assert!(early.len() < 20, "the socket took every frame at once");
-        assert!(
-            c.lock().data.front().is_some_and(|it| it.offset > 0),
-            "stopped inside a frame"
-        );
-        // A frame sent now (not deferred) queues behind the others.
-        for f in &frames[20..] {
-            assert!(matches!(c.data(f.clone(), 0, false, false), Ok(None)));
-        }
-        let reader = std::thread::spawn(move || {
-            let mut far = far;
-            let mut got = vec![0u8; total];
-            far.read_exact(&mut got).unwrap();
-            got
-        });
-        let mut done = early;
-        done.extend(flush_all(&c, frames.len() - done.len()));
-        assert!(done == frames, "each frame retired whole, in order");
-        assert!(c.lock().data.is_empty());
-        assert!(reader.join().unwrap() == want, "every byte, in order");
-    }
-}
+mod tests;
