@@ -60,7 +60,11 @@ fn get(addr: &str, path: &str, accept: Option<&str>) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").expect("a whole response");
@@ -69,7 +73,8 @@ fn get(addr: &str, path: &str, accept: Option<&str>) -> (u16, String, String) {
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-type").then(|| v.trim().to_string())
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
         })
         .unwrap_or_default();
     (status, ctype, body.to_string())
@@ -187,6 +192,43 @@ fn representative(name: &str) -> StatsDoc {
         ("eagain_deferrals", 1),
     ]));
     d.push(Group::new("transport").counter("comms_opened", 1));
+    // The in-process targets' kinds (ernic_nvmeof::stats, ernic_s3's
+    // service stats), by the names their writers give.
+    d.push(Group::new("nvmeof").counters([
+        ("connections_accepted", 2),
+        ("connections_rejected", 0),
+        ("queues_torn_down", 0),
+        ("commands", 10),
+    ]));
+    d.push(Group::new("nvmeof_namespace").label("nsid", 1).counters([
+        ("reads", 1),
+        ("writes", 1),
+        ("read_bytes", 4096),
+        ("written_bytes", 4096),
+    ]));
+    d.push(
+        Group::new("nvmeof_command")
+            .label("queue", "io")
+            .label("opcode", "read")
+            .label("status", "success")
+            .counter("commands", 1),
+    );
+    d.push(
+        Group::new("s3_request")
+            .label("operation", "PutObject")
+            .label("status", "2xx")
+            .counter("requests", 1),
+    );
+    d.push(
+        Group::new("s3_error")
+            .label("code", "NoSuchKey")
+            .counter("errors", 1),
+    );
+    d.push(
+        Group::new("s3")
+            .label("body", "http")
+            .counters([("received_bytes", 1), ("sent_bytes", 1)]),
+    );
     d.faults.push(FaultStat {
         spec: "rx_drop:every=10".into(),
         event: "rx_drop".into(),
@@ -201,7 +243,12 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     let d = dir("scrape");
     let (a, b) = (d.join("a.json"), d.join("b.json"));
     let mut da = representative("node-a");
-    da.groups.push(Group::new("qp").label("qpn", 18).counter("rdma_writes", 10).gauge("depth", 2.5));
+    da.groups.push(
+        Group::new("qp")
+            .label("qpn", 18)
+            .counter("rdma_writes", 10)
+            .gauge("depth", 2.5),
+    );
     write_atomic(&a, &da).unwrap();
     let mut db = StatsDoc::new(&instance("node-b"));
     db.push(Group::new("qp").label("qpn", 18).counter("rdma_writes", 7));
@@ -213,11 +260,18 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     write_atomic(&stale, &ds).unwrap();
     let missing = d.join("missing.json");
     let garbage = d.join("garbage.json");
-    std::fs::write(&garbage, b"{\"schema\": \"ernic-stats/1\", \"groups\": [\xff").unwrap();
+    std::fs::write(
+        &garbage,
+        b"{\"schema\": \"ernic-stats/1\", \"groups\": [\xff",
+    )
+    .unwrap();
     let other = d.join("other.json");
     std::fs::write(&other, br#"{"schema":"ernic-stats/2","instance":{"program":"x","name":"n2","pid":1,"version":"9","started_unix_ms":0},"written_unix_ms":0,"groups":[]}"#).unwrap();
 
-    let ex = exporter(&[&a, &b, &stale, &missing, &garbage, &other], &["--stale-after", "10"]);
+    let ex = exporter(
+        &[&a, &b, &stale, &missing, &garbage, &other],
+        &["--stale-after", "10"],
+    );
     let (status, ctype, body) = get(&ex.addr, "/metrics", None);
     assert_eq!(status, 200);
     assert_eq!(ctype, "text/plain; version=0.0.4; charset=utf-8");
@@ -226,20 +280,52 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
 
     // The same series name and group labels under two instances.
     let w = "ernic_qp_rdma_writes_total";
-    assert_eq!(value(&s, w, &[("instance", "node-a"), ("qpn", "18")]), Value::Counter(10.0));
-    assert_eq!(value(&s, w, &[("instance", "node-b"), ("qpn", "18")]), Value::Counter(7.0));
-    assert_eq!(value(&s, "ernic_qp_depth", &[("instance", "node-a"), ("qpn", "18")]), Value::Gauge(2.5));
+    assert_eq!(
+        value(&s, w, &[("instance", "node-a"), ("qpn", "18")]),
+        Value::Counter(10.0)
+    );
+    assert_eq!(
+        value(&s, w, &[("instance", "node-b"), ("qpn", "18")]),
+        Value::Counter(7.0)
+    );
+    assert_eq!(
+        value(
+            &s,
+            "ernic_qp_depth",
+            &[("instance", "node-a"), ("qpn", "18")]
+        ),
+        Value::Gauge(2.5)
+    );
     // node_exporter's infiniband names.
     let port = [("instance", "node-a"), ("port", "1")];
-    assert_eq!(value(&s, "ernic_port_data_transmitted_bytes_total", &port), Value::Counter(1e6));
-    assert_eq!(value(&s, "ernic_port_packets_received_total", &port), Value::Counter(2000.0));
-    assert_eq!(value(&s, "ernic_link_downed_total", &port), Value::Counter(1.0));
+    assert_eq!(
+        value(&s, "ernic_port_data_transmitted_bytes_total", &port),
+        Value::Counter(1e6)
+    );
+    assert_eq!(
+        value(&s, "ernic_port_packets_received_total", &port),
+        Value::Counter(2000.0)
+    );
+    assert_eq!(
+        value(&s, "ernic_link_downed_total", &port),
+        Value::Counter(1.0)
+    );
     // prometheus-parse splits labels at every '=', so a fault's spec
     // (`rx_drop:every=10`) is checked as the exact line (promtool parsed it).
     let fault = r#"{instance="node-a",fault="rx_drop:every=10",event="rx_drop"}"#;
-    assert!(body.contains(&format!("\nernic_fault_events_total{fault} 30\n")), "{body}");
-    assert!(body.contains(&format!("\nernic_fault_fired_total{fault} 3\n")), "{body}");
-    let info = [("instance", "node-a"), ("program", "ernic-server"), ("node_id", "2")];
+    assert!(
+        body.contains(&format!("\nernic_fault_events_total{fault} 30\n")),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!("\nernic_fault_fired_total{fault} 3\n")),
+        "{body}"
+    );
+    let info = [
+        ("instance", "node-a"),
+        ("program", "ernic-server"),
+        ("node_id", "2"),
+    ];
     assert_eq!(value(&s, "ernic_info", &info), Value::Gauge(1.0));
     assert_eq!(
         value(&s, "ernic_start_time_seconds", &[("instance", "node-a")]),
@@ -251,7 +337,13 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     assert!((0.0..10.0).contains(&age), "{age}");
 
     // Up and down, each with its path; never an error page.
-    let up = |inst: &str, p: &Path| value(&s, "ernic_up", &[("instance", inst), ("path", p.to_str().unwrap())]);
+    let up = |inst: &str, p: &Path| {
+        value(
+            &s,
+            "ernic_up",
+            &[("instance", inst), ("path", p.to_str().unwrap())],
+        )
+    };
     assert_eq!(up("node-a", &a), Value::Gauge(1.0));
     assert_eq!(up("node-b", &b), Value::Gauge(1.0));
     assert_eq!(up("node-s", &stale), Value::Gauge(0.0));
@@ -259,16 +351,30 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     assert_eq!(up(garbage.to_str().unwrap(), &garbage), Value::Gauge(0.0));
     assert_eq!(up(other.to_str().unwrap(), &other), Value::Gauge(0.0));
     // A stale file's counters are not served as if current.
-    assert!(!s.iter().any(|x| x.metric == w && x.labels.get("instance") == Some("node-s")));
+    assert!(
+        !s.iter()
+            .any(|x| x.metric == w && x.labels.get("instance") == Some("node-s"))
+    );
     // Every counter is typed as one, and named with _total.
     assert!(s.iter().all(|x| !matches!(x.value, Value::Untyped(_))));
-    assert!(s.iter().filter(|x| matches!(x.value, Value::Counter(_))).all(|x| x.metric.ends_with("_total")));
+    assert!(
+        s.iter()
+            .filter(|x| matches!(x.value, Value::Counter(_)))
+            .all(|x| x.metric.ends_with("_total"))
+    );
 
     // The file changes and the next scrape reads it afresh.
-    da.groups.last_mut().unwrap().counters.insert("rdma_writes".into(), 11);
+    da.groups
+        .last_mut()
+        .unwrap()
+        .counters
+        .insert("rdma_writes".into(), 11);
     write_atomic(&a, &da).unwrap();
     let s = parse(&get(&ex.addr, "/metrics", None).2);
-    assert_eq!(value(&s, w, &[("instance", "node-a"), ("qpn", "18")]), Value::Counter(11.0));
+    assert_eq!(
+        value(&s, w, &[("instance", "node-a"), ("qpn", "18")]),
+        Value::Counter(11.0)
+    );
 }
 
 #[test]
@@ -280,10 +386,15 @@ fn openmetrics_when_asked_an_index_page_and_404_for_anything_else() {
     let accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
     let (status, ctype, body) = get(&ex.addr, "/metrics", Some(accept));
     assert_eq!(status, 200);
-    assert_eq!(ctype, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+    assert_eq!(
+        ctype,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
     assert!(body.ends_with("# EOF\n"), "{body}");
     assert!(body.contains("# TYPE ernic_port_packets_received counter\n"));
-    assert!(body.contains("\nernic_port_packets_received_total{instance=\"node-a\",port=\"1\"} 2000\n"));
+    assert!(
+        body.contains("\nernic_port_packets_received_total{instance=\"node-a\",port=\"1\"} 2000\n")
+    );
     let (status, _, body) = get(&ex.addr, "/", None);
     assert_eq!(status, 200);
     assert!(body.contains("<a href=\"/metrics\">"), "{body}");
@@ -309,7 +420,10 @@ fn names_and_labels_from_a_file_are_sanitized_and_never_collide() {
     promtool(&body);
     let s = parse(&body);
     let m = "ernic_weird_kind_odd_name_x_total";
-    assert_eq!(value(&s, m, &[("instance", "same"), ("group_instance", "spoof")]), Value::Counter(5.0));
+    assert_eq!(
+        value(&s, m, &[("instance", "same"), ("group_instance", "spoof")]),
+        Value::Counter(5.0)
+    );
     let later = format!("same@{}", b.display());
     assert_eq!(value(&s, m, &[("instance", &later)]), Value::Counter(5.0));
     assert!(body.contains("bad_label=\"x\\\"y\\\\z\\nw\""), "{body}");
@@ -318,14 +432,17 @@ fn names_and_labels_from_a_file_are_sanitized_and_never_collide() {
 /// Every `ernic_…` name in the dashboard's PromQL expressions.
 fn dashboard_metrics() -> BTreeSet<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/grafana/ernic.json");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut exprs = Vec::new();
     fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
         match v {
             serde_json::Value::Object(m) => {
                 for (k, v) in m {
                     match v {
-                        serde_json::Value::String(s) if k == "expr" || k == "query" => out.push(s.clone()),
+                        serde_json::Value::String(s) if k == "expr" || k == "query" => {
+                            out.push(s.clone())
+                        }
                         _ => walk(v, out),
                     }
                 }
@@ -342,8 +459,12 @@ fn dashboard_metrics() -> BTreeSet<String> {
         let mut i = 0;
         while let Some(at) = e[i..].find("ernic_") {
             let start = i + at;
-            let word_start = start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
-            let end = start + e[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(e.len() - start);
+            let word_start =
+                start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
+            let end = start
+                + e[start..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(e.len() - start);
             if word_start {
                 names.insert(e[start..end].to_string());
             }
@@ -365,6 +486,9 @@ fn every_metric_the_grafana_dashboard_queries_is_served() {
         .collect();
     let wanted = dashboard_metrics();
     let missing: Vec<&String> = wanted.difference(&served).collect();
-    assert!(missing.is_empty(), "the dashboard queries metrics the exporter does not serve: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics the exporter does not serve: {missing:?}"
+    );
     assert!(wanted.contains("ernic_up") && wanted.contains("ernic_fault_fired_total"));
 }
