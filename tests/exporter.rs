@@ -192,43 +192,15 @@ fn representative(name: &str) -> StatsDoc {
         ("eagain_deferrals", 1),
     ]));
     d.push(Group::new("transport").counter("comms_opened", 1));
-    // The in-process targets' kinds (ernic_nvmeof::stats, ernic_s3's
-    // service stats), by the names their writers give.
-    d.push(Group::new("nvmeof").counters([
-        ("connections_accepted", 2),
-        ("connections_rejected", 0),
-        ("queues_torn_down", 0),
-        ("commands", 10),
-    ]));
-    d.push(Group::new("nvmeof_namespace").label("nsid", 1).counters([
-        ("reads", 1),
-        ("writes", 1),
-        ("read_bytes", 4096),
-        ("written_bytes", 4096),
-    ]));
-    d.push(
-        Group::new("nvmeof_command")
-            .label("queue", "io")
-            .label("opcode", "read")
-            .label("status", "success")
-            .counter("commands", 1),
-    );
-    d.push(
-        Group::new("s3_request")
-            .label("operation", "PutObject")
-            .label("status", "2xx")
-            .counter("requests", 1),
-    );
-    d.push(
-        Group::new("s3_error")
-            .label("code", "NoSuchKey")
-            .counter("errors", 1),
-    );
-    d.push(
-        Group::new("s3")
-            .label("body", "http")
-            .counters([("received_bytes", 1), ("sent_bytes", 1)]),
-    );
+    // The in-process targets' kinds, from their own counters.
+    let nvme = ernic_nvmeof::stats::NvmeofStats::default();
+    nvme.command(false, 0x02, ernic_nvmeof::wire::status::Status::SUCCESS);
+    nvme.read(0, 4096);
+    d.groups.extend(nvme.groups(1));
+    let s3 = ernic_s3::service::ServiceStats::default();
+    s3.request(Some(ernic_s3::service::route::Op::PutObject), 200);
+    s3.error("NoSuchKey");
+    d.groups.extend(s3.groups());
     d.faults.push(FaultStat {
         spec: "rx_drop:every=10".into(),
         event: "rx_drop".into(),
