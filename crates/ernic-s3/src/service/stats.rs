@@ -279,10 +279,9 @@ mod tests {
         s.request(None, 400);
         s.error("NoSuchKey");
         s.error("SomethingNew");
-        let d = {
-            let mut d = ernic_ops::StatsDoc::default();
-            d.groups = s.groups();
-            d
+        let d = ernic_ops::StatsDoc {
+            groups: s.groups(),
+            ..Default::default()
         };
         let req = |op, st| {
             d.counter(
