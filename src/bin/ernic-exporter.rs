@@ -13,10 +13,14 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use ernic::exporter::http::{Config, serve};
 
-/// Serve ernic stats files (ernic-server, ernic perf, ernic nvme serve, …)
-/// as Prometheus metrics on /metrics.
+/// The command line.
 #[derive(Parser, Debug)]
-#[command(name = "ernic-exporter", version, about, after_help = AFTER_HELP)]
+#[command(
+    name = "ernic-exporter",
+    version,
+    about = "Serve ernic stats files (ernic-server, ernic perf, ernic nvme serve, ...) as Prometheus metrics on /metrics",
+    after_help = AFTER_HELP
+)]
 struct Args {
     /// A stats file to serve (repeat for several instances); each is read
     /// afresh on every scrape.
