@@ -16,30 +16,7 @@ fn the_stats_file_counts_a_known_workload_exactly() {
     std::fs::create_dir_all(&dir).unwrap();
     let stats = dir.join("s3.json");
     let port = free_port();
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_ernic"))
-        .args(["s3", "serve", "--anonymous", "--seconds", "120"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .arg("--stats-file")
-        .arg(&stats)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(st)) = serve.try_wait() {
-            let mut err = String::new();
-            serve
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("ernic s3 serve exited ({st}): {err}");
-        }
-        assert!(start.elapsed() < Duration::from_secs(20), "no listener");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut serve = serve(port, &stats, &[]);
     let ep = format!("127.0.0.1:{port}");
     let src = dir.join("src.bin");
     std::fs::write(&src, vec![7u8; 1000]).unwrap();
@@ -61,17 +38,9 @@ fn the_stats_file_counts_a_known_workload_exactly() {
     assert!(!ok, "a missing key fails");
 
     // The file is rewritten every second: wait for the last request.
-    let end = Instant::now() + Duration::from_secs(10);
-    let doc = loop {
-        let doc = ernic_ops::read_stats(&stats).ok();
-        let missing = doc
-            .as_ref()
-            .and_then(|d| d.counter("s3_error", &[("code", "NoSuchKey")], "errors"));
-        if missing == Some(1) || Instant::now() > end {
-            break doc.expect("the stats file reads");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let doc = settled(&stats, |d| {
+        d.counter("s3_error", &[("code", "NoSuchKey")], "errors") == Some(1)
+    });
     let _ = serve.kill();
     let _ = serve.wait();
     let show = serde_json::to_string_pretty(&doc.groups).unwrap();
@@ -107,5 +76,128 @@ fn the_stats_file_counts_a_known_workload_exactly() {
         Some(0),
         "{show}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ernic s3 serve --anonymous --stats-file STATS EXTRA`, once it listens.
+fn serve(port: u16, stats: &std::path::Path, extra: &[&str]) -> std::process::Child {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(["s3", "serve", "--anonymous", "--seconds", "120"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("--stats-file")
+        .arg(stats)
+        .args(extra)
+        .env("ERNIC_TCP_LISTEN", "127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(st)) = serve.try_wait() {
+            let mut err = String::new();
+            serve
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("ernic s3 serve exited ({st}): {err}");
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no listener");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve
+}
+
+/// The stats file once `done` holds of it (it is rewritten every second).
+fn settled(
+    stats: &std::path::Path,
+    done: impl Fn(&ernic_ops::StatsDoc) -> bool,
+) -> ernic_ops::StatsDoc {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let doc = ernic_ops::read_stats(stats).ok();
+        if doc.as_ref().is_some_and(&done) || Instant::now() > end {
+            return doc.expect("the stats file reads");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn objects_moved_by_rdma_token_count_as_token_bytes() {
+    let dir = std::env::temp_dir().join(format!("ernic-s3-stats-rdma-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let stats = dir.join("s3.json");
+    let (port, mesh) = (free_port(), free_port());
+    let mut serve = serve(
+        port,
+        &stats,
+        &["--mesh", &format!("tcp:manager:listen:{mesh}")],
+    );
+    let ep = format!("127.0.0.1:{port}");
+    let worker = format!("tcp:worker:127.0.0.1:{mesh}");
+    let src = dir.join("src.bin");
+    std::fs::write(&src, vec![9u8; 100_000]).unwrap();
+    let (ok, _, err) = ernic(&["s3", "mb", "s3://rdm", "--endpoint", &ep]);
+    assert!(ok, "{err}");
+    let rdma = ["--endpoint", &ep, "--mesh", &worker];
+    let (ok, _, err) = ernic(
+        &[
+            &[
+                "s3",
+                "put",
+                src.to_str().unwrap(),
+                "s3://rdm/o",
+                "--addr",
+                "192.0.2.91",
+            ][..],
+            &rdma,
+        ]
+        .concat(),
+    );
+    assert!(ok && err.contains("by RDMA"), "{err}");
+    let dst = dir.join("dst.bin");
+    let (ok, _, err) = ernic(
+        &[
+            &[
+                "s3",
+                "get",
+                "s3://rdm/o",
+                dst.to_str().unwrap(),
+                "--addr",
+                "192.0.2.92",
+            ][..],
+            &rdma,
+        ]
+        .concat(),
+    );
+    assert!(ok && err.contains("by RDMA"), "{err}");
+    let doc = settled(&stats, |d| {
+        d.counter("s3", &[("body", "token")], "sent_bytes") == Some(100_000)
+    });
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let show = serde_json::to_string_pretty(&doc.groups).unwrap();
+    let token = [("body", "token")];
+    assert_eq!(
+        doc.counter("s3", &token, "received_bytes"),
+        Some(100_000),
+        "{show}"
+    );
+    assert_eq!(
+        doc.counter("s3", &token, "sent_bytes"),
+        Some(100_000),
+        "{show}"
+    );
+    let http = [("body", "http")];
+    assert_eq!(
+        doc.counter("s3", &http, "received_bytes"),
+        Some(0),
+        "{show}"
+    );
+    assert_eq!(doc.counter("s3", &http, "sent_bytes"), Some(0), "{show}");
     let _ = std::fs::remove_dir_all(&dir);
 }
