@@ -240,8 +240,17 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     let other = d.join("other.json");
     std::fs::write(&other, br#"{"schema":"ernic-stats/2","instance":{"program":"x","name":"n2","pid":1,"version":"9","started_unix_ms":0},"written_unix_ms":0,"groups":[]}"#).unwrap();
 
+    // A FIFO would block a reader that opened it: it is down, not a hang.
+    let fifo = d.join("fifo.json");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let ex = exporter(
-        &[&a, &b, &stale, &missing, &garbage, &other],
+        &[&a, &b, &stale, &missing, &garbage, &other, &fifo, &d],
         &["--stale-after", "10"],
     );
     let (status, ctype, body) = get(&ex.addr, "/metrics", None);
@@ -322,6 +331,8 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     assert_eq!(up(missing.to_str().unwrap(), &missing), Value::Gauge(0.0));
     assert_eq!(up(garbage.to_str().unwrap(), &garbage), Value::Gauge(0.0));
     assert_eq!(up(other.to_str().unwrap(), &other), Value::Gauge(0.0));
+    assert_eq!(up(fifo.to_str().unwrap(), &fifo), Value::Gauge(0.0));
+    assert_eq!(up(d.to_str().unwrap(), &d), Value::Gauge(0.0));
     // A stale file's counters are not served as if current.
     assert!(
         !s.iter()

@@ -81,6 +81,17 @@ impl Scraped {
 
 /// Reads `path` now and judges it against `stale_after`.
 pub fn scrape_file(path: &Path, stale_after: Duration, now: SystemTime) -> Scraped {
+    // A FIFO or a device at the path would block the scrape, a directory
+    // cannot be read: only a regular file is opened.
+    let regular = std::fs::metadata(path).map(|m| m.is_file());
+    if let Ok(false) = regular {
+        return Scraped {
+            path: path.to_path_buf(),
+            doc: None,
+            down: Some(format!("{}: not a regular file", path.display())),
+            age: None,
+        };
+    }
     match ernic_ops::read_stats(path) {
         Err(e) => {
             tracing::debug!(path = %path.display(), error = %e, "stats file down");
