@@ -18,7 +18,10 @@ fuzz_target!(|data: &[u8]| {
     let back = ernic_ops::file::parse_stats(&again).expect("what was written reads");
     assert_eq!(back.groups.len(), doc.groups.len());
     for (a, b) in back.groups.iter().zip(&doc.groups) {
-        assert_eq!((&a.kind, &a.labels, &a.counters), (&b.kind, &b.labels, &b.counters));
+        assert_eq!(
+            (&a.kind, &a.labels, &a.counters),
+            (&b.kind, &b.labels, &b.counters)
+        );
     }
     let files = [Scraped {
         path: "fuzz.json".into(),
