@@ -12,6 +12,8 @@
 //!   (`get`, `put`, `ls`, `mb`), and `bench`.
 //! - `p4`: the P4 engine offline: bmv2 JSON programs over pcap files
 //!   (`run`), p4c's STF tests (`stf`), and `bench`.
+//! - `stats`: a stats file (docs/stats.md) as a table, or as rates per
+//!   second refreshed in place (`--watch`).
 
 #[allow(unsafe_code)]
 mod bench;
@@ -22,6 +24,7 @@ mod p4;
 mod perf;
 mod progress;
 mod s3;
+mod stats;
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +54,8 @@ enum Cmd {
     /// The P4 engine offline: run pcaps through a program, run STF tests, bench.
     #[command(subcommand)]
     P4(p4::P4Cmd),
+    /// Show a stats file: every group's totals, or rates per second with --watch.
+    Stats(stats::StatsArgs),
 }
 
 fn main() {
@@ -62,6 +67,7 @@ fn main() {
         Cmd::Nvme(cmd) => nvme::run(&cmd),
         Cmd::S3(cmd) => s3::run(&cmd),
         Cmd::P4(cmd) => p4::run(&cmd),
+        Cmd::Stats(args) => stats::run(&args),
     };
     if let Err(e) = result {
         eprintln!("ernic: {e:#}");

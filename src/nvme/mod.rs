@@ -65,6 +65,11 @@ pub struct ServeArgs {
     /// Stop after this many seconds (default: serve until killed).
     #[arg(long)]
     pub seconds: Option<u64>,
+    /// Write the target's counters to this stats file about once a second
+    /// and at the end (docs/stats.md: kinds nvmeof, nvmeof_namespace,
+    /// nvmeof_command, nvmeof_gsi, nvmeof_cm).
+    #[arg(long, value_name = "PATH")]
+    pub stats_file: Option<std::path::PathBuf>,
     /// The fabric.
     #[command(flatten)]
     pub fabric: FabricArgs,
@@ -126,10 +131,30 @@ fn serve(a: &ServeArgs) -> Result<()> {
             "the loopback fabric"
         },
     );
+    if let Some(p) = &a.stats_file {
+        ernic_ops::file::check_writable(p).map_err(anyhow::Error::msg)?;
+    }
     let serving = Serving::start(&fabric, &o)?;
+    let stats = match &a.stats_file {
+        None => None,
+        Some(p) => {
+            let counters = serving.stats().clone();
+            let namespaces = o.config.namespaces.len();
+            let me = ernic_ops::Instance::this_process("ernic nvme serve", None);
+            let snapshot = move || {
+                let mut doc = ernic_ops::StatsDoc::new(&me);
+                doc.groups = counters.groups(namespaces);
+                doc
+            };
+            let every = Duration::from_secs(1);
+            Some(ernic_ops::StatsThread::spawn(p.clone(), every, snapshot)?)
+        }
+    };
     if let Some(s) = a.seconds {
         std::thread::sleep(Duration::from_secs(s));
         let st = serving.stop()?;
+        // The last write, after the target's thread published its counts.
+        drop(stats);
         eprintln!(
             "ernic nvme: stopped: {} connection(s) accepted, {} rejected, {} command(s)",
             st.accepted, st.rejected, st.commands

@@ -98,6 +98,10 @@ pub struct ServeArgs {
     /// Stop after this many seconds (default: serve until killed).
     #[arg(long)]
     pub seconds: Option<u64>,
+    /// Write the service's counters to this stats file about once a second
+    /// and at the end (docs/stats.md: kinds s3_request, s3_error, s3).
+    #[arg(long, value_name = "PATH")]
+    pub stats_file: Option<std::path::PathBuf>,
     /// The fabric of the RDMA data plane.
     #[command(flatten)]
     pub fabric: FabricArgs,
@@ -187,6 +191,8 @@ fn serve_options(a: &ServeArgs) -> Result<S3Options> {
 pub struct Running {
     /// The HTTP server.
     pub server: ernic_s3::http::ServerHandle,
+    /// The service it serves (its counters: `stats_groups`).
+    pub service: Arc<S3Service>,
 }
 
 /// Starts the store `o` describes on `listen`, its data plane on `fabric`.
@@ -209,23 +215,36 @@ pub fn start(
     )
     .context("the RDMA data plane")?;
     let dp: Arc<dyn DataPlane> = Arc::new(dp);
-    let service = S3Service::new(store, o.config.clone(), Some(dp))?;
-    let server = Server::bind(
-        listen,
-        Arc::new(service),
-        Limits::default(),
-        max_connections,
-    )
-    .with_context(|| format!("listening on {listen}"))?;
+    let service = Arc::new(S3Service::new(store, o.config.clone(), Some(dp))?);
+    let server = Server::bind(listen, service.clone(), Limits::default(), max_connections)
+        .with_context(|| format!("listening on {listen}"))?;
     Ok(Running {
         server: server.spawn().context("starting the accept thread")?,
+        service,
     })
 }
 
 fn serve(a: &ServeArgs) -> Result<()> {
     let o = serve_options(a)?;
     let fabric = a.fabric.fabric()?;
+    if let Some(p) = &a.stats_file {
+        ernic_ops::file::check_writable(p).map_err(anyhow::Error::msg)?;
+    }
     let running = start(&o, &fabric, a.listen, a.max_connections)?;
+    let stats = match &a.stats_file {
+        None => None,
+        Some(p) => {
+            let service = running.service.clone();
+            let me = ernic_ops::Instance::this_process("ernic s3 serve", None);
+            let snapshot = move || {
+                let mut doc = ernic_ops::StatsDoc::new(&me);
+                doc.groups = service.stats_groups();
+                doc
+            };
+            let every = Duration::from_secs(1);
+            Some(ernic_ops::StatsThread::spawn(p.clone(), every, snapshot)?)
+        }
+    };
     eprintln!(
         "ernic s3: serving http://{} ({}, {} MiB, {}), RDMA data plane at {} on {}",
         running.server.local_addr(),
@@ -257,6 +276,8 @@ fn serve(a: &ServeArgs) -> Result<()> {
         Some(s) => {
             std::thread::sleep(Duration::from_secs(s));
             running.server.shutdown();
+            // The last write, with every request the server answered.
+            drop(stats);
             Ok(())
         }
         None => loop {

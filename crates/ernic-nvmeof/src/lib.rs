@@ -37,6 +37,7 @@ pub mod host;
 pub mod namespace;
 pub mod rdma;
 pub mod serve;
+pub mod stats;
 pub mod wire;
 
 mod error;

@@ -119,6 +119,8 @@ pub struct Serving {
     pub addr: Ipv4Addr,
     /// Its port.
     pub port: u16,
+    stats: Arc<crate::stats::NvmeofStats>,
+    namespaces: usize,
 }
 
 impl Serving {
@@ -148,9 +150,23 @@ impl Serving {
             thread: None,
             addr: opts.addr,
             port: opts.port,
+            stats: rdma.target().stats().clone(),
+            namespaces: rdma.target().namespaces().len(),
         };
         serving.resume(rdma)?;
         Ok(serving)
+    }
+
+    /// The target's counters, live while it serves.
+    pub fn stats(&self) -> &Arc<crate::stats::NvmeofStats> {
+        &self.stats
+    }
+
+    /// Its counters as stats-file groups (see
+    /// [`NvmeofStats::groups`](crate::stats::NvmeofStats::groups)): no lock,
+    /// callable from any thread while the target serves.
+    pub fn stats_groups(&self) -> Vec<ernic_ops::Group> {
+        self.stats.groups(self.namespaces)
     }
 
     /// Stops the thread and hands the target over, to be polled by the

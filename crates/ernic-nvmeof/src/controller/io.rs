@@ -157,6 +157,7 @@ impl Target {
                 let c = &mut self.counters[ns];
                 c.host_reads += 1;
                 c.sectors_read += data.len() as u64 / 512;
+                self.stats.read(ns, data.len() as u64);
             }
             IoOp::Write { ns, slba, nlb, fua } => {
                 let n = &mut self.namespaces[ns];
@@ -167,6 +168,7 @@ impl Target {
                 let c = &mut self.counters[ns];
                 c.host_writes += 1;
                 c.sectors_written += data.len() as u64 / 512;
+                self.stats.write(ns, data.len() as u64);
             }
             IoOp::Flush { ns } => self.namespaces[ns].flush().map_err(fail)?,
             IoOp::WriteZeroes { ns, slba, nlb } => {

@@ -314,6 +314,7 @@ pub struct Target {
     genctr: u64,
     pending: Vec<Action>,
     last_now: Option<Instant>,
+    stats: Arc<crate::stats::NvmeofStats>,
 }
 
 impl Target {
@@ -346,7 +347,20 @@ impl Target {
             genctr: 0,
             pending: Vec::with_capacity(MAX_CONTROLLERS),
             last_now: None,
+            stats: Arc::default(),
         })
+    }
+
+    /// Its counters (shared with the transport and a stats writer).
+    pub fn stats(&self) -> &Arc<crate::stats::NvmeofStats> {
+        &self.stats
+    }
+
+    /// Counts `cqe` as the completion of `cmd` on `q`.
+    fn counted(&self, q: &QueueState, cmd: &Cmd, cqe: cqe::Repr) -> cqe::Repr {
+        let admin = q.bound.is_none_or(|b| b.qid == 0);
+        self.stats.command(admin, cmd.opcode, cqe.status);
+        cqe
     }
 
     /// The configuration the target runs with.
@@ -392,13 +406,14 @@ impl Target {
         let cmd = Cmd::new(sqe);
         self.plan_op(q, &cmd)
             .map(|(_, x)| x)
-            .map_err(|f| complete(q, &cmd, f.status, f.result))
+            .map_err(|f| self.counted(q, &cmd, complete(q, &cmd, f.status, f.result)))
     }
 
     /// Completes a planned command whose data transfer failed, with `status`
     /// (normally [`Status::DATA_XFER_ERROR`]).
     pub fn fail(&self, q: &QueueState, sqe: &[u8; 64], status: Status) -> cqe::Repr {
-        complete(q, &Cmd::new(sqe), status, 0)
+        let cmd = Cmd::new(sqe);
+        self.counted(q, &cmd, complete(q, &cmd, status, 0))
     }
 
     fn plan_op(&self, q: &QueueState, cmd: &Cmd) -> Result<(Op, Xfer), Fail> {
@@ -530,10 +545,14 @@ impl Target {
         let cmd = Cmd::new(sqe);
         let (op, xfer) = match self.plan_op(q, &cmd) {
             Ok(p) => p,
-            Err(f) => return Outcome::Done(complete(q, &cmd, f.status, f.result)),
+            Err(f) => {
+                let cqe = complete(q, &cmd, f.status, f.result);
+                return Outcome::Done(self.counted(q, &cmd, cqe));
+            }
         };
         if usize::try_from(xfer.len()).ok() != Some(data.len()) {
-            return Outcome::Done(complete(q, &cmd, Status::DATA_XFER_ERROR.with_dnr(), 0));
+            let cqe = complete(q, &cmd, Status::DATA_XFER_ERROR.with_dnr(), 0);
+            return Outcome::Done(self.counted(q, &cmd, cqe));
         }
         if let Some(b) = q.bound {
             // Traffic-based keep-alive (CTRATT.TBKAS): any command counts.
@@ -542,7 +561,10 @@ impl Target {
             }
         }
         let result = match op {
-            Op::Connect(c) => return Outcome::Done(self.connect(q, now, &cmd, c, data)),
+            Op::Connect(c) => {
+                let cqe = self.connect(q, now, &cmd, c, data);
+                return Outcome::Done(self.counted(q, &cmd, cqe));
+            }
             Op::AsyncEvent => match self.hold_aer(q, &cmd) {
                 Ok(()) => return Outcome::Deferred,
                 Err(f) => Err(f),
@@ -550,10 +572,11 @@ impl Target {
             Op::Io(io) => self.run_io(io, data),
             other => self.run_admin(q, now, &cmd, other, data),
         };
-        Outcome::Done(match result {
+        let cqe = match result {
             Ok(r) => complete(q, &cmd, Status::SUCCESS, r),
             Err(f) => complete(q, &cmd, f.status, f.result),
-        })
+        };
+        Outcome::Done(self.counted(q, &cmd, cqe))
     }
 
     fn run_admin(

@@ -205,6 +205,8 @@ impl RdmaTarget {
             worked = true;
             self.gsi.send(out.to, &out.mad)?;
         }
+        // A few relaxed stores, so a stats writer sees this poll's counts.
+        self.target.stats().publish(&self.stats(), &self.cm.stats());
         Ok(worked)
     }
 

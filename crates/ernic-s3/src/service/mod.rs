@@ -16,6 +16,7 @@ pub mod multipart;
 pub mod object;
 pub mod payload;
 pub mod route;
+pub mod stats;
 pub mod token_path;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ use crate::store::Store;
 use error::{S3Error, S3Result};
 use payload::Framing;
 use route::{Op, Target};
+pub use stats::ServiceStats;
 pub use token_path::{DataPlane, DataPlaneError, Transfer};
 
 /// How the service authenticates and names itself.
@@ -76,6 +78,7 @@ pub struct S3Service {
     data_plane: Option<Arc<dyn DataPlane>>,
     requests: AtomicU64,
     id_seed: u64,
+    stats: ServiceStats,
 }
 
 impl S3Service {
@@ -101,6 +104,7 @@ impl S3Service {
             data_plane,
             requests: AtomicU64::new(0),
             id_seed,
+            stats: ServiceStats::default(),
         })
     }
 
@@ -112,6 +116,16 @@ impl S3Service {
     /// Its configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// What it counted (requests, errors, bytes).
+    pub fn stats(&self) -> &ServiceStats {
+        &self.stats
+    }
+
+    /// Its counters as stats-file groups (see [`ServiceStats::groups`]).
+    pub fn stats_groups(&self) -> Vec<ernic_ops::Group> {
+        self.stats.groups()
     }
 
     fn request_id(&self) -> String {
@@ -159,13 +173,37 @@ impl S3Service {
         }
     }
 
-    fn dispatch(&self, req: &Request, t: &Target, body: &mut dyn Body) -> S3Result<Response> {
+    fn dispatch(
+        &self,
+        req: &Request,
+        t: &Target,
+        body: &mut dyn Body,
+        routed: &mut Option<Op>,
+    ) -> S3Result<Response> {
         let framing = self.authenticate(req, t)?;
         let op = route::op(&req.method, t, req.header("x-amz-copy-source").is_some())?;
+        *routed = Some(op);
+        let counting = self
+            .data_plane
+            .as_deref()
+            .map(|inner| stats::CountingPlane {
+                inner,
+                stats: &self.stats,
+            });
+        // Object bytes in: the bodies of the operations that carry one.
+        let mut counted = stats::CountingBody {
+            inner: body,
+            stats: &self.stats,
+        };
+        let body: &mut dyn Body = if matches!(op, Op::PutObject | Op::UploadPart) {
+            &mut counted
+        } else {
+            counted.inner
+        };
         let mut cx = Cx {
             store: &*self.store,
             config: &self.config,
-            data_plane: self.data_plane.as_deref(),
+            data_plane: counting.as_ref().map(|c| c as &dyn DataPlane),
             req,
             t,
             framing: Some(framing),
@@ -199,11 +237,30 @@ impl S3Service {
         }
     }
 
-    fn finish(&self, r: S3Result<Response>, resource: &str, id: &str, head: bool) -> Response {
+    fn finish(
+        &self,
+        op: Option<Op>,
+        r: S3Result<Response>,
+        resource: &str,
+        id: &str,
+        head: bool,
+    ) -> Response {
         let mut resp = match r {
             Ok(r) => r,
-            Err(e) => e.into_response(resource, id, head),
+            Err(e) => {
+                self.stats.error(e.code);
+                e.into_response(resource, id, head)
+            }
         };
+        self.stats.request(op, resp.status);
+        // Object bytes out: the bodies of successful GETs of objects.
+        if op == Some(Op::GetObject) && (200..300).contains(&resp.status) {
+            match &resp.body {
+                crate::http::ResponseBody::Bytes(b) => self.stats.sent_http(b.len() as u64),
+                crate::http::ResponseBody::Stream { len, .. } => self.stats.sent_http(*len),
+                _ => {}
+            }
+        }
         resp.headers
             .push(("x-amz-request-id".to_string(), id.to_string()));
         resp.headers
@@ -218,16 +275,17 @@ impl Handler for S3Service {
         let head = req.method == "HEAD";
         match route::parse_target(req, &self.config.domains) {
             Ok(t) => {
-                let r = self.dispatch(req, &t, body);
-                self.finish(r, &t.resource(), &id, head)
+                let mut op = None;
+                let r = self.dispatch(req, &t, body, &mut op);
+                self.finish(op, r, &t.resource(), &id, head)
             }
-            Err(e) => self.finish(Err(e), "/", &id, head),
+            Err(e) => self.finish(None, Err(e), "/", &id, head),
         }
     }
 
     fn error(&self, e: &HttpError) -> Response {
         let id = self.request_id();
-        self.finish(Err(S3Error::from(e)), "/", &id, false)
+        self.finish(None, Err(S3Error::from(e)), "/", &id, false)
     }
 }
 
