@@ -193,7 +193,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         // before any rank starts.
         let p = LibfabricProvider::open(name.as_deref())
             .map_err(|e| anyhow!("--provider {}: {e}", a.provider))?;
-        eprintln!("ernic bench: libfabric provider {}", p.describe());
+        tracing::info!("libfabric provider {}", p.describe());
     }
     if !(2..=16).contains(&a.nodes) {
         bail!("--nodes {}: between 2 and 16", a.nodes);
@@ -248,9 +248,11 @@ fn parent(a: &BenchArgs) -> Result<()> {
     };
     let port = mesh.as_ref().map_or(0, |m| m.listen_addr().port());
     let exe = std::env::current_exe().context("finding this program")?;
-    eprintln!(
-        "ernic bench: {} ranks, {} rails each, provider {}",
-        a.nodes, a.rails, a.provider
+    tracing::info!(
+        "{} ranks, {} rails each, provider {}",
+        a.nodes,
+        a.rails,
+        a.provider
     );
     let mut ranks = Vec::with_capacity(a.nodes);
     for r in 0..a.nodes {
@@ -270,6 +272,7 @@ fn parent(a: &BenchArgs) -> Result<()> {
             ])
             .args(["--nodes", &a.nodes.to_string()])
             .args(["--provider", &a.provider.to_string()])
+            .args(crate::log_flags())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -106,8 +106,9 @@ fn manager(a: &ManagerArgs) -> Result<()> {
     let mut cfg = MeshConfig::new(MeshSpec::Manager { port: a.listen });
     cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
     let mesh = Mesh::start(cfg)?;
-    eprintln!(
-        "ernic mesh manager: node 0, listening on port {}",
+    tracing::info!(
+        port = mesh.listen_addr().port(),
+        "mesh manager: node 0, listening on port {}",
         mesh.listen_addr().port()
     );
     let mut last = String::new();
@@ -127,8 +128,8 @@ fn manager(a: &ManagerArgs) -> Result<()> {
             .collect();
         let text = now.join("; ");
         if text != last {
-            eprintln!(
-                "ernic mesh manager: {}",
+            tracing::info!(
+                "mesh manager: {}",
                 if text.is_empty() {
                     "no workers".into()
                 } else {

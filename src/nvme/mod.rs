@@ -112,8 +112,8 @@ pub fn start_target(fabric: &Fabric, opts: &str, addr: Ipv4Addr, port: u16) -> R
 fn serve(a: &ServeArgs) -> Result<()> {
     let fabric = a.fabric.fabric()?;
     let o = ServeOptions::parse(&a.opts)?;
-    eprintln!(
-        "ernic nvme: serving {} ({} namespace(s), {} I/O queues of {} entries) at {}:{} on {}",
+    tracing::info!(
+        "NVMe-oF target serving {} ({} namespace(s), {} I/O queues of {} entries) at {}:{} on {}",
         o.config.nqn,
         o.config.namespaces.len(),
         o.config.queues,
@@ -130,9 +130,14 @@ fn serve(a: &ServeArgs) -> Result<()> {
     if let Some(s) = a.seconds {
         std::thread::sleep(Duration::from_secs(s));
         let st = serving.stop()?;
-        eprintln!(
-            "ernic nvme: stopped: {} connection(s) accepted, {} rejected, {} command(s)",
-            st.accepted, st.rejected, st.commands
+        tracing::info!(
+            accepted = st.accepted,
+            rejected = st.rejected,
+            commands = st.commands,
+            "NVMe-oF target stopped: {} connection(s) accepted, {} rejected, {} command(s)",
+            st.accepted,
+            st.rejected,
+            st.commands
         );
         return Ok(());
     }

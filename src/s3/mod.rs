@@ -226,8 +226,8 @@ fn serve(a: &ServeArgs) -> Result<()> {
     let o = serve_options(a)?;
     let fabric = a.fabric.fabric()?;
     let running = start(&o, &fabric, a.listen, a.max_connections)?;
-    eprintln!(
-        "ernic s3: serving http://{} ({}, {} MiB, {}), RDMA data plane at {} on {}",
+    tracing::info!(
+        "S3 store serving http://{} ({}, {} MiB, {}), RDMA data plane at {} on {}",
         running.server.local_addr(),
         o.dir
             .as_ref()

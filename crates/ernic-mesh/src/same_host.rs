@@ -236,12 +236,21 @@ impl Shared {
         let _ = thread::Builder::new()
             .name("mesh-same-host".into())
             .spawn(move || match s.prove(&c, token, &name) {
-                Ok(true) => tracing::info!(node = %s.who(), 
-                        "node {} is on this host: large payloads go by reference",
-                        c.peer.0
-                    ),
-                Ok(false) => tracing::info!(node = %s.who(), "node {} refused to read this process's memory", c.peer.0),
-                Err(e) => tracing::debug!(node = %s.who(), "node {} is not reachable on this host ({e})", c.peer.0),
+                Ok(true) => tracing::info!(
+                    node = %s.who(),
+                    "node {} is on this host: large payloads go by reference",
+                    c.peer.0
+                ),
+                Ok(false) => tracing::info!(
+                    node = %s.who(),
+                    "node {} refused to read this process's memory",
+                    c.peer.0
+                ),
+                Err(e) => tracing::debug!(
+                    node = %s.who(),
+                    "node {} is not reachable on this host ({e})",
+                    c.peer.0
+                ),
             });
         Ok(())
     }
