@@ -16,4 +16,5 @@
 #![allow(unsafe_code)]
 
 pub mod abi;
+mod logs;
 pub mod plugin;
