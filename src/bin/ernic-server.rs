@@ -376,9 +376,9 @@ fn join_mesh(a: &Args) -> Result<Option<(Mesh, Vec<Gid>)>> {
                 })?;
             tracing::info!(
                 node = id.0,
-                listen = %mesh.listen_addr(),
-                guest_gids = gids,
-                "joined the mesh"
+                "mesh node {} (listening on {}), {gids} guest GID(s)",
+                id.0,
+                mesh.listen_addr()
             );
             Ok(Some((mesh, guest)))
         }
