@@ -244,3 +244,21 @@ fn a_bad_log_level_is_one_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn debug_says_which_admin_command_was_refused_and_how() {
+    let d = dir("admin");
+    let (_srv, sock) = server(&d, &["--log-level", "info,ernic_ionic=debug"], &[]);
+    let mut drv = ernic_ionic_driver::Driver::attach(&sock, 1 << 20).unwrap();
+    assert!(drv.raw_admin(200, &[]).is_err(), "opcode 200 is no command");
+    let text = said(&d.join("stderr"), "RDMA admin command 200 refused");
+    let line = text
+        .lines()
+        .find(|l| l.contains("RDMA admin command 200 refused"))
+        .unwrap();
+    assert!(
+        line.contains(" DEBUG ernic_ionic::rdmadev::admin: "),
+        "{line}"
+    );
+    assert!(line.contains("opcode=200 status="), "{line}");
+}
