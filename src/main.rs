@@ -32,6 +32,8 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "ernic", version, about, long_about = None)]
 struct Cli {
+    #[command(flatten)]
+    log: ernic_ops::LogArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -58,8 +60,32 @@ enum Cmd {
     Stats(stats::StatsArgs),
 }
 
+/// The logging flags this process was given, for the processes it spawns.
+static LOG: std::sync::OnceLock<ernic_ops::LogArgs> = std::sync::OnceLock::new();
+
+/// The logging flags to hand a child `ernic` process, so that it logs as
+/// this one does (`--log-level`, `--log-format`, `--log-file`).
+pub(crate) fn log_flags() -> Vec<std::ffi::OsString> {
+    let Some(l) = LOG.get() else {
+        return Vec::new();
+    };
+    let mut v: Vec<std::ffi::OsString> = vec!["--log-level".into(), l.log_level.clone().into()];
+    if l.log_format == ernic_ops::log::LogFormat::Json {
+        v.extend(["--log-format".into(), "json".into()]);
+    }
+    if let Some(p) = &l.log_file {
+        v.extend(["--log-file".into(), p.clone().into_os_string()]);
+    }
+    v
+}
+
 fn main() {
     let cli = Cli::parse();
+    if let Err(e) = cli.log.init() {
+        eprintln!("ernic: {e}");
+        std::process::exit(2);
+    }
+    let _ = LOG.set(cli.log.clone());
     let result = match cli.cmd {
         Cmd::Bench(args) => bench::run(&args),
         Cmd::Perf(args) => perf::run(&args),

@@ -203,8 +203,9 @@ fn manager(a: &ManagerArgs) -> Result<()> {
     // Runs until the process is interrupted: the file is as fresh as its
     // last second.
     let _stats = a.ops.start(move || mesh_doc(&inst, &m))?;
-    eprintln!(
-        "ernic mesh manager: node 0, listening on port {}",
+    tracing::info!(
+        port = mesh.listen_addr().port(),
+        "mesh manager: node 0, listening on port {}",
         mesh.listen_addr().port()
     );
     let mut last = String::new();
@@ -224,8 +225,8 @@ fn manager(a: &ManagerArgs) -> Result<()> {
             .collect();
         let text = now.join("; ");
         if text != last {
-            eprintln!(
-                "ernic mesh manager: {}",
+            tracing::info!(
+                "mesh manager: {}",
                 if text.is_empty() {
                     "no workers".into()
                 } else {

@@ -127,7 +127,7 @@ fn bad_flags_are_one_clear_line() {
         (vec!["--nic-profile", "compat"], "--socket <SOCKET>"),
         (
             vec!["--socket", "/", "--log-level", "loud"],
-            "invalid value 'loud'",
+            "--log-level \"loud\": \"loud\" is not a level",
         ),
         (
             vec![

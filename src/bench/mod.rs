@@ -225,7 +225,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         // before any rank starts.
         let p = LibfabricProvider::open(name.as_deref())
             .map_err(|e| anyhow!("--provider {}: {e}", a.provider))?;
-        eprintln!("ernic bench: libfabric provider {}", p.describe());
+        tracing::info!("libfabric provider {}", p.describe());
     }
     if !(2..=16).contains(&a.nodes) {
         bail!("--nodes {}: between 2 and 16", a.nodes);
@@ -270,9 +270,11 @@ fn parent(a: &BenchArgs) -> Result<()> {
     };
     let port = mesh.as_ref().map_or(0, |m| m.listen_addr().port());
     let exe = std::env::current_exe().context("finding this program")?;
-    eprintln!(
-        "ernic bench: {} ranks, {} rails each, provider {}",
-        a.nodes, a.rails, a.provider
+    tracing::info!(
+        "{} ranks, {} rails each, provider {}",
+        a.nodes,
+        a.rails,
+        a.provider
     );
     let cmds = (0..a.nodes)
         .map(|r| {
@@ -287,7 +289,8 @@ fn parent(a: &BenchArgs) -> Result<()> {
             .args(["--rails", &a.rails.to_string()])
             .args(["--max-bytes", &a.max_bytes.to_string()])
             .args(["--nodes", &a.nodes.to_string()])
-            .args(["--provider", &a.provider.to_string()]);
+            .args(["--provider", &a.provider.to_string()])
+            .args(crate::log_flags());
             if let Some(p) = &a.stats_file {
                 c.arg("--stats-file").arg(p);
             }
@@ -405,10 +408,7 @@ fn parent(a: &BenchArgs) -> Result<()> {
         peaks.push(kib.map_or_else(|| "?".to_string(), |k| format!("{} MiB", k / 1024)));
     }
     ranks.finish()?;
-    eprintln!(
-        "ernic bench: peak memory (VmHWM) per rank: {}",
-        peaks.join(", ")
-    );
+    tracing::info!("peak memory (VmHWM) per rank: {}", peaks.join(", "));
     if !a.json {
         println!("# out of bounds values : {wrong_total} (wrong elements over every op and size)");
     }

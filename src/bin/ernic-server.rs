@@ -135,9 +135,8 @@ struct Args {
     /// all, even as none, it turns the engine on.
     #[arg(long, value_name = "SCOPE", value_parser = ["none", "tables", "program"])]
     p4_guest_scope: Option<String>,
-    /// How much to say on stderr: error, warn, info or debug.
-    #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug"])]
-    log_level: String,
+    #[command(flatten)]
+    log: ernic_ops::LogArgs,
 }
 
 /// Binds `path` with permissions for the owner only. A socket file there
@@ -302,7 +301,7 @@ enum Beside {
 /// Starts the S3 store beside the guest: its data plane on a fabric that
 /// joins the guest's mesh (the answer's [`Mesh`]), and its network stack,
 /// whose endpoint goes to the guest's device.
-fn start_s3(opts: &str, gids: Vec<Gid>, info: bool) -> Result<(Mesh, GuestStack, GuestEndpoint)> {
+fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoint)> {
     let o = S3Options::parse(opts).context("--backend s3")?;
     let store = o.open_store().context("opening the S3 store")?;
     let gid = Gid::from_ipv4(o.addr);
@@ -324,33 +323,33 @@ fn start_s3(opts: &str, gids: Vec<Gid>, info: bool) -> Result<(Mesh, GuestStack,
     let (stack, endpoint) =
         GuestStack::start(GuestConfig::new(o.addr, o.mac, o.port), Arc::new(service))
             .context("starting the S3 store's network stack")?;
-    if info {
-        let m = o.mac;
-        eprintln!(
-            "ernic-server: S3 store at http://{}:{} on the guest's segment (MAC \
-             {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}; {}, {} MiB), RDMA data plane GID {gid}; \
-             guest GIDs {}",
-            o.addr,
-            o.port,
-            m[0],
-            m[1],
-            m[2],
-            m[3],
-            m[4],
-            m[5],
-            o.dir
-                .as_ref()
-                .map_or("in memory".to_string(), |d| d.display().to_string()),
-            o.size >> 20,
-            gids_said(&gids)
-        );
-    }
+    let m = o.mac;
+    tracing::info!(
+        addr = %o.addr,
+        port = o.port,
+        data_plane_gid = %gid,
+        guest_gids = %gids_said(&gids),
+        "S3 store at http://{}:{} on the guest's segment (MAC \
+         {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}; {}, {} MiB)",
+        o.addr,
+        o.port,
+        m[0],
+        m[1],
+        m[2],
+        m[3],
+        m[4],
+        m[5],
+        o.dir
+            .as_ref()
+            .map_or("in memory".to_string(), |d| d.display().to_string()),
+        o.size >> 20,
+    );
     Ok((mesh, stack, endpoint))
 }
 
 /// Joins the mesh `--backend tcp` asks for, with the guest's GIDs; `None`
 /// for the other backends.
-fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
+fn join_mesh(a: &Args) -> Result<Option<(Mesh, Vec<Gid>)>> {
     match (a.backend.as_str(), &a.mesh) {
         (b, None) if beside_backend(b).is_some() => Ok(None),
         (b, Some(_)) if beside_backend(b).is_some() => bail!(
@@ -375,13 +374,12 @@ fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
                         a.mesh_wait
                     )
                 })?;
-            if info {
-                eprintln!(
-                    "ernic-server: mesh node {} (listening on {}), {gids} guest GID(s)",
-                    id.0,
-                    mesh.listen_addr()
-                );
-            }
+            tracing::info!(
+                node = id.0,
+                "mesh node {} (listening on {}), {gids} guest GID(s)",
+                id.0,
+                mesh.listen_addr()
+            );
             Ok(Some((mesh, guest)))
         }
         (other, Some(_)) => bail!("--mesh goes with --backend tcp, not --backend {other}"),
@@ -406,8 +404,7 @@ fn run(a: &Args) -> Result<()> {
         }
         None => None,
     };
-    let info = a.log_level != "error" && a.log_level != "warn";
-    let mut mesh = join_mesh(a, info)?;
+    let mut mesh = join_mesh(a)?;
     // Kept alive for as long as the server serves.
     let mut endpoint = None;
     let _beside = match beside_backend(&a.backend) {
@@ -417,23 +414,21 @@ fn run(a: &Args) -> Result<()> {
             let gids = guest_gids()?;
             let (m, serving) =
                 Serving::beside(&o, gids.clone()).context("starting the NVMe-oF target")?;
-            if info {
-                eprintln!(
-                    "ernic-server: NVMe-oF target {} at {}:{} ({} namespace(s)); guest GIDs {}",
-                    o.config.nqn,
-                    o.addr,
-                    o.port,
-                    o.config.namespaces.len(),
-                    gids_said(&gids)
-                );
-            }
+            tracing::info!(
+                nqn = %o.config.nqn,
+                addr = %o.addr,
+                port = o.port,
+                namespaces = o.config.namespaces.len(),
+                guest_gids = %gids_said(&gids),
+                "NVMe-oF target started"
+            );
             mesh = Some((m, gids));
             Some(Beside::Nvmeof(serving))
         }
         Some(_) => {
             let opts = a.backend["s3".len()..].trim_start_matches(':');
             let gids = guest_gids()?;
-            let (m, stack, ep) = start_s3(opts, gids.clone(), info)?;
+            let (m, stack, ep) = start_s3(opts, gids.clone())?;
             mesh = Some((m, gids));
             endpoint = Some(ep);
             Some(Beside::S3(stack))
@@ -441,33 +436,29 @@ fn run(a: &Args) -> Result<()> {
         None => None,
     };
     let listener = bind(&a.socket)?;
-    if info {
-        eprintln!(
-            "ernic-server: ionic 1dd8:1002 ({} MSI-X vectors, {} Mb/s) on {}",
-            id.vectors,
-            id.speed,
-            a.socket.display()
-        );
-    }
+    tracing::info!(
+        vectors = id.vectors,
+        speed_mbps = id.speed,
+        socket = %a.socket.display(),
+        "ionic 1dd8:1002 serving"
+    );
     let caps = Capabilities {
         max_msg_fds: ernic_vfio::sock::MAX_FDS as u32,
         ..Capabilities::default()
     };
     let shared = id.shared_doorbell_pages;
     let mut function = IonicFunction::new(id)
-        .with_verbose(a.log_level == "debug")
         .with_shared_doorbells()
         .context("sharing the doorbell pages")?;
-    if info && shared > 0 {
-        eprintln!(
-            "ernic-server: the top {shared} doorbell pages are shared memory (sparse mmap), polled"
+    if shared > 0 {
+        tracing::info!(
+            pages = shared,
+            "the top doorbell pages are shared memory (sparse mmap), polled"
         );
     }
     if let Some(name) = &a.tap {
         let tap = ernic_ionic::tap::Tap::open(name).with_context(|| format!("--tap {name}"))?;
-        if info {
-            eprintln!("ernic-server: frames on TAP {}", tap.name());
-        }
+        tracing::info!(tap = %tap.name(), "frames on TAP");
         function = function.with_wire(ernic_ionic::tap::Wire::Tap(tap));
     }
     if let Some(ep) = endpoint {
@@ -477,15 +468,13 @@ fn run(a: &Args) -> Result<()> {
         function = function.with_mesh(std::sync::Arc::new(m), gids);
     }
     if let Some((o, hooks)) = p4 {
-        if info {
-            eprintln!(
-                "ernic-server: P4 engine on the Ethernet and RDMA send paths (program {}; guest scope {:?})",
-                o.program
-                    .as_ref()
-                    .map_or("none".to_string(), |(p, _)| p.display().to_string()),
-                o.scope
-            );
-        }
+        tracing::info!(
+            program = %o.program
+                .as_ref()
+                .map_or("none".to_string(), |(p, _)| p.display().to_string()),
+            scope = ?o.scope,
+            "P4 engine on the Ethernet and RDMA send paths"
+        );
         function = p4_hooks::install(function, &o, hooks);
     }
     if let Some(p) = &a.stats_file {
@@ -499,40 +488,28 @@ fn run(a: &Args) -> Result<()> {
         },
         stall_timeout: std::time::Duration::from_millis(a.client_stall_ms),
     };
-    if info && a.allow_unsealed_memory {
-        eprintln!(
-            "ernic-server: guest memory not sealed against shrinking is taken, under a SIGBUS guard"
-        );
+    if a.allow_unsealed_memory {
+        tracing::info!("guest memory not sealed against shrinking is taken, under a SIGBUS guard");
     }
     let mut server = Server::with_options(function, caps, opts);
-    if a.log_level != "error" {
-        server.set_log(Box::new(|m| eprintln!("ernic-server: {m}")));
-    } else {
-        server.set_log(Box::new(|_| {}));
-    }
     for conn in listener.incoming() {
         let conn = match conn {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("ernic-server: accept: {e}");
+                tracing::warn!(error = %e, "accept failed");
                 continue;
             }
         };
-        if info {
-            eprintln!("ernic-server: client attached");
-        }
+        tracing::info!("client attached");
         let served = server.serve(&conn);
-        if a.log_level == "debug" {
-            eprintln!(
-                "ernic-server: counters {:?}; queues {:?}",
-                server.device.bar0().stats(),
-                server.device.bar0().queues()
-            );
-        }
+        tracing::debug!(
+            counters = ?server.device.bar0().stats(),
+            queues = ?server.device.bar0().queues(),
+            "client's session ended"
+        );
         match served {
-            Ok(()) if info => eprintln!("ernic-server: client left"),
-            Ok(()) => {}
-            Err(e) => eprintln!("ernic-server: client dropped: {e}"),
+            Ok(()) => tracing::info!("client left"),
+            Err(e) => tracing::warn!(error = %e, "client dropped"),
         }
     }
     Ok(())
@@ -540,6 +517,10 @@ fn run(a: &Args) -> Result<()> {
 
 fn main() {
     let args = Args::parse();
+    if let Err(e) = args.log.init() {
+        eprintln!("ernic-server: {e}");
+        std::process::exit(2);
+    }
     if let Err(e) = run(&args) {
         eprintln!("ernic-server: {e:#}");
         std::process::exit(1);

@@ -117,8 +117,8 @@ pub fn start_target(fabric: &Fabric, opts: &str, addr: Ipv4Addr, port: u16) -> R
 fn serve(a: &ServeArgs) -> Result<()> {
     let fabric = a.fabric.fabric()?;
     let o = ServeOptions::parse(&a.opts)?;
-    eprintln!(
-        "ernic nvme: serving {} ({} namespace(s), {} I/O queues of {} entries) at {}:{} on {}",
+    tracing::info!(
+        "NVMe-oF target serving {} ({} namespace(s), {} I/O queues of {} entries) at {}:{} on {}",
         o.config.nqn,
         o.config.namespaces.len(),
         o.config.queues,
@@ -155,9 +155,14 @@ fn serve(a: &ServeArgs) -> Result<()> {
         let st = serving.stop()?;
         // The last write, after the target's thread published its counts.
         drop(stats);
-        eprintln!(
-            "ernic nvme: stopped: {} connection(s) accepted, {} rejected, {} command(s)",
-            st.accepted, st.rejected, st.commands
+        tracing::info!(
+            accepted = st.accepted,
+            rejected = st.rejected,
+            commands = st.commands,
+            "NVMe-oF target stopped: {} connection(s) accepted, {} rejected, {} command(s)",
+            st.accepted,
+            st.rejected,
+            st.commands
         );
         return Ok(());
     }

@@ -329,7 +329,7 @@ pub fn server(test: Test, port: u16, quiet: bool, timeout: Duration, ops: &Ops) 
         .with_context(|| format!("cannot listen on port {port} (is another ernic perf --server running? choose one with -p)"))?;
     let bound = listener.local_addr()?.port();
     if !quiet {
-        eprintln!(" Waiting for a client on port {bound} ...");
+        tracing::info!(port = bound, "Waiting for a client on port {bound} ...");
     }
     let (ch, Hello { plan, baseline }) = loop {
         let (stream, peer) = listener.accept().context("accepting a client")?;
@@ -337,7 +337,7 @@ pub fn server(test: Test, port: u16, quiet: bool, timeout: Duration, ops: &Ops) 
             .and_then(|ch| Ok((hello(&ch, test)?, ch)));
         match first {
             Ok((h, ch)) => break (ch.retimed(timeout)?, h),
-            Err(e) => eprintln!("ernic perf: refused a connection from {peer}: {e:#}"),
+            Err(e) => tracing::info!(%peer, "refused a connection from {peer}: {e:#}"),
         }
     };
     drop(listener);

@@ -245,8 +245,8 @@ fn serve(a: &ServeArgs) -> Result<()> {
             Some(ernic_ops::StatsThread::spawn(p.clone(), every, snapshot)?)
         }
     };
-    eprintln!(
-        "ernic s3: serving http://{} ({}, {} MiB, {}), RDMA data plane at {} on {}",
+    tracing::info!(
+        "S3 store serving http://{} ({}, {} MiB, {}), RDMA data plane at {} on {}",
         running.server.local_addr(),
         o.dir
             .as_ref()

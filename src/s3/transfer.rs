@@ -346,7 +346,7 @@ fn report(quiet: bool, what: &str, url: &str, total: u64, by_rdma: u64) {
         n if n == total => "by RDMA".to_string(),
         n => format!("{n} of them by RDMA, the rest in the HTTP body"),
     };
-    eprintln!("ernic s3: {what} {url}: {total} bytes {how}");
+    tracing::info!(bytes = total, "{what} {url}: {total} bytes {how}");
 }
 
 /// `ernic s3 put`.

@@ -180,12 +180,6 @@ impl IonicFunction {
         self
     }
 
-    /// Logs refused RDMA admin commands (and why) to stderr.
-    pub fn with_verbose(mut self, on: bool) -> IonicFunction {
-        self.rdma.set_verbose(on);
-        self
-    }
-
     /// The RDMA side, for inspection.
     pub fn rdma(&self) -> &crate::rdmadev::RdmaDev {
         &self.rdma
@@ -613,18 +607,16 @@ impl Device for IonicFunction {
         match r {
             Err(e) if !f.failing => {
                 f.failing = true;
-                eprintln!(
-                    "ernic: cannot write the stats file {}: {e} (tried again every {:?}, said once)",
-                    f.path.display(),
+                tracing::warn!(
+                    path = %f.path.display(),
+                    error = %e,
+                    "cannot write the stats file (tried again every {:?}, said once)",
                     f.every
                 );
             }
             Ok(()) if f.failing => {
                 f.failing = false;
-                eprintln!(
-                    "ernic: the stats file {} is written again",
-                    f.path.display()
-                );
+                tracing::info!(path = %f.path.display(), "the stats file is written again");
             }
             _ => {}
         }

@@ -276,12 +276,10 @@ impl Mesh {
         }
         .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on port {port}: {e}")))?;
         let addr = listener.local_addr()?;
-        if matches!(cfg.key, Ok(None))
-            && !addr.ip().is_loopback()
-            && node::log_level() >= node::Level::Warn
-        {
-            eprintln!(
-                "ernic-mesh: warning: no mesh key, and this node listens on port {} of every address: anyone who reaches it can join the mesh and name its guests' memory by rkey; give every node the same ERNIC_MESH_KEY_FILE",
+        if matches!(cfg.key, Ok(None)) && !addr.ip().is_loopback() {
+            tracing::warn!(
+                port = addr.port(),
+                "no mesh key, and this node listens on port {} of every address: anyone who reaches it can join the mesh and name its guests' memory by rkey; give every node the same ERNIC_MESH_KEY_FILE",
                 addr.port()
             );
         }
@@ -398,10 +396,7 @@ impl Mesh {
             let s = &self.shared.stats;
             s.inbound_dropped
                 .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            self.shared.log(
-                node::Level::Warn,
-                format_args!("dropped {n} messages while the device loop was not running"),
-            );
+            tracing::warn!(node = %self.shared.who(), "dropped {n} messages while the device loop was not running");
         }
         n
     }

@@ -47,7 +47,7 @@ use ernic_core::{NodeId, PeerReadError, PeerRun};
 use crate::auth::{self, Deadline, HandshakeError};
 use crate::conn::Conn;
 use crate::frame::{self, FrameError, Kind, Reader, Writer};
-use crate::node::{Level, Shared};
+use crate::node::Shared;
 use crate::sys;
 
 /// Bytes of an offer's token.
@@ -236,20 +236,20 @@ impl Shared {
         let _ = thread::Builder::new()
             .name("mesh-same-host".into())
             .spawn(move || match s.prove(&c, token, &name) {
-                Ok(true) => s.log(
-                    Level::Info,
-                    format_args!(
-                        "node {} is on this host: large payloads go by reference",
-                        c.peer.0
-                    ),
+                Ok(true) => tracing::info!(
+                    node = %s.who(),
+                    "node {} is on this host: large payloads go by reference",
+                    c.peer.0
                 ),
-                Ok(false) => s.log(
-                    Level::Info,
-                    format_args!("node {} refused to read this process's memory", c.peer.0),
+                Ok(false) => tracing::info!(
+                    node = %s.who(),
+                    "node {} refused to read this process's memory",
+                    c.peer.0
                 ),
-                Err(e) => s.log(
-                    Level::Debug,
-                    format_args!("node {} is not reachable on this host ({e})", c.peer.0),
+                Err(e) => tracing::debug!(
+                    node = %s.who(),
+                    "node {} is not reachable on this host ({e})",
+                    c.peer.0
                 ),
             });
         Ok(())
@@ -298,18 +298,12 @@ impl Shared {
                             .name("mesh-same-host".into())
                             .spawn(move || {
                                 if let Err(e) = s.check_proof(stream) {
-                                    let level = if e.about_the_key() {
-                                        Level::Warn
+                                    let why = crate::node::full(&e);
+                                    if e.about_the_key() {
+                                        tracing::warn!(node = %s.who(), "a same-host proof failed: {why}");
                                     } else {
-                                        Level::Info
-                                    };
-                                    s.log(
-                                        level,
-                                        format_args!(
-                                            "a same-host proof failed: {}",
-                                            crate::node::full(&e)
-                                        ),
-                                    );
+                                        tracing::info!(node = %s.who(), "a same-host proof failed: {why}");
+                                    }
                                 }
                                 busy.fetch_sub(1, Ordering::AcqRel);
                             });
@@ -386,12 +380,9 @@ impl Shared {
         if c.same_host.peer.set(proc).is_err() {
             return Err(io::Error::other("the connection's peer was already proved"));
         }
-        self.log(
-            Level::Info,
-            format_args!(
-                "node {} is process {pid} on this host: reading its payloads",
-                c.peer.0
-            ),
+        tracing::info!(node = %self.who(),
+            "node {} is process {pid} on this host: reading its payloads",
+            c.peer.0
         );
         Ok(())
     }

@@ -21,6 +21,8 @@ pub const NCCL_NET: c_ulong = 16;
 pub const NCCL_LOG_WARN: c_int = 2;
 /// `NCCL_LOG_INFO`.
 pub const NCCL_LOG_INFO: c_int = 3;
+/// `NCCL_LOG_TRACE`.
+pub const NCCL_LOG_TRACE: c_int = 5;
 
 /// `ncclResult_t`.
 pub type NcclResult = c_int;
@@ -223,7 +225,7 @@ static PLUGIN: Mutex<Option<Plugin>> = Mutex::new(None);
 static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
 
 /// Sends one line to the caller's logger, if it gave one.
-fn log(level: c_int, line: &str) {
+pub(crate) fn log(level: c_int, line: &str) {
     let logger = *LOGGER.lock().unwrap_or_else(|p| p.into_inner());
     let Some(logger) = logger else { return };
     let text = std::ffi::CString::new(line.replace('\0', " ")).expect("NULs replaced");
@@ -310,11 +312,13 @@ unsafe fn put(p: Vp, w: Option<u64>, what: &str) -> Outcome<()> {
 
 unsafe extern "C" fn init(logger: Option<Logger>) -> NcclResult {
     *LOGGER.lock().unwrap_or_else(|p| p.into_inner()) = logger;
+    crate::logs::init();
     guard("init", || {
         let mut p = plugin_lock();
         if p.is_none() {
             let opened = Plugin::open(&|k| std::env::var(k).ok())?;
-            log(NCCL_LOG_INFO, &opened.summary);
+            // Through tracing, so it goes wherever ERNIC_LOG lets it.
+            tracing::info!("{}", opened.summary);
             *p = Some(opened);
         }
         Ok(())

@@ -19,5 +19,6 @@
 #![allow(unsafe_code)]
 
 pub mod abi;
+mod logs;
 pub mod ops;
 pub mod plugin;

@@ -54,6 +54,17 @@ impl Default for LogArgs {
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    /// A bare word that is no level (`loud`): an env filter would take it
+    /// as a crate name and log everything of it, which nobody means.
+    #[error(
+        "--log-level {given:?}: {word:?} is not a level (give error, warn, info, debug or trace, or a filter such as info,ernic_mesh=debug)"
+    )]
+    NotALevel {
+        /// What was given.
+        given: String,
+        /// The word.
+        word: String,
+    },
     /// The level or filter did not parse.
     #[error(
         "--log-level {given:?}: {source} (give error, warn, info, debug or trace, or a filter such as info,ernic_mesh=debug)"
@@ -79,6 +90,19 @@ pub enum LogError {
 impl LogArgs {
     /// The filter these flags ask for.
     pub fn filter(&self) -> Result<EnvFilter, LogError> {
+        const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+        let bare = self
+            .log_level
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty() && !d.contains('=') && !d.contains('['))
+            .find(|d| !LEVELS.iter().any(|l| l.eq_ignore_ascii_case(d)));
+        if let Some(word) = bare {
+            return Err(LogError::NotALevel {
+                given: self.log_level.clone(),
+                word: word.to_string(),
+            });
+        }
         EnvFilter::try_new(&self.log_level).map_err(|source| LogError::Filter {
             given: self.log_level.clone(),
             source,

@@ -91,6 +91,22 @@ impl Device for Toy {
     }
 }
 
+/// The server thread's log lines (its `tracing` events at `warn` and
+/// above), one string each.
+#[derive(Clone)]
+struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let line = String::from_utf8_lossy(buf).trim_end().to_string();
+        self.0.lock().unwrap().push(line);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What a test sees of a server thread: its socket, how each connection
 /// ended (`Err` with its message), the Toy's tick count, and the log.
 struct Served {
@@ -122,13 +138,20 @@ fn server_with(name: &str, clients: usize, opts: Options) -> Served {
             ..Capabilities::default()
         };
         let mut s = Server::with_options(toy, caps, opts);
-        s.set_log(Box::new(move |m| lines.lock().unwrap().push(m.to_string())));
-        (0..clients)
-            .map(|_| {
-                let (c, _) = listener.accept().unwrap();
-                s.serve(&c).map_err(|e| e.to_string())
-            })
-            .collect()
+        let lines = Lines(lines);
+        let sub = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || lines.clone())
+            .finish();
+        tracing::subscriber::with_default(sub, || {
+            (0..clients)
+                .map(|_| {
+                    let (c, _) = listener.accept().unwrap();
+                    s.serve(&c).map_err(|e| e.to_string())
+                })
+                .collect()
+        })
     });
     Served {
         path,

@@ -71,9 +71,12 @@ impl RdmaDev {
                 }
             };
             self.commands += 1;
-            if status != st::OK && self.verbose {
-                eprintln!(
-                    "ernic-server: RDMA admin command {op} refused with status {status}{}{}",
+            if status != st::OK {
+                tracing::debug!(
+                    opcode = op,
+                    status,
+                    why = %self.why,
+                    "RDMA admin command {op} refused with status {status}{}{}",
                     if self.why.is_empty() { "" } else { ": " },
                     self.why
                 );

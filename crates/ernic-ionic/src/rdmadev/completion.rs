@@ -41,9 +41,10 @@ impl RdmaDev {
             // lost. Said once per CQ (a guest must not flood the log).
             cq.lost += 1;
             if cq.lost == 1 {
-                eprintln!(
-                    "ernic-server: CQ {cqid}: cannot write its entry at {slot:#x} ({e}); \
-                     completions to it are lost"
+                tracing::warn!(
+                    cq = cqid,
+                    error = %e,
+                    "cannot write a CQ entry at {slot:#x}; completions to this CQ are lost"
                 );
             }
             return;

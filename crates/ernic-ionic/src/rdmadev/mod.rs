@@ -176,8 +176,6 @@ pub struct RdmaDev {
     events: Vec<ernic_core::CqEvent>,
     /// Why the last command was refused, for the log.
     why: String,
-    /// Log refused admin commands to stderr.
-    verbose: bool,
     /// The TCP mesh to other servers (`--backend tcp`).
     mesh: Option<std::sync::Arc<ernic_mesh::Mesh>>,
     /// Shared receive queues, by the id the device gave them.
@@ -276,7 +274,6 @@ impl RdmaDev {
             standalone: true,
             events: Vec::new(),
             why: String::new(),
-            verbose: false,
             mesh: None,
             srqs: BTreeMap::new(),
             qp_count: limits.qps.max(2),
@@ -295,11 +292,6 @@ impl RdmaDev {
     /// The send filter's counters (`None` without one).
     pub fn send_filter_stats(&self) -> Option<SendFilterStats> {
         self.p4.as_ref().map(|p| p.stats)
-    }
-
-    /// Whether refused admin commands are logged to stderr, with why.
-    pub fn set_verbose(&mut self, on: bool) {
-        self.verbose = on;
     }
 
     /// The status of a DESTROY: the core's answer, and on success the

@@ -14,7 +14,7 @@ use ernic_core::NodeId;
 use crate::conn::{Conn, ReadState, ReadStep};
 use crate::frame::FrameError;
 
-use super::{Level, Shared, State};
+use super::{Shared, State};
 
 impl Shared {
     fn max_queues(&self) -> (usize, usize, Duration) {
@@ -111,13 +111,10 @@ impl Shared {
                 st.recompute_owners(me);
             }
             drop(st);
-            self.log(Level::Info, format_args!("node {} is gone", c.peer.0));
+            tracing::info!(node = %self.who(), "node {} is gone", c.peer.0);
         } else {
             drop(st);
-            self.log(
-                Level::Info,
-                format_args!("connection to node {} closed", c.peer.0),
-            );
+            tracing::info!(node = %self.who(), "connection to node {} closed", c.peer.0);
         }
         self.changed.notify_all();
     }
@@ -195,10 +192,7 @@ impl Shared {
 
     fn drop_conn(&self, c: &Arc<Conn>, e: FrameError) -> bool {
         self.stats.frames_malformed.fetch_add(1, Ordering::Relaxed);
-        self.log(
-            Level::Warn,
-            format_args!("closing connection to node {}: {e}", c.peer.0),
-        );
+        tracing::warn!(node = %self.who(), "closing connection to node {}: {e}", c.peer.0);
         c.close();
         false
     }

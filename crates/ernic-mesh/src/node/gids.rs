@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use ernic_core::{Gid, NodeId};
 
 use super::control::gids_frame;
-use super::{Level, MAX_GIDS, Shared, State};
+use super::{MAX_GIDS, Shared, State};
 
 impl Shared {
     pub fn owner(&self, gid: &Gid) -> Option<NodeId> {
@@ -18,12 +18,9 @@ impl Shared {
 
     pub fn set_gids(&self, mut gids: Vec<Gid>) {
         if gids.len() > MAX_GIDS {
-            self.log(
-                Level::Warn,
-                format_args!(
-                    "{} GIDs, more than a node may claim: advertising the first {MAX_GIDS}",
-                    gids.len()
-                ),
+            tracing::warn!(node = %self.who(),
+                "{} GIDs, more than a node may claim: advertising the first {MAX_GIDS}",
+                gids.len()
             );
             gids.truncate(MAX_GIDS);
         }

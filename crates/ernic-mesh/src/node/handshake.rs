@@ -19,7 +19,7 @@ use crate::key::MeshKey;
 use crate::{MeshConfig, Spec};
 
 use super::control::parse_register;
-use super::{Level, MAX_GIDS, Shared, full};
+use super::{MAX_GIDS, Shared, full};
 
 /// Largest body of a handshake's last frame: a registration with
 /// [`MAX_GIDS`] GIDs and its proof.
@@ -56,10 +56,7 @@ impl Shared {
         self.stats.refused(e);
         let from = from.map_or("a peer".to_string(), |a| a.to_string());
         if !e.about_the_key() {
-            self.log(
-                Level::Info,
-                format_args!("refused a connection from {from}: {}", full(e)),
-            );
+            tracing::info!(node = %self.who(), "refused a connection from {from}: {}", full(e));
             return;
         }
         let mut all = self.refusals.said.lock().unwrap_or_else(|p| p.into_inner());
@@ -80,10 +77,7 @@ impl Shared {
         } else {
             String::new()
         };
-        self.log(
-            Level::Warn,
-            format_args!("refused a connection from {from}: {}{more}", full(e)),
-        );
+        tracing::warn!(node = %self.who(), "refused a connection from {from}: {}{more}", full(e));
     }
 
     /// The accept thread: hands each connection to a handshake thread
@@ -252,7 +246,7 @@ impl Shared {
                 st.send_all_to.push(id);
             }
             self.changed.notify_all();
-            self.log(Level::Info, format_args!("node {id} registered"));
+            tracing::info!(node = %self.who(), "node {id} registered");
             return Ok(());
         }
         let mut r = Reader::new(Kind::Hello, payload);

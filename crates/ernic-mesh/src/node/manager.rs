@@ -16,7 +16,7 @@ use crate::conn::Conn;
 use crate::frame::{self, Kind, NO_NODE};
 
 use super::control::{gids_frame, topology_body};
-use super::{AdmitError, Level, Shared};
+use super::{AdmitError, Shared};
 
 impl Shared {
     /// A node that never took up its id leaves the table (its id goes to
@@ -71,13 +71,10 @@ impl Shared {
             for c in conns {
                 c.count_missed(hb);
                 if c.silence() > hb * 3 {
-                    self.log(
-                        Level::Warn,
-                        format_args!(
-                            "node {} has been silent for {:?}: dead",
-                            c.peer.0,
-                            c.silence()
-                        ),
+                    tracing::warn!(node = %self.who(),
+                        "node {} has been silent for {:?}: dead",
+                        c.peer.0,
+                        c.silence()
                     );
                     self.closed(&c);
                 } else {

@@ -17,13 +17,12 @@
 //! door), `table` (the manager's node table: admission, ids, quarantine),
 //! `manager` (the table's glue, health checks, broadcasts), `worker`
 //! (registration and direct links), `gids` (GID ownership), `control` (the
-//! control frames' bodies), `pool` (buffers reused), `log`.
+//! control frames' bodies), `pool` (buffers reused); log lines go through `tracing`, each with the node's id as `node`.
 
 mod conns;
 mod control;
 mod gids;
 mod handshake;
-mod log;
 mod manager;
 mod poller;
 mod pool;
@@ -48,7 +47,17 @@ use crate::{MeshConfig, Spec};
 
 pub use control::{parse_gids, parse_register, parse_topology};
 pub use handshake::{Responder, respond_to_handshake, respond_to_same_host};
-pub(crate) use log::{Level, full, log_level};
+/// Joins an error and its sources into one line.
+pub(crate) fn full(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
+}
 
 use handshake::{Handshakes, Refusals};
 use pool::Pool;
@@ -101,7 +110,6 @@ pub(crate) struct Shared {
     pool: Mutex<Pool>,
     pub stop: AtomicBool,
     pub listen: SocketAddr,
-    level: Level,
     /// The connections, for pollers (a snapshot replaced on every change).
     conn_list: Mutex<Arc<Vec<Arc<Conn>>>>,
     /// When a thread last polled the connections itself ([`Shared::poll_io`]),
@@ -169,11 +177,7 @@ impl Shared {
         let same_host = if cfg.same_host {
             crate::same_host::Listener::bind()
                 .map_err(|e| {
-                    if log_level() >= Level::Info {
-                        eprintln!(
-                            "ernic-mesh: no same-host path ({e}); every payload goes over TCP"
-                        );
-                    }
+                    tracing::info!(error = %e, "no same-host path; every payload goes over TCP");
                 })
                 .ok()
         } else {
@@ -190,7 +194,6 @@ impl Shared {
             pool: Mutex::new(Pool::default()),
             stop: AtomicBool::new(false),
             listen,
-            level: log_level(),
             conn_list: Mutex::new(Arc::new(Vec::new())),
             polled: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -214,6 +217,11 @@ impl Shared {
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This node's id for a log line (`?` before it registered).
+    pub fn who(&self) -> String {
+        self.me().map_or("?".to_string(), |n| n.0.to_string())
     }
 
     pub fn me(&self) -> Option<NodeId> {

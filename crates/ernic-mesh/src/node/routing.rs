@@ -13,7 +13,7 @@ use crate::frame::{self, FrameError, Header, Kind, NO_NODE, Reader};
 use crate::inbound::Message;
 
 use super::control::{parse_gids, parse_topology};
-use super::{Level, Shared, State};
+use super::{Shared, State};
 
 impl Shared {
     /// The connection frames for `to` go on, and the `dst` to put in them.
@@ -53,12 +53,9 @@ impl Shared {
                 // may speak for itself on a direct link.
                 let relayed_to_me = !self.manager && c.peer.0 == 0;
                 if !relayed_to_me && hdr.src != c.peer.0 {
-                    self.log(
-                        Level::Warn,
-                        format_args!(
-                            "dropping data from node {} claiming to be node {}",
-                            c.peer.0, hdr.src
-                        ),
+                    tracing::warn!(node = %self.who(),
+                        "dropping data from node {} claiming to be node {}",
+                        c.peer.0, hdr.src
                     );
                     self.recycle(buf);
                     return Ok(None);
@@ -67,12 +64,9 @@ impl Shared {
                 if relayed && ernic_core::wire::is_by_ref(body) {
                     // A reference is read from the process that proved it
                     // holds this connection, so only that node may send one.
-                    self.log(
-                        Level::Warn,
-                        format_args!(
-                            "dropping a by-reference message for node {} relayed from node {}",
-                            hdr.dst, hdr.src
-                        ),
+                    tracing::warn!(node = %self.who(),
+                        "dropping a by-reference message for node {} relayed from node {}",
+                        hdr.dst, hdr.src
                     );
                     self.recycle(buf);
                     return Ok(None);
@@ -146,10 +140,7 @@ impl Shared {
             Kind::Refuse => {
                 let mut r = Reader::new(Kind::Refuse, body);
                 let _code = r.u16()?;
-                self.log(
-                    Level::Error,
-                    format_args!("node {} refused: {}", hdr.src, r.text()),
-                );
+                tracing::error!(node = %self.who(), "node {} refused: {}", hdr.src, r.text());
                 return Err(FrameError::Body(Kind::Refuse));
             }
             _ => return Err(FrameError::Body(hdr.kind)),
@@ -257,10 +248,7 @@ impl Shared {
                 if let Some(s) = self.stats.existing(hdr.src) {
                     s.relay_drops.fetch_add(1, Ordering::Relaxed);
                 }
-                self.log(
-                    Level::Info,
-                    format_args!("dropped a frame from node {} for node {}", hdr.src, hdr.dst),
-                );
+                tracing::info!(node = %self.who(), "dropped a frame from node {} for node {}", hdr.src, hdr.dst);
             }
         }
         None

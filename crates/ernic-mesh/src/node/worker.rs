@@ -14,7 +14,7 @@ use crate::auth::{self, Deadline, HandshakeError};
 use crate::frame::{self, FrameError, Kind, NO_NODE, Reader, Writer};
 
 use super::control::gids_frame;
-use super::{Level, MAX_GIDS, Peer, Shared, full};
+use super::{MAX_GIDS, Peer, Shared, full};
 
 impl Shared {
     pub fn registration_error(&self) -> Option<(String, bool)> {
@@ -33,12 +33,11 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if last.as_ref().map(|l| l.0.as_str()) != Some(line.as_str()) {
-            let level = if e.about_the_key() {
-                Level::Error
+            if e.about_the_key() {
+                tracing::error!(node = %self.who(), "{line}");
             } else {
-                Level::Warn
-            };
-            self.log(level, format_args!("{line}"));
+                tracing::warn!(node = %self.who(), "{line}");
+            }
             *last = Some((line, e.about_the_key()));
         }
     }
@@ -142,7 +141,7 @@ impl Shared {
             match manager {
                 None => match self.register(&host, port) {
                     Ok(id) => {
-                        self.log(Level::Info, format_args!("registered as node {}", id.0));
+                        tracing::info!(node = %self.who(), "registered as node {}", id.0);
                         backoff = Duration::from_millis(20);
                     }
                     Err(e) => {
@@ -156,11 +155,8 @@ impl Shared {
                     c.count_missed(hb);
                     let quiet = c.silence();
                     if quiet > hb * 3 {
-                        self.log(
-                            Level::Warn,
-                            format_args!(
-                                "the manager has been silent for {quiet:?}; registering again"
-                            ),
+                        tracing::warn!(node = %self.who(),
+                            "the manager has been silent for {quiet:?}; registering again"
                         );
                         c.close();
                         continue;
@@ -190,19 +186,13 @@ impl Shared {
             };
             for p in todo {
                 if let Err(e) = self.connect_peer(p) {
-                    let level = if e.about_the_key() {
-                        Level::Warn
+                    let why = full(&e);
+                    let peer = p.id.0;
+                    if e.about_the_key() {
+                        tracing::warn!(node = %self.who(), peer, "cannot reach node {peer} directly ({why}); the manager relays");
                     } else {
-                        Level::Info
-                    };
-                    self.log(
-                        level,
-                        format_args!(
-                            "cannot reach node {} directly ({}); the manager relays",
-                            p.id.0,
-                            full(&e)
-                        ),
-                    );
+                        tracing::info!(node = %self.who(), peer, "cannot reach node {peer} directly ({why}); the manager relays");
+                    }
                 }
             }
             let st = self.lock();

@@ -22,7 +22,8 @@
 //! disconnected, with an error that says which. Memory the client shares
 //! is refused unless sealed against shrinking, or guarded when
 //! [`Options::unsealed`] says so ([`crate::dma`]); what the server refuses
-//! or loses is said on its log ([`Server::set_log`]).
+//! or loses is logged through `tracing` (at `warn`; each refused request at
+//! `debug`, with its command and errno).
 //!
 //! The loop waits in ppoll(2) on the client's socket and the device's own
 //! descriptors (a TAP) with the device's next timer as the timeout. For
@@ -119,7 +120,6 @@ pub struct Server<D: Device> {
     out_fds: VecDeque<(usize, OwnedFd)>,
     // When the queue last moved (or was started).
     out_since: Instant,
-    log: Box<dyn FnMut(std::fmt::Arguments<'_>) + Send>,
     // Guarded windows seen vanish so far (crate::guard::faults).
     faults_seen: u64,
     fds: Vec<RawFd>,
@@ -175,18 +175,11 @@ impl<D: Device> Server<D> {
             out_head: 0,
             out_fds: VecDeque::new(),
             out_since: Instant::now(),
-            log: Box::new(|m| eprintln!("vfio-user: {m}")),
             faults_seen: crate::guard::faults(),
             fds: Vec::new(),
             polls: Vec::new(),
             busy: std::time::Instant::now(),
         }
-    }
-
-    /// Where the server says what it refused or lost (one line each: a
-    /// refused DMA_MAP, memory that vanished); stderr by default.
-    pub fn set_log(&mut self, log: Box<dyn FnMut(std::fmt::Arguments<'_>) + Send>) {
-        self.log = log;
     }
 
     /// Serves one client until it leaves (`Ok`) or sends something the

@@ -17,9 +17,16 @@ impl<D: Device> Server<D> {
     ) -> Answer {
         let req = match proto::decode(h, body, self.ours.max_data_xfer_size) {
             Ok(r) => r,
-            Err(e) => return Answer::Error(e.errno()),
+            Err(e) => {
+                tracing::debug!(command = h.command, error = %e, "vfio-user request refused");
+                return Answer::Error(e.errno());
+            }
         };
         if !*versioned && !matches!(req, Request::Version { .. }) {
+            tracing::debug!(
+                command = h.command,
+                "vfio-user request refused: no VERSION handshake yet"
+            );
             return Answer::Error(errno::EINVAL);
         }
         let give = match req {
@@ -32,7 +39,10 @@ impl<D: Device> Server<D> {
         self.reply = out;
         match r {
             Ok(()) => Answer::Body(give),
-            Err(e) => Answer::Error(e),
+            Err(e) => {
+                tracing::debug!(command = h.command, errno = e, "vfio-user request refused");
+                Answer::Error(e)
+            }
         }
     }
 
@@ -82,7 +92,7 @@ impl<D: Device> Server<D> {
                 io.dma
                     .map(address, size, offset, flags, fds.pop())
                     .map_err(|e| {
-                        (self.log)(format_args!("DMA_MAP refused: {e}"));
+                        tracing::warn!(address, size, "DMA_MAP refused: {e}");
                         e.errno()
                     })
             }

@@ -168,10 +168,12 @@ impl<D: Device> Server<D> {
         }
         self.faults_seen = f;
         while let Some((address, size)) = self.dma.take_vanished() {
-            (self.log)(format_args!(
+            tracing::warn!(
+                address,
+                size,
                 "the memory behind DMA window {address:#x} ({size} bytes) vanished: the client \
                  shrank its file; DMA there fails from now on"
-            ));
+            );
         }
     }
 
