@@ -218,17 +218,25 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     da.groups.push(
         Group::new("qp")
             .label("qpn", 18)
-            .counter("rdma_writes", 10)
+            .counter("req_tx_writes", 10)
             .gauge("depth", 2.5),
     );
     write_atomic(&a, &da).unwrap();
     let mut db = StatsDoc::new(&instance("node-b"));
-    db.push(Group::new("qp").label("qpn", 18).counter("rdma_writes", 7));
+    db.push(
+        Group::new("qp")
+            .label("qpn", 18)
+            .counter("req_tx_writes", 7),
+    );
     write_atomic(&b, &db).unwrap();
     let stale = d.join("stale.json");
     let mut ds = StatsDoc::new(&instance("node-s"));
     ds.written_unix_ms -= 60_000;
-    ds.push(Group::new("qp").label("qpn", 18).counter("rdma_writes", 1));
+    ds.push(
+        Group::new("qp")
+            .label("qpn", 18)
+            .counter("req_tx_writes", 1),
+    );
     write_atomic(&stale, &ds).unwrap();
     let missing = d.join("missing.json");
     let garbage = d.join("garbage.json");
@@ -351,7 +359,7 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
         .last_mut()
         .unwrap()
         .counters
-        .insert("rdma_writes".into(), 11);
+        .insert("req_tx_writes".into(), 11);
     write_atomic(&a, &da).unwrap();
     let s = parse(&get(&ex.addr, "/metrics", None).2);
     assert_eq!(

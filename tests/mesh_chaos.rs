@@ -277,10 +277,10 @@ fn a_run_without_faults_counts_exactly_what_crossed_each_link() {
     // Worker 1 heard node 0, then node 2 join.
     assert_eq!(da.counter("mesh", &[], "nodes_joined"), Some(2));
     assert_eq!(fault(&da, "mesh_drop"), (7, 0));
-    assert_eq!(da.counter("device", &[], "rdma_writes"), Some(5));
-    assert_eq!(da.counter("device", &[], "rdma_reads"), Some(2));
-    assert_eq!(db.counter("device", &[], "rx_write_requests"), Some(5));
-    assert_eq!(db.counter("device", &[], "rx_read_requests"), Some(2));
+    assert_eq!(da.counter("device", &[], "req_tx_writes"), Some(5));
+    assert_eq!(da.counter("device", &[], "req_tx_reads"), Some(2));
+    assert_eq!(db.counter("device", &[], "resp_rx_writes"), Some(5));
+    assert_eq!(db.counter("device", &[], "resp_rx_reads"), Some(2));
     assert_eq!(da.instance.node_id, Some(1));
     assert_eq!(da.instance.program, "ernic mesh node");
 }
@@ -295,8 +295,8 @@ fn dropped_requests_cost_retry_exceeded_and_the_same_spec_fails_the_same_way_twi
         // Ten WRITEs, each one message: events 3 and 7 dropped.
         assert_eq!(fault(doc, "mesh_drop"), (10, 2));
         assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(2));
-        assert_eq!(doc.counter("device", &[], "rdma_writes"), Some(10));
-        assert_eq!(doc.counter("device", &[], "local_ack_timeout_err"), Some(2));
+        assert_eq!(doc.counter("device", &[], "req_tx_writes"), Some(10));
+        assert_eq!(doc.counter("device", &[], "req_tx_retry_excd_err"), Some(2));
         assert_eq!(doc.counter("mesh", &[], "frames_malformed"), Some(0));
     }
 }

@@ -71,14 +71,18 @@ fn perf_two_processes_leave_exact_counts_on_both_sides() {
     let c = read(&cfile);
     assert_eq!(c.instance.program, "ernic perf");
     for kind in ["device", "qp"] {
-        assert_eq!(counter(&c, kind, "rdma_writes"), 1000, "client {kind}");
-        assert_eq!(counter(&c, kind, "tx_bytes"), 1000 * 65536, "client {kind}");
-        assert_eq!(counter(&c, kind, "req_cqe_error"), 0);
+        assert_eq!(counter(&c, kind, "req_tx_writes"), 1000, "client {kind}");
+        assert_eq!(
+            counter(&c, kind, "req_bytes"),
+            1000 * 65536,
+            "client {kind}"
+        );
+        assert_eq!(counter(&c, kind, "req_rx_cqe_err"), 0);
     }
     let s = read(&sfile);
-    assert_eq!(counter(&s, "device", "rx_write_requests"), 1000);
-    assert_eq!(counter(&s, "device", "rx_bytes"), 1000 * 65536);
-    assert_eq!(counter(&s, "device", "rdma_writes"), 0);
+    assert_eq!(counter(&s, "device", "resp_rx_writes"), 1000);
+    assert_eq!(counter(&s, "device", "resp_bytes"), 1000 * 65536);
+    assert_eq!(counter(&s, "device", "req_tx_writes"), 0);
     assert!(c.groups.iter().all(|g| g.labels["side"] == "client"));
     assert!(s.groups.iter().all(|g| g.labels["side"] == "server"));
     std::fs::remove_dir_all(&dir).unwrap();

@@ -175,9 +175,9 @@ fn a_bench_run_leaves_exact_counts_in_each_ranks_stats_file() {
         assert_eq!(comm("recv", "bytes_received"), 4 * 2_093_056);
         // Three devices: the control rail's and two data rails'.
         assert_eq!(doc.groups.iter().filter(|g| g.kind == "device").count(), 3);
-        assert_eq!(devices(&doc, "rdma_writes"), 40, "rank {rank}");
-        assert_eq!(devices(&doc, "rx_write_requests"), 40, "rank {rank}");
-        assert_eq!(devices(&doc, "req_cqe_error"), 0);
+        assert_eq!(devices(&doc, "req_tx_writes"), 40, "rank {rank}");
+        assert_eq!(devices(&doc, "resp_rx_writes"), 40, "rank {rank}");
+        assert_eq!(devices(&doc, "req_rx_cqe_err"), 0);
         assert!(doc.faults.is_empty());
     }
     std::fs::remove_dir_all(&dir).unwrap();

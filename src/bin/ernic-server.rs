@@ -75,12 +75,19 @@ struct Args {
     /// completed and discarded and nothing is received.
     #[arg(long)]
     tap: Option<String>,
-    /// Write the device's counters as JSON to this file every second
-    /// (replaced atomically, through FILE.tmp beside it). Its directory
-    /// must exist and be writable at start; a later failed write is
-    /// said once.
+    /// Write the device's counters to this file about once a second and
+    /// when a client leaves, in ernic's versioned stats schema (what
+    /// `ernic-exporter` reads): groups `device` and `qp` (the guest's
+    /// `hw_counters`, same names and values), `ionic`, `lif`, `port`, `link`,
+    /// `p4`, with this server's identity. Replaced atomically (write, fsync,
+    /// rename). Its directory must exist and be writable at start; a later
+    /// failed write is logged once.
     #[arg(long)]
     stats_file: Option<PathBuf>,
+    /// The instance's name in the stats file (the exporter's `instance`
+    /// label); HOST:PID when not given.
+    #[arg(long, requires = "stats_file")]
+    stats_name: Option<String>,
     /// Take guest memory that is not sealed against shrinking (a file on
     /// hugetlbfs, a plain file, an unsealed memfd). Such memory is mapped
     /// under a SIGBUS guard: if the client shrinks it, the request that
@@ -464,6 +471,12 @@ fn run(a: &Args) -> Result<()> {
     if let Some(ep) = endpoint {
         function = function.with_endpoint(Box::new(ep));
     }
+    let mut instance = ernic_ops::Instance::this_process("ernic-server", a.stats_name.as_deref());
+    instance.socket = Some(a.socket.display().to_string());
+    if let Some((m, gids)) = &mesh {
+        instance.node_id = m.node_id().map(|n| u32::from(n.0));
+        instance.gids = gids.iter().map(|g| g.to_string()).collect();
+    }
     if let Some((m, gids)) = mesh {
         function = function.with_mesh(std::sync::Arc::new(m), gids);
     }
@@ -478,7 +491,11 @@ fn run(a: &Args) -> Result<()> {
         function = p4_hooks::install(function, &o, hooks);
     }
     if let Some(p) = &a.stats_file {
-        function = function.with_stats_file(p.clone(), std::time::Duration::from_secs(1));
+        function = function.with_stats_file(
+            p.clone(),
+            std::time::Duration::from_secs(1),
+            Box::new(move |f| f.stats_doc(&instance)),
+        );
     }
     let opts = Options {
         unsealed: if a.allow_unsealed_memory {
@@ -502,6 +519,8 @@ fn run(a: &Args) -> Result<()> {
         };
         tracing::info!("client attached");
         let served = server.serve(&conn);
+        // The client's last counts are in the file once it has left.
+        server.device.write_stats();
         tracing::debug!(
             counters = ?server.device.bar0().stats(),
             queues = ?server.device.bar0().queues(),

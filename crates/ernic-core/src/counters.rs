@@ -1,9 +1,11 @@
 //! Device and per-QP counters.
 //!
-//! Names follow the kernel's rdma `hw_counters` where a driver already has a
-//! counter for the same event (mlx5's `rx_write_requests`, `out_of_buffer`,
-//! `rnr_nak_retry_err`, …; rxe's `rdma_sends`); the rest are named in the same
-//! style. A counter is a plain `u64` bumped on the device thread.
+//! Names follow a real ionic's `hw_counters` (the names its firmware returns
+//! for STATS_HDRS: `req_rx_rnr_retry_err`, `resp_rx_outof_buf`,
+//! `req_rx_cqe_flush_err`, …) wherever a counter means the same event; the
+//! rest are named in the same style (`req_` for the requester side, `resp_`
+//! for the responder side). The stats file uses these very names. A counter
+//! is a plain `u64` bumped on the device thread: no allocation, no lock.
 
 use crate::wr::WcStatus;
 
@@ -11,17 +13,17 @@ use crate::wr::WcStatus;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(usize)]
 pub enum Counter {
-    /// SEND work requests executed by this requester.
+    /// SEND work requests this requester completed successfully.
     RdmaSends,
-    /// RDMA WRITE work requests executed.
+    /// RDMA WRITE work requests this requester completed successfully.
     RdmaWrites,
-    /// RDMA READ work requests executed.
+    /// RDMA READ work requests this requester completed successfully.
     RdmaReads,
-    /// Atomic work requests executed.
+    /// Atomic work requests this requester completed successfully.
     RdmaAtomics,
     /// Fast registrations and local invalidations executed.
     LocalOps,
-    /// Payload bytes moved by this device's requests.
+    /// Payload bytes moved by this device's requests (either way).
     TxBytes,
     /// SENDs delivered into this device's receives.
     RdmaRecvs,
@@ -33,35 +35,43 @@ pub enum Counter {
     RxAtomicRequests,
     /// Payload bytes written into this device's memory by peers.
     RxBytes,
-    /// Datagrams dropped because no receive was posted.
+    /// Messages dropped because no receive was posted (ionic's name).
     OutOfBuffer,
     /// Datagrams dropped by the Q_Key or QP type check.
     RxDatagramsDropped,
-    /// Requests that ended with RNR retry exceeded.
+    /// Requests that ended with RNR retry exceeded (ionic's name).
     RnrNakRetryErr,
-    /// Requests that ended with transport retry exceeded.
+    /// Requests that ended with transport retry exceeded (ionic's name).
     LocalAckTimeoutErr,
-    /// Requests the responder refused for access.
+    /// Requests the responder refused for access (ionic's name).
     ReqRemoteAccessErrors,
-    /// Requests the responder refused as invalid.
+    /// Requests the responder refused as invalid (ionic's name).
     ReqRemoteInvalidRequest,
-    /// Receives that were too small for the message.
+    /// Receives that were too small for the message (ionic's name).
     RespLocalLengthError,
-    /// Local protection errors (bad lkey, range or right).
+    /// Local protection errors: bad lkey, range or right (ionic's name).
     LocalProtectionErrors,
-    /// Send-side error completions, flushes excluded.
+    /// Send-side error completions, flushes excluded (ionic's name).
     ReqCqeError,
-    /// Receive-side error completions, flushes excluded.
+    /// Receive-side error completions, flushes excluded (ionic's name).
     RespCqeError,
-    /// Send work requests flushed.
+    /// Send work requests flushed (ionic's name).
     ReqCqeFlushError,
-    /// Receive work requests flushed.
+    /// Receive work requests flushed (ionic's name).
     RespCqeFlushError,
+    /// Send work requests that completed with success, signaled or not.
+    ReqCqeSuccess,
+    /// Receive completions with success.
+    RespCqeSuccess,
+    /// Times a request found no receive posted and began an RNR wait.
+    RnrWaits,
+    /// Re-executions of a request that was waiting on RNR.
+    RnrRetries,
 }
 
 impl Counter {
     /// Number of counters.
-    pub const COUNT: usize = 23;
+    pub const COUNT: usize = 27;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Counter::COUNT] = [
@@ -88,34 +98,42 @@ impl Counter {
         Counter::RespCqeError,
         Counter::ReqCqeFlushError,
         Counter::RespCqeFlushError,
+        Counter::ReqCqeSuccess,
+        Counter::RespCqeSuccess,
+        Counter::RnrWaits,
+        Counter::RnrRetries,
     ];
 
-    /// The counter's name, as `hw_counters` shows it.
+    /// The counter's name, as `hw_counters` and the stats file show it.
     pub fn name(self) -> &'static str {
         match self {
-            Counter::RdmaSends => "rdma_sends",
-            Counter::RdmaWrites => "rdma_writes",
-            Counter::RdmaReads => "rdma_reads",
-            Counter::RdmaAtomics => "rdma_atomics",
-            Counter::LocalOps => "local_ops",
-            Counter::TxBytes => "tx_bytes",
-            Counter::RdmaRecvs => "rdma_recvs",
-            Counter::RxWriteRequests => "rx_write_requests",
-            Counter::RxReadRequests => "rx_read_requests",
-            Counter::RxAtomicRequests => "rx_atomic_requests",
-            Counter::RxBytes => "rx_bytes",
-            Counter::OutOfBuffer => "out_of_buffer",
-            Counter::RxDatagramsDropped => "rx_datagrams_dropped",
-            Counter::RnrNakRetryErr => "rnr_nak_retry_err",
-            Counter::LocalAckTimeoutErr => "local_ack_timeout_err",
-            Counter::ReqRemoteAccessErrors => "req_remote_access_errors",
-            Counter::ReqRemoteInvalidRequest => "req_remote_invalid_request",
-            Counter::RespLocalLengthError => "resp_local_length_error",
-            Counter::LocalProtectionErrors => "local_protection_errors",
-            Counter::ReqCqeError => "req_cqe_error",
-            Counter::RespCqeError => "resp_cqe_error",
-            Counter::ReqCqeFlushError => "req_cqe_flush_error",
-            Counter::RespCqeFlushError => "resp_cqe_flush_error",
+            Counter::RdmaSends => "req_tx_sends",
+            Counter::RdmaWrites => "req_tx_writes",
+            Counter::RdmaReads => "req_tx_reads",
+            Counter::RdmaAtomics => "req_tx_atomics",
+            Counter::LocalOps => "req_tx_local_ops",
+            Counter::TxBytes => "req_bytes",
+            Counter::RdmaRecvs => "resp_rx_sends",
+            Counter::RxWriteRequests => "resp_rx_writes",
+            Counter::RxReadRequests => "resp_rx_reads",
+            Counter::RxAtomicRequests => "resp_rx_atomics",
+            Counter::RxBytes => "resp_bytes",
+            Counter::OutOfBuffer => "resp_rx_outof_buf",
+            Counter::RxDatagramsDropped => "resp_rx_datagrams_dropped",
+            Counter::RnrNakRetryErr => "req_rx_rnr_retry_err",
+            Counter::LocalAckTimeoutErr => "req_tx_retry_excd_err",
+            Counter::ReqRemoteAccessErrors => "req_rx_remote_access_err",
+            Counter::ReqRemoteInvalidRequest => "req_rx_remote_inv_req_err",
+            Counter::RespLocalLengthError => "resp_rx_local_len_err",
+            Counter::LocalProtectionErrors => "req_tx_local_access_err",
+            Counter::ReqCqeError => "req_rx_cqe_err",
+            Counter::RespCqeError => "resp_rx_cqe_err",
+            Counter::ReqCqeFlushError => "req_rx_cqe_flush_err",
+            Counter::RespCqeFlushError => "resp_rx_cqe_flush_err",
+            Counter::ReqCqeSuccess => "req_cqe_success",
+            Counter::RespCqeSuccess => "resp_cqe_success",
+            Counter::RnrWaits => "req_rnr_waits",
+            Counter::RnrRetries => "req_rnr_retries",
         }
     }
 }

@@ -50,7 +50,11 @@ fn the_filter_drops_counts_and_rewrites_between_driver_and_wire() {
         .with_frame_filter(Box::new(ArpFilter {
             scratch: Vec::new(),
         }))
-        .with_stats_file(stats.clone(), Duration::from_millis(5));
+        .with_stats_file(
+            stats.clone(),
+            Duration::from_millis(5),
+            Box::new(|f| f.stats_doc(&ernic_ops::Instance::this_process("p4-frames", None))),
+        );
     let path = common::serve_function("p4-frames", f);
     let mut d = Driver::attach(&path, 8 << 20).unwrap();
     d.eth_up().unwrap();
@@ -69,8 +73,8 @@ fn the_filter_drops_counts_and_rewrites_between_driver_and_wire() {
         "the dropped ARP reached the wire"
     );
     within("the drop in the stats file", || {
-        let s = std::fs::read_to_string(&stats).ok()?;
-        s.contains("\"p4_frames_dropped\":1").then_some(())
+        let doc = ernic_ops::read_stats(&stats).ok()?;
+        (doc.counter("p4", &[], "frames_dropped") == Some(1)).then_some(())
     });
 
     // In: a frame from the wire, as the filter rewrote it.

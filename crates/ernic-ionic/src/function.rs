@@ -14,7 +14,10 @@ use crate::regs::{BAR0_SIZE, MSIX_PBA, MSIX_TABLE};
 use crate::tap::{FrameEndpoint, Wire};
 
 mod frames;
+mod stats;
+
 pub use frames::{FilterStats, MAX_QUEUED};
+pub use stats::Compose;
 
 /// Pensando's vendor id.
 pub const VENDOR: u16 = 0x1dd8;
@@ -48,7 +51,9 @@ pub struct IonicFunction {
     frames: Option<frames::FramePath>,
     frame: Vec<u8>,
     fired: Vec<u16>,
-    stats_file: Option<StatsFile>,
+    /// Doorbells that came through the shared pages (of `doorbells`).
+    doorbells_shared: u64,
+    stats: Option<stats::StatsWriter>,
     shared: Option<SharedDoorbells>,
     rdma: crate::rdmadev::RdmaDev,
 }
@@ -96,16 +101,6 @@ impl SharedDoorbells {
 
 /// Queue types a page's words are polled for (Ethernet 0-3, RDMA 5-9).
 const POLLED_TYPES: u64 = 10;
-
-/// Where and how often the counters are written.
-#[derive(Debug)]
-struct StatsFile {
-    path: std::path::PathBuf,
-    every: std::time::Duration,
-    next: std::time::Instant,
-    // A write failed and was said; said again once one succeeds.
-    failing: bool,
-}
 
 impl IonicFunction {
     /// The function a device of `id` presents.
@@ -163,7 +158,8 @@ impl IonicFunction {
             frames: None,
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
-            stats_file: None,
+            doorbells_shared: 0,
+            stats: None,
             shared: None,
             rdma,
         }
@@ -346,55 +342,6 @@ impl IonicFunction {
         self
     }
 
-    /// Writes the counters as one JSON object to `path` every `every`
-    /// (atomically: a temporary file renamed over it).
-    pub fn with_stats_file(
-        mut self,
-        path: std::path::PathBuf,
-        every: std::time::Duration,
-    ) -> IonicFunction {
-        self.stats_file = Some(StatsFile {
-            path,
-            every,
-            next: std::time::Instant::now(),
-            failing: false,
-        });
-        self
-    }
-
-    /// The counters as one line of JSON (with the frame filter's, when
-    /// one is installed).
-    pub fn stats_json(&self) -> String {
-        let mut json = self.device_stats_json();
-        if let Some(f) = self.frame_filter_stats() {
-            json.pop();
-            json.push_str(&format!(
-                ",\"p4_frames_dropped\":{},\"p4_guest_queue_full\":{}}}",
-                f.dropped, f.queue_full
-            ));
-        }
-        json
-    }
-
-    fn device_stats_json(&self) -> String {
-        let s = self.bar0.stats();
-        let sum = |v: &[(u64, u64); 3]| v.iter().fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
-        let (rx_bytes, rx_packets) = sum(&s.rx);
-        let (tx_bytes, tx_packets) = sum(&s.tx);
-        format!(
-            "{{\"device_commands\":{},\"doorbells\":{},\"rx_packets\":{rx_packets},\
-             \"rx_bytes\":{rx_bytes},\"tx_packets\":{tx_packets},\"tx_bytes\":{tx_bytes},\
-             \"rx_queue_disabled\":{},\"rx_queue_empty\":{},\"rx_desc_data_error\":{},\
-             \"tx_desc_fetch_error\":{}}}",
-            self.bar0.commands(),
-            self.doorbells,
-            s.rx_queue_disabled,
-            s.rx_queue_empty,
-            s.rx_desc_data_error,
-            s.tx_desc_fetch_error
-        )
-    }
-
     /// BAR 0, for inspection.
     pub fn bar0(&self) -> &Bar0 {
         &self.bar0
@@ -428,6 +375,7 @@ impl IonicFunction {
                 continue;
             }
             if let Some(d) = Doorbell::decode(offset, v) {
+                self.doorbells_shared += 1;
                 self.ring(io, d);
                 rang = true;
             }
@@ -575,7 +523,7 @@ impl Device for IonicFunction {
 
     fn next_tick(&self) -> Option<std::time::Duration> {
         let now = std::time::Instant::now();
-        let stats = self.stats_file.as_ref().map(|f| f.next);
+        let stats = self.stats_due();
         let rdma = self.rdma.next_deadline();
         let due = match (stats, rdma) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -592,35 +540,9 @@ impl Device for IonicFunction {
             self.rdma.tick(boot, io.dma, &mut self.fired);
             self.signal_rdma(io);
         }
-        let json = self.stats_json();
-        let Some(f) = self.stats_file.as_mut() else {
-            return;
-        };
-        if f.next > now {
-            return;
+        if self.stats_due().is_some_and(|t| t <= now) {
+            self.write_stats();
         }
-        let tmp = f.path.with_extension("tmp");
-        // A failed write is said once and tried again next time; the
-        // device goes on.
-        let r =
-            std::fs::write(&tmp, format!("{json}\n")).and_then(|()| std::fs::rename(&tmp, &f.path));
-        match r {
-            Err(e) if !f.failing => {
-                f.failing = true;
-                tracing::warn!(
-                    path = %f.path.display(),
-                    error = %e,
-                    "cannot write the stats file (tried again every {:?}, said once)",
-                    f.every
-                );
-            }
-            Ok(()) if f.failing => {
-                f.failing = false;
-                tracing::info!(path = %f.path.display(), "the stats file is written again");
-            }
-            _ => {}
-        }
-        f.next = now + f.every;
     }
 
     /// Frames waiting on the wire go to the guest (a bounded batch per

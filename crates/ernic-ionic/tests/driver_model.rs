@@ -1054,10 +1054,10 @@ fn rdma_data_path_between_two_qps_of_one_guest() {
         let off = names.iter().find(|(k, _)| k == n).expect(n).1;
         g.u64_at(STATS + off)
     };
-    assert_eq!(val("rdma_writes"), 1, "the WRITE that ran");
-    assert_eq!(val("local_protection_errors"), 1, "the one past its MR");
-    assert_eq!(val("rdma_reads"), 1);
-    assert_eq!(val("rdma_atomics"), 1);
+    assert_eq!(val("req_tx_writes"), 1, "the WRITE that ran");
+    assert_eq!(val("req_tx_local_access_err"), 1, "the one past its MR");
+    assert_eq!(val("req_tx_reads"), 1);
+    assert_eq!(val("req_tx_atomics"), 1);
     put(&mut sc, 12, &5u32.to_le_bytes());
     assert_eq!(a.run(g, ev1, 18, &sc), ok, "QP_STATS_VALS of QP 5");
     put(&mut sc, 12, &99u32.to_le_bytes());

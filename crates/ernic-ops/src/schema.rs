@@ -10,8 +10,8 @@
 //!                 "node_id": 2, "gids": ["::ffff:10.0.0.2"], "socket": "/run/ernic.sock" },
 //!   "written_unix_ms": 1764680005000,
 //!   "groups": [
-//!     { "kind": "device", "labels": {}, "counters": { "rdma_writes": 10 }, "gauges": {} },
-//!     { "kind": "qp", "labels": { "qpn": "17" }, "counters": { "rdma_writes": 10 } },
+//!     { "kind": "device", "labels": {}, "counters": { "req_tx_writes": 10 }, "gauges": {} },
+//!     { "kind": "qp", "labels": { "qpn": "17" }, "counters": { "req_tx_writes": 10 } },
 //!     { "kind": "port", "labels": { "port": "1" }, "counters": { "packets_received": 3 } }
 //!   ],
 //!   "faults": [ { "spec": "rx_drop:every=10", "event": "rx_drop", "seen": 30, "fired": 3 } ]

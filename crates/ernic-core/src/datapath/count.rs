@@ -20,6 +20,16 @@ impl<M: DmaMemory> Engine<M> {
         }
     }
 
+    /// Adds one to `c` on the device and on its QP.
+    pub(crate) fn count_one(&mut self, dev: DeviceId, qpn: Qpn, c: Counter) {
+        if let Ok(d) = self.dev_mut(dev) {
+            d.counters.inc(c);
+            if let Some(q) = d.qps.get_mut(qpn.0) {
+                q.counters.inc(c);
+            }
+        }
+    }
+
     pub(crate) fn count_rx(&mut self, dev: DeviceId, qpn: Qpn, c: Counter, bytes: u64) {
         if let Ok(d) = self.dev_mut(dev) {
             d.counters.inc(c);

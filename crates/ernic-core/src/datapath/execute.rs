@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::count::tx_counter;
 use super::resolve::sgl_len;
 use super::{End, Incoming, Outcome, Req, Sink, Source};
+use crate::counters::Counter;
 use crate::engine::{AsyncEvent, Engine};
 use crate::memory::DmaMemory;
 use crate::qp::{QpState, QpType};
@@ -47,6 +48,11 @@ impl<M: DmaMemory> Engine<M> {
             {
                 Outcome::Done(WcStatus::RnrRetryExcErr, 0)
             } else {
+                let retry = qp.rnr_since.is_some();
+                if retry {
+                    self.count_one(dev, qpn, Counter::RnrRetries);
+                }
+                let qp = self.qp_mut(dev, qpn).expect("counting never destroys a QP");
                 let slot = &mut qp.sq.slots[idx];
                 let req = Req {
                     op: slot.op,
@@ -83,7 +89,10 @@ impl<M: DmaMemory> Engine<M> {
                     qp.rnr_since = None;
                 }
                 Outcome::Rnr => {
-                    qp.rnr_since.get_or_insert(now);
+                    if qp.rnr_since.is_none() {
+                        qp.rnr_since = Some(now);
+                        self.count_one(dev, qpn, Counter::RnrWaits);
+                    }
                     stalled = true;
                     break;
                 }

@@ -83,6 +83,9 @@ impl<M: DmaMemory> Engine<M> {
                 q.counters.inc(ec);
                 d.counters.inc(ec);
             }
+        } else {
+            q.counters.inc(Counter::RespCqeSuccess);
+            d.counters.inc(Counter::RespCqeSuccess);
         }
         let cq = q.recv_cq;
         self.outbox.push(CqEvent {

@@ -42,7 +42,7 @@ impl<M: DmaMemory> Engine<M> {
                 break;
             };
             let c = match status {
-                WcStatus::Success => None,
+                WcStatus::Success => Some(Counter::ReqCqeSuccess),
                 WcStatus::WrFlushErr => Some(Counter::ReqCqeFlushError),
                 _ => Some(Counter::ReqCqeError),
             };

@@ -321,6 +321,16 @@ impl RdmaDev {
         self.commands
     }
 
+    /// The device's core counters.
+    pub fn device_counters(&self) -> Option<&ernic_core::Counters> {
+        self.engine.device_counters(self.dev).ok()
+    }
+
+    /// QP `id`'s core counters, when it exists.
+    pub fn qp_counters(&self, id: u32) -> Option<&ernic_core::Counters> {
+        self.engine.qp_counters(self.dev, ernic_core::Qpn(id)).ok()
+    }
+
     /// The core engine (counters, inspection).
     pub fn engine(&self) -> &Engine<GuestMemory> {
         &self.engine
