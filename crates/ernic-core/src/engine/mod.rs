@@ -35,6 +35,9 @@ mod slab;
 mod srq;
 mod timers;
 
+#[cfg(test)]
+mod inject_tests;
+
 pub(crate) use ah::Ah;
 pub use config::{EngineConfig, GSI_QKEY, MAX_SGE, SERVICE_QPN_BASE};
 pub use error::EngineError;
