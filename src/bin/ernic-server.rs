@@ -135,6 +135,21 @@ struct Args {
     /// all, even as none, it turns the engine on.
     #[arg(long, value_name = "SCOPE", value_parser = ["none", "tables", "program"])]
     p4_guest_scope: Option<String>,
+    /// Makes chosen events fail, on a pattern of event counts, never on a
+    /// timer: a comma-separated list of EVENT[=ARG]:PATTERN. Events:
+    /// stats_vals (STATS_VALS and QP_STATS_VALS fail), rx_drop (a frame for
+    /// the guest is lost), rx_no_buffer (dropped as if no buffer were
+    /// posted), tx_drop (a sent frame is completed but never sent),
+    /// send_err[=STATUS] (a send WQE completes with STATUS, rem_access
+    /// unless said), recv_err[=STATUS] (a receive completes in error,
+    /// loc_len unless said), admin_err[=OPCODE] (an RDMA admin command, of
+    /// that opcode, fails), dma_fault (a send WQE's payload read fails).
+    /// Patterns, counting events from 1: every=N, from=N, burst=B/M (the
+    /// first B of every M), at=3,7,19. Example:
+    /// send_err=rnr_retry_exc:at=3,7,rx_drop:every=10. A bad spec is an
+    /// error at start.
+    #[arg(long, value_name = "SPEC")]
+    inject: Option<String>,
     /// How much to say on stderr: error, warn, info or debug.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug"])]
     log_level: String,
@@ -391,6 +406,13 @@ fn join_mesh(a: &Args, info: bool) -> Result<Option<(Mesh, Vec<Gid>)>> {
 
 fn run(a: &Args) -> Result<()> {
     let id = profile::load(&a.nic_profile).context("--nic-profile")?;
+    let injector = match &a.inject {
+        Some(spec) => Some(Arc::new(
+            ernic_core::inject::Injector::parse(spec)
+                .map_err(|e| anyhow::anyhow!("--inject {spec:?}: {e}"))?,
+        )),
+        None => None,
+    };
     if let Some(p) = &a.stats_file {
         check_stats_file(p)?;
     }
@@ -458,6 +480,9 @@ fn run(a: &Args) -> Result<()> {
         .with_verbose(a.log_level == "debug")
         .with_shared_doorbells()
         .context("sharing the doorbell pages")?;
+    if let Some(inj) = injector {
+        function = function.with_injector(inj);
+    }
     if info && shared > 0 {
         eprintln!(
             "ernic-server: the top {shared} doorbell pages are shared memory (sparse mmap), polled"
