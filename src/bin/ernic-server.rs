@@ -142,6 +142,21 @@ struct Args {
     /// all, even as none, it turns the engine on.
     #[arg(long, value_name = "SCOPE", value_parser = ["none", "tables", "program"])]
     p4_guest_scope: Option<String>,
+    /// Makes chosen events fail, on a pattern of event counts, never on a
+    /// timer: a comma-separated list of EVENT[=ARG]:PATTERN. Events:
+    /// stats_vals (STATS_VALS and QP_STATS_VALS fail), rx_drop (a frame for
+    /// the guest is lost), rx_no_buffer (dropped as if no buffer were
+    /// posted), tx_drop (a sent frame is completed but never sent),
+    /// send_err[=STATUS] (a send WQE completes with STATUS, rem_access
+    /// unless said), recv_err[=STATUS] (a receive completes in error,
+    /// loc_len unless said), admin_err[=OPCODE] (an RDMA admin command, of
+    /// that opcode, fails), dma_fault (a send WQE's payload read fails).
+    /// Patterns, counting events from 1: every=N, from=N, burst=B/M (the
+    /// first B of every M), at=3,7,19. Example:
+    /// send_err=rnr_retry_exc:at=3,7,rx_drop:every=10. A bad spec is an
+    /// error at start.
+    #[arg(long, value_name = "SPEC")]
+    inject: Option<String>,
     #[command(flatten)]
     log: ernic_ops::LogArgs,
 }
@@ -296,6 +311,10 @@ fn gids_said(gids: &[Gid]) -> String {
     }
 }
 
+/// The stats-file groups of a target beside the guest, read from the
+/// device loop when the file is written.
+type Groups = Box<dyn Fn() -> Vec<ernic_ops::Group> + Send>;
+
 /// What a backend beside the guest keeps running while the server serves.
 enum Beside {
     /// The NVMe-oF target.
@@ -308,7 +327,7 @@ enum Beside {
 /// Starts the S3 store beside the guest: its data plane on a fabric that
 /// joins the guest's mesh (the answer's [`Mesh`]), and its network stack,
 /// whose endpoint goes to the guest's device.
-fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoint)> {
+fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoint, Groups)> {
     let o = S3Options::parse(opts).context("--backend s3")?;
     let store = o.open_store().context("opening the S3 store")?;
     let gid = Gid::from_ipv4(o.addr);
@@ -326,10 +345,12 @@ fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoi
     )
     .context("the S3 store's RDMA data plane")?;
     let dp: Arc<dyn DataPlane> = Arc::new(dp);
-    let service = S3Service::new(store, o.config.clone(), Some(dp)).context("--backend s3")?;
-    let (stack, endpoint) =
-        GuestStack::start(GuestConfig::new(o.addr, o.mac, o.port), Arc::new(service))
-            .context("starting the S3 store's network stack")?;
+    let service =
+        Arc::new(S3Service::new(store, o.config.clone(), Some(dp)).context("--backend s3")?);
+    let counted = service.clone();
+    let groups: Groups = Box::new(move || counted.stats_groups());
+    let (stack, endpoint) = GuestStack::start(GuestConfig::new(o.addr, o.mac, o.port), service)
+        .context("starting the S3 store's network stack")?;
     let m = o.mac;
     tracing::info!(
         addr = %o.addr,
@@ -351,7 +372,7 @@ fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoi
             .map_or("in memory".to_string(), |d| d.display().to_string()),
         o.size >> 20,
     );
-    Ok((mesh, stack, endpoint))
+    Ok((mesh, stack, endpoint, groups))
 }
 
 /// Joins the mesh `--backend tcp` asks for, with the guest's GIDs; `None`
@@ -396,6 +417,13 @@ fn join_mesh(a: &Args) -> Result<Option<(Mesh, Vec<Gid>)>> {
 
 fn run(a: &Args) -> Result<()> {
     let id = profile::load(&a.nic_profile).context("--nic-profile")?;
+    let injector = match &a.inject {
+        Some(spec) => Some(Arc::new(
+            ernic_core::inject::Injector::parse(spec)
+                .map_err(|e| anyhow::anyhow!("--inject {spec:?}: {e}"))?,
+        )),
+        None => None,
+    };
     if let Some(p) = &a.stats_file {
         check_stats_file(p)?;
     }
@@ -414,6 +442,7 @@ fn run(a: &Args) -> Result<()> {
     let mut mesh = join_mesh(a)?;
     // Kept alive for as long as the server serves.
     let mut endpoint = None;
+    let mut target_groups: Option<Groups> = None;
     let _beside = match beside_backend(&a.backend) {
         Some("nvmeof") => {
             let opts = a.backend["nvmeof".len()..].trim_start_matches(':');
@@ -430,12 +459,15 @@ fn run(a: &Args) -> Result<()> {
                 "NVMe-oF target started"
             );
             mesh = Some((m, gids));
+            let (stats, namespaces) = (serving.stats().clone(), o.config.namespaces.len());
+            target_groups = Some(Box::new(move || stats.groups(namespaces)));
             Some(Beside::Nvmeof(serving))
         }
         Some(_) => {
             let opts = a.backend["s3".len()..].trim_start_matches(':');
             let gids = guest_gids()?;
-            let (m, stack, ep) = start_s3(opts, gids.clone())?;
+            let (m, stack, ep, groups) = start_s3(opts, gids.clone())?;
+            target_groups = Some(groups);
             mesh = Some((m, gids));
             endpoint = Some(ep);
             Some(Beside::S3(stack))
@@ -457,6 +489,9 @@ fn run(a: &Args) -> Result<()> {
     let mut function = IonicFunction::new(id)
         .with_shared_doorbells()
         .context("sharing the doorbell pages")?;
+    if let Some(inj) = injector {
+        function = function.with_injector(inj);
+    }
     if shared > 0 {
         tracing::info!(
             pages = shared,
@@ -477,8 +512,11 @@ fn run(a: &Args) -> Result<()> {
         instance.node_id = m.node_id().map(|n| u32::from(n.0));
         instance.gids = gids.iter().map(|g| g.to_string()).collect();
     }
+    let mut mesh_for_stats = None;
     if let Some((m, gids)) = mesh {
-        function = function.with_mesh(std::sync::Arc::new(m), gids);
+        let m = Arc::new(m);
+        mesh_for_stats = Some(m.clone());
+        function = function.with_mesh(m, gids);
     }
     if let Some((o, hooks)) = p4 {
         tracing::info!(
@@ -494,7 +532,19 @@ fn run(a: &Args) -> Result<()> {
         function = function.with_stats_file(
             p.clone(),
             std::time::Duration::from_secs(1),
-            Box::new(move |f| f.stats_doc(&instance)),
+            Box::new(move |f| {
+                let mut doc = f.stats_doc(&instance);
+                if let Some(m) = &mesh_for_stats {
+                    doc.groups.extend(m.stats_groups());
+                }
+                if let Some(g) = &target_groups {
+                    doc.groups.extend(g());
+                }
+                if let Some(inj) = f.injector() {
+                    doc.faults = ernic_ops::FaultStat::all(inj);
+                }
+                doc
+            }),
         );
     }
     let opts = Options {

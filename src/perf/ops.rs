@@ -3,8 +3,8 @@
 //! a second by a thread and once more at the end: for each device the run
 //! opened (labels `gid`, `side` client or server) its counters, and its
 //! QP's (labels `qpn`, `side`), so a run of N writes of S bytes shows
-//! `rdma_writes` N and `tx_bytes` N×S on the writer and
-//! `rx_write_requests` N on the target; and the faults `--inject` armed.
+//! `req_tx_writes` N and `req_bytes` N×S on the writer and
+//! `resp_rx_writes` N on the target; and the faults `--inject` armed.
 //!
 //! The engine's events (`send_err`, `recv_err`) fire where the fabric
 //! checks them: [`Ops::engine_config`] is the one place the run's fabrics
@@ -103,11 +103,11 @@ impl Ops {
 
     /// The configuration of the run's fabrics.
     pub fn engine_config(&self) -> Config {
-        // The engine takes no injector yet: its events (send_err,
-        // recv_err) are being wired into it; `self.injector` goes here
-        // when they are.
-        let _ = &self.injector;
-        Config::default()
+        // The engine counts send_err and recv_err on the armed faults.
+        Config {
+            injector: self.injector.clone(),
+            ..Config::default()
+        }
     }
 
     /// Writes the last document (the run's final counts) and stops.

@@ -96,6 +96,13 @@ impl Bench {
 
     /// An RC QP taken to RTS toward `dest`.
     pub fn qp(&mut self, dest: (Gid, Qpn)) -> Qpn {
+        let q = self.unconnected_qp();
+        self.connect(q, dest);
+        q
+    }
+
+    /// An RC QP in RESET.
+    pub fn unconnected_qp(&mut self) -> Qpn {
         let init = QpInit {
             qp_type: QpType::Rc,
             pd: self.pd,
@@ -112,9 +119,7 @@ impl Bench {
             sq_sig_all: true,
             qpn: None,
         };
-        let q = self.e.create_qp(self.dev, &init).unwrap();
-        self.connect(q, dest);
-        q
+        self.e.create_qp(self.dev, &init).unwrap()
     }
 
     /// Takes QP `q` from RESET to RTS toward `dest`, with every right.

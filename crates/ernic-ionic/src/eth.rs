@@ -14,6 +14,7 @@ use ernic_vfio::dma::Dma;
 use crate::bar0::Bar0;
 use crate::bytes::{le16, le64};
 use crate::regs::{q_init, qtype};
+use ernic_core::inject::Event;
 
 /// The device-kept counters of `struct ionic_lif_stats` it has events for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -207,12 +208,14 @@ impl Bar0 {
             let mut d = [0u8; 16];
             let ok = dma.read(q.ring_base + u64::from(head) * 16, &mut d).is_ok()
                 && self.gather(&q, head, &d, dma, &mut frame);
-            if ok {
+            // An injected `tx_drop`: completed to the guest, never sent.
+            let dropped = ok && self.inject(Event::TxDrop);
+            if ok && !dropped {
                 let k = cast(&frame);
                 self.eth.stats.tx[k].0 += frame.len() as u64;
                 self.eth.stats.tx[k].1 += 1;
                 out(&frame);
-            } else {
+            } else if !ok {
                 self.eth.stats.tx_desc_fetch_error += 1;
             }
             let mut comp = [0u8; 16];
@@ -275,6 +278,14 @@ impl Bar0 {
         true
     }
 
+    /// Counts one `event` against the armed faults; whether one fired.
+    #[inline]
+    fn inject(&self, event: Event) -> bool {
+        self.injector
+            .as_ref()
+            .is_some_and(|i| i.check(event).is_some())
+    }
+
     /// A receive queue's doorbell: the driver has posted buffers up to
     /// `p_index`.
     pub fn rx_doorbell(&mut self, qid: u32, p_index: u16) {
@@ -309,6 +320,16 @@ impl Bar0 {
     /// queue is enabled, no buffer is posted, or the buffer is too small.
     /// Answers the vector to raise.
     pub fn rx_frame(&mut self, frame: &[u8], dma: &mut Dma) -> Option<u16> {
+        // Injected faults: `rx_drop` loses the frame; `rx_no_buffer` drops
+        // it as if no buffer were posted, counted as the queue-empty drop.
+        if self.inject(Event::RxDrop) {
+            return None;
+        }
+        if self.inject(Event::RxNoBuffer) {
+            self.eth.stats.rx_queue_empty += 1;
+            self.write_stats(dma);
+            return None;
+        }
         let enabled: usize = self
             .eth
             .queues

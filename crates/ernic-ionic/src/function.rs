@@ -56,6 +56,7 @@ pub struct IonicFunction {
     stats: Option<stats::StatsWriter>,
     shared: Option<SharedDoorbells>,
     rdma: crate::rdmadev::RdmaDev,
+    injector: Option<std::sync::Arc<ernic_core::inject::Injector>>,
 }
 
 /// The top pages of BAR 2 as memory shared with the client: the guest's
@@ -162,7 +163,27 @@ impl IonicFunction {
             stats: None,
             shared: None,
             rdma,
+            injector: None,
         }
+    }
+
+    /// Arms `injector`'s faults on this device: the Ethernet events
+    /// (`rx_drop`, `rx_no_buffer`, `tx_drop`), the RDMA admin ones
+    /// (`stats_vals`, `admin_err`), `dma_fault` on send WQEs, and the
+    /// engine's (`send_err`, `recv_err`).
+    pub fn with_injector(
+        mut self,
+        injector: std::sync::Arc<ernic_core::inject::Injector>,
+    ) -> IonicFunction {
+        self.bar0.injector = Some(injector.clone());
+        self.rdma.set_injector(injector.clone());
+        self.injector = Some(injector);
+        self
+    }
+
+    /// The injector armed on this device (for the stats file's `faults`).
+    pub fn injector(&self) -> Option<&std::sync::Arc<ernic_core::inject::Injector>> {
+        self.injector.as_ref()
     }
 
     /// Puts the RDMA side on the TCP mesh (`--backend tcp`), known by the

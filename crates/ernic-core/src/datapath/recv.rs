@@ -10,6 +10,7 @@ use crate::copy::{self, CopyError, Dst, Src};
 use crate::counters::{Counter, error_counter};
 use crate::engine::{AsyncEvent, Engine};
 use crate::grh::{self, GRH_LEN};
+use crate::inject::Event;
 use crate::memory::DmaMemory;
 use crate::mr::MrKind;
 use crate::qp::OpenRecv;
@@ -132,6 +133,7 @@ impl<M: DmaMemory> Engine<M> {
             .qp_mut(at.dev, at.qpn)
             .ok()
             .and_then(|q| q.open_recv.take());
+        let mut injected = None;
         let (rs, wr_id, rsgl) = match open {
             Some(o) if inc.offset > 0 => (o.source, o.wr_id, o.sgl),
             Some(o) => {
@@ -162,11 +164,23 @@ impl<M: DmaMemory> Engine<M> {
                     }
                     return Outcome::Rnr;
                 }
+                // An injected `recv_err`: the receive this message consumes
+                // completes in error, and the sender sees what it would for
+                // that error at the receiver.
+                injected = self
+                    .inject(Event::RecvError)
+                    .map(|f| f.status_or(WcStatus::LocLenErr));
                 let (wr_id, sgl) = self.take_recv(rs);
                 (rs, wr_id, sgl)
             }
         };
-        let result = self.deliver(at, inc, &rsgl);
+        let result = match injected {
+            Some(recv) => Delivery::Recv {
+                recv,
+                req: requester_status(recv),
+            },
+            None => self.deliver(at, inc, &rsgl),
+        };
         let hdr = inc.grh.map_or(0, |_| GRH_LEN as u64);
         let (consume, keep_open, out) = match result {
             Delivery::Local(s) => (false, false, Outcome::Done(s, 0)),
@@ -303,6 +317,15 @@ impl<M: DmaMemory> Engine<M> {
             Err(CopyError::Peer(_)) => Delivery::Local(WcStatus::LocProtErr),
             Err(CopyError::Mem(_)) => bad_recv,
         }
+    }
+}
+
+/// What a requester's WQE completes with when its message's receive failed
+/// with `recv` at the responder (as [`Engine::deliver`] pairs them).
+fn requester_status(recv: WcStatus) -> WcStatus {
+    match recv {
+        WcStatus::LocLenErr => WcStatus::RemInvReqErr,
+        _ => WcStatus::RemOpErr,
     }
 }
 

@@ -21,6 +21,9 @@ pub const SERVICE_QPN_BASE: u32 = 0xc0_0000;
 /// Limits and behaviour of an engine.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
+    /// Faults armed on the engine's events (`send_err`, `recv_err`), shared
+    /// with the rest of the process; `None`: nothing is injected.
+    pub injector: Option<std::sync::Arc<crate::inject::Injector>>,
     /// Protection domains per device.
     pub max_pd: u32,
     /// MRs per device.
@@ -94,6 +97,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
         EngineConfig {
+            injector: None,
             max_pd: 1 << 16,
             max_mr: 1 << 16,
             max_cq: 1 << 16,

@@ -35,6 +35,9 @@ mod slab;
 mod srq;
 mod timers;
 
+#[cfg(test)]
+mod inject_tests;
+
 pub(crate) use ah::Ah;
 pub use config::{EngineConfig, GSI_QKEY, MAX_SGE, SERVICE_QPN_BASE};
 pub use error::EngineError;
@@ -44,7 +47,10 @@ pub use mr::MrSpec;
 pub(crate) use slab::Slab;
 pub(crate) use srq::Srq;
 
+use std::sync::Arc;
+
 use crate::counters::Counters;
+use crate::inject::Injector;
 use crate::memory::DmaMemory;
 use crate::mr::MrTable;
 use crate::qp::Qp;
@@ -80,6 +86,8 @@ pub struct Engine<M> {
     pub(crate) stalled: Vec<(DeviceId, Qpn)>,
     pub(crate) incarnations: u64,
     pub(crate) remote: RemoteState,
+    /// Faults armed on the engine's events (`send_err`, `recv_err`).
+    pub(crate) injector: Option<Arc<Injector>>,
 }
 
 impl<M: DmaMemory> Engine<M> {
@@ -87,6 +95,7 @@ impl<M: DmaMemory> Engine<M> {
     pub fn new(cfg: EngineConfig, mem: M) -> Engine<M> {
         let mut cfg = cfg;
         cfg.max_sge = cfg.max_sge.clamp(1, MAX_SGE as u32);
+        let injector = cfg.injector.clone();
         Engine {
             cfg,
             mem,
@@ -96,6 +105,7 @@ impl<M: DmaMemory> Engine<M> {
             stalled: Vec::new(),
             incarnations: 0,
             remote: RemoteState::default(),
+            injector,
         }
     }
 
@@ -107,6 +117,23 @@ impl<M: DmaMemory> Engine<M> {
     /// The memory space.
     pub fn memory(&self) -> &M {
         &self.mem
+    }
+
+    /// Arms `injector`'s faults on this engine's events: `send_err` counts
+    /// every send WQE posted, `recv_err` every receive a message consumes.
+    pub fn set_injector(&mut self, injector: Option<Arc<Injector>>) {
+        self.injector = injector;
+    }
+
+    /// The injector armed on this engine, if any.
+    pub fn injector(&self) -> Option<&Arc<Injector>> {
+        self.injector.as_ref()
+    }
+
+    /// Counts one `event` against the armed faults (one load when none).
+    #[inline]
+    pub(crate) fn inject(&self, event: crate::inject::Event) -> Option<crate::inject::Fired> {
+        self.injector.as_ref().and_then(|i| i.check(event))
     }
 
     /// The memory space, mutably (to add or remove regions; the engine holds

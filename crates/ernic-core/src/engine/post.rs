@@ -6,10 +6,11 @@
 use std::time::Instant;
 
 use super::{Engine, EngineError};
+use crate::inject::Event;
 use crate::memory::DmaMemory;
 use crate::qp::QpState;
 use crate::types::{DeviceId, Qpn, SrqId};
-use crate::wr::{RecvWr, SendWr};
+use crate::wr::{RecvWr, SendWr, WcStatus};
 
 impl<M: DmaMemory> Engine<M> {
     /// Posts a send request. Refused requests (bad state, full queue, too many
@@ -58,13 +59,22 @@ impl<M: DmaMemory> Engine<M> {
                 });
             }
         }
+        // An injected `send_err`: the WQE completes with the fault's status
+        // when it runs, and the QP reacts as to a real error of that status.
+        let decode_error = match wr.decode_error {
+            None => self
+                .inject(Event::SendError)
+                .map(|f| f.status_or(WcStatus::RemAccessErr)),
+            e => e,
+        };
+        let qp = self.qp_mut(dev, qpn)?;
         let idx = qp.sq.index(qp.sq.tail);
         let slot = &mut qp.sq.slots[idx];
         slot.wr_id = wr.wr_id;
         slot.op = wr.op;
         slot.flags = wr.flags;
         slot.ud = wr.ud;
-        slot.decode_error = wr.decode_error;
+        slot.decode_error = decode_error;
         slot.done = None;
         slot.sent = 0;
         slot.req_id = 0;

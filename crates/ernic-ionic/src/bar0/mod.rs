@@ -48,6 +48,9 @@ pub struct Bar0 {
     masked_before: Vec<bool>,
     /// Device commands 70-72 and the engine they reach.
     p4: p4_commands::P4Commands,
+    /// Faults armed on the Ethernet events (`rx_drop`, `rx_no_buffer`,
+    /// `tx_drop`).
+    pub(crate) injector: Option<std::sync::Arc<ernic_core::inject::Injector>>,
 }
 
 fn put_str(b: &mut [u8], at: usize, s: &str) {
@@ -76,6 +79,7 @@ impl Bar0 {
             to_fire: Vec::new(),
             masked_before: Vec::new(),
             p4: p4_commands::P4Commands::default(),
+            injector: None,
         };
         b.reset();
         b

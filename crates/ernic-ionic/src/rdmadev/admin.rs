@@ -8,6 +8,10 @@ use ernic_core::{AhId, Qpn};
 use ernic_vfio::dma::Dma;
 
 use crate::fw::{self, admin_cqe, admin_op, admin_status as st, admin_wqe, cqe};
+
+/// The status an injected admin fault completes with: BAD_STATE, what the
+/// firmware answers a command it cannot serve in its present state.
+pub const INJECTED_STATUS: u32 = st::BAD_STATE;
 use crate::limits::Owner;
 
 use crate::bootstrap::Bootstrap;
@@ -102,6 +106,18 @@ impl RdmaDev {
 
     /// Runs one admin command; answers its status.
     pub(super) fn command(&mut self, op: u8, c: &[u8], dma: &mut Dma) -> u32 {
+        // Injected faults: `admin_err[=OPCODE]` fails any command (of that
+        // opcode), `stats_vals` the two value reads; a failed command
+        // changes nothing and the device goes on serving.
+        if let Some(inj) = &self.injector {
+            let stats = matches!(op, admin_op::STATS_VALS | admin_op::QP_STATS_VALS);
+            if inj.check_admin(op).is_some()
+                || (stats && inj.check(ernic_core::inject::Event::StatsVals).is_some())
+            {
+                self.why.push_str("an injected fault");
+                return INJECTED_STATUS;
+            }
+        }
         let need = match op {
             admin_op::CREATE_CQ => fw::create_cq::LEN,
             admin_op::CREATE_QP => fw::create_qp::LEN,

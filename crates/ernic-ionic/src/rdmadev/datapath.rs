@@ -241,6 +241,15 @@ impl RdmaDev {
                         if datagram {
                             wr.ud = ud_dest(w);
                         }
+                        // An injected `dma_fault`: reading the WQE's
+                        // payload from guest memory failed; it completes
+                        // with a local protection error.
+                        let faulted = self.injector.as_ref().is_some_and(|i| {
+                            i.check(ernic_core::inject::Event::DmaFault).is_some()
+                        });
+                        if faulted && wr.decode_error.is_none() {
+                            wr.decode_error = Some(WcStatus::LocProtErr);
+                        }
                         wr
                     } else {
                         let mut wr = SendWr::new(0, SendOp::Send);

@@ -188,6 +188,10 @@ pub struct RdmaDev {
     ptes: PageTables,
     /// The P4 engine's send-queue hook (`p4send.rs`), when installed.
     p4: Option<p4send::P4Send>,
+    /// Faults armed on the admin and data-path events (`stats_vals`,
+    /// `admin_err`, `dma_fault`; the engine's own, `send_err` and
+    /// `recv_err`, are armed in the engine too).
+    injector: Option<std::sync::Arc<ernic_core::inject::Injector>>,
 }
 
 /// A shared receive queue's ring and the device's place in it.
@@ -280,6 +284,7 @@ impl RdmaDev {
             result: [0; 2],
             ptes: PageTables::new(limits.ptes),
             p4: None,
+            injector: None,
         }
     }
 
@@ -292,6 +297,13 @@ impl RdmaDev {
     /// The send filter's counters (`None` without one).
     pub fn send_filter_stats(&self) -> Option<SendFilterStats> {
         self.p4.as_ref().map(|p| p.stats)
+    }
+
+    /// Arms `injector`'s faults on this device's RDMA events and its
+    /// engine's.
+    pub fn set_injector(&mut self, injector: std::sync::Arc<ernic_core::inject::Injector>) {
+        self.engine.set_injector(Some(injector.clone()));
+        self.injector = Some(injector);
     }
 
     /// The status of a DESTROY: the core's answer, and on success the
