@@ -268,7 +268,7 @@ fn two_files_a_missing_a_stale_and_a_garbage_one_scrape_as_prometheus_reads_them
     let s = parse(&body);
 
     // The same series name and group labels under two instances.
-    let w = "ernic_qp_rdma_writes_total";
+    let w = "ernic_qp_req_tx_writes_total";
     assert_eq!(
         value(&s, w, &[("instance", "node-a"), ("qpn", "18")]),
         Value::Counter(10.0)

@@ -364,7 +364,7 @@ fi
 # The device's counters as the kernel shows them (STATS_HDRS/VALS).
 hc=/sys/class/infiniband/ionic_0/ports/1/hw_counters
 [ -d $hc ] || hc=/sys/class/infiniband/ionic_0/hw_counters
-for c in rdma_writes rdma_reads rdma_sends rdma_recvs rdma_atomics; do
+for c in req_tx_writes req_tx_reads req_tx_sends resp_rx_sends req_tx_atomics resp_rx_writes req_cqe_success; do
     echo "ERNIC-VM: hw_counter $c $(cat $hc/$c 2>/dev/null || echo missing)"
 done
 dmesg | grep -i -E "ionic|1dd8|rdma|ib_" | sed 's/^/ERNIC-VM: dmesg /'
