@@ -150,7 +150,9 @@ struct Args {
     /// send_err[=STATUS] (a send WQE completes with STATUS, rem_access
     /// unless said), recv_err[=STATUS] (a receive completes in error,
     /// loc_len unless said), admin_err[=OPCODE] (an RDMA admin command, of
-    /// that opcode, fails), dma_fault (a send WQE's payload read fails).
+    /// that opcode, fails), dma_fault (a send WQE's payload read fails);
+    /// with --backend tcp, mesh_drop, mesh_delay[=MS] and mesh_cut on the
+    /// mesh's data messages.
     /// Patterns, counting events from 1: every=N, from=N, burst=B/M (the
     /// first B of every M), at=3,7,19. Example:
     /// send_err=rnr_retry_exc:at=3,7,rx_drop:every=10. A bad spec is an
@@ -377,7 +379,10 @@ fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoi
 
 /// Joins the mesh `--backend tcp` asks for, with the guest's GIDs; `None`
 /// for the other backends.
-fn join_mesh(a: &Args) -> Result<Option<(Mesh, Vec<Gid>)>> {
+fn join_mesh(
+    a: &Args,
+    injector: Option<&Arc<ernic_core::inject::Injector>>,
+) -> Result<Option<(Mesh, Vec<Gid>)>> {
     match (a.backend.as_str(), &a.mesh) {
         (b, None) if beside_backend(b).is_some() => Ok(None),
         (b, Some(_)) if beside_backend(b).is_some() => bail!(
@@ -390,6 +395,11 @@ fn join_mesh(a: &Args) -> Result<Option<(Mesh, Vec<Gid>)>> {
         ("tcp", Some(spec)) => {
             let mut cfg = MeshConfig::new(spec.clone());
             cfg.gids = guest_gids()?;
+            // The mesh's events (mesh_drop, mesh_delay, mesh_cut) count
+            // on the same faults as the device's.
+            if let Some(inj) = injector {
+                cfg.injector = inj.clone();
+            }
             let guest = cfg.gids.clone();
             let gids = guest.len();
             let mesh = Mesh::start(cfg).with_context(|| format!("--mesh {spec}"))?;
@@ -439,7 +449,7 @@ fn run(a: &Args) -> Result<()> {
         }
         None => None,
     };
-    let mut mesh = join_mesh(a)?;
+    let mut mesh = join_mesh(a, injector.as_ref())?;
     // Kept alive for as long as the server serves.
     let mut endpoint = None;
     let mut target_groups: Option<Groups> = None;
