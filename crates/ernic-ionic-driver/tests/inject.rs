@@ -21,9 +21,7 @@ use ernic_ionic_driver::{Buf, Cq, Driver, Error, Qp};
 
 mod common;
 
-/// `ernic_ionic::rdmadev::admin::INJECTED_STATUS` (its module is private):
-/// BAD_STATE.
-const INJECTED_STATUS: u32 = ernic_ionic::fw::admin_status::BAD_STATE;
+use ernic_ionic::rdmadev::INJECTED_STATUS;
 
 /// A fresh device with `spec` armed, a driver attached to it, and the
 /// injector (for its report).

@@ -64,6 +64,7 @@ use crate::fw::admin_status as st;
 use crate::limits::PageTables;
 
 mod admin;
+pub use admin::INJECTED_STATUS;
 mod ah;
 mod completion;
 mod cq;
