@@ -216,10 +216,12 @@ fn a_host_killed_mid_run_leaves_the_target_serving_the_next() {
     std::thread::sleep(Duration::from_secs(3));
     let _ = victim.kill();
     let _ = victim.wait();
-    let mut out = String::new();
+    let (mut out, mut err) = (String::new(), String::new());
     while start.elapsed() < Duration::from_secs(30) {
         let o = perf("192.0.2.97", "1").wait_with_output().unwrap();
-        out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        // The table (JSON here) is on stdout; stderr has the log lines.
+        out = String::from_utf8_lossy(&o.stdout).into_owned();
+        err = String::from_utf8_lossy(&o.stderr).into_owned();
         if o.status.success() {
             break;
         }
@@ -227,6 +229,7 @@ fn a_host_killed_mid_run_leaves_the_target_serving_the_next() {
     }
     let _ = serve.kill();
     let _ = serve.wait();
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"));
+    let v: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}\n{err}"));
     assert!(v["iops"].as_f64().unwrap() > 0.0, "{v}");
 }
