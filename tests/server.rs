@@ -115,8 +115,14 @@ fn the_server_serves_one_client_after_another_on_an_owner_only_socket() {
     let doc: ernic_ops::StatsDoc = serde_json::from_value(v.clone()).expect("the stats schema");
     assert_eq!(doc.schema, ernic_ops::SCHEMA, "{v}");
     assert_eq!(doc.instance.program, "ernic-server");
-    assert!(doc.counter("ionic", &[], "device_commands").is_some(), "{v}");
-    assert_eq!(doc.counter("port", &[("port", "1")], "packets_received"), Some(0));
+    assert!(
+        doc.counter("ionic", &[], "device_commands").is_some(),
+        "{v}"
+    );
+    assert_eq!(
+        doc.counter("port", &[("port", "1")], "packets_received"),
+        Some(0)
+    );
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
