@@ -91,11 +91,12 @@ fn rows(out: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The peak memory each rank reported.
+/// The peak memory each rank reported (bench's tracing line on stderr).
 fn peaks_mib(err: &str) -> Vec<u64> {
     let line = err
         .lines()
-        .find_map(|l| l.strip_prefix("ernic bench: peak memory (VmHWM) per rank: "))
+        .find_map(|l| l.split_once("peak memory (VmHWM) per rank: "))
+        .map(|(_, peaks)| peaks)
         .unwrap_or_else(|| panic!("no peak memory line: {err}"));
     line.split(", ")
         .map(|m| m.trim_end_matches(" MiB").parse().unwrap())
