@@ -78,7 +78,7 @@ timeout "${ERNIC_VM_TIMEOUT:-300}" chroot "$sid" qemu-system-x86_64 \
     -machine q35,memory-backend=mem -object memory-backend-memfd,id=mem,size=1G,share=on \
     -accel "${ERNIC_VM_ACCEL:-tcg,thread=single}" -m 1G -smp 4 -cpu max -nographic -no-reboot \
     -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz \
-    -append "console=ttyS0 panic=-1 quiet ernic.nvme=$target:$port:$nqn" \
+    -append "console=ttyS0 panic=-1 ernic.nvme=$target:$port:$nqn" \
     -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/ernic.sock","type":"unix"}}' \
     > "$work/console-nvme.log" 2>&1 || true
 sleep 0.5 # the server logs the client's departure

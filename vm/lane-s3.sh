@@ -55,7 +55,7 @@ timeout "${ERNIC_VM_TIMEOUT:-600}" chroot "$sid" qemu-system-x86_64 \
     -machine q35,memory-backend=mem -object memory-backend-memfd,id=mem,size=1G,share=on \
     -accel "${ERNIC_VM_ACCEL:-tcg,thread=single}" -m 1G -smp 4 -cpu max -nographic -no-reboot \
     -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz \
-    -append "console=ttyS0 panic=-1 quiet ernic.s3=$store:$ak:$sk" \
+    -append "console=ttyS0 panic=-1 ernic.s3=$store:$ak:$sk" \
     -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/ernic.sock","type":"unix"}}' \
     -virtfs local,path=/,mount_tag=sid,security_model=none,readonly=on \
     > "$work/console-s3.log" 2>&1 || true

@@ -78,7 +78,7 @@ boot() {
         -machine q35,memory-backend=mem -object memory-backend-memfd,id=mem,size=1G,share=on \
         -accel "${ERNIC_VM_ACCEL:-tcg,thread=single}" -m 1G -smp 4 -cpu max -nographic -no-reboot \
         -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz \
-        -append "console=ttyS0 panic=-1 quiet $append" \
+        -append "console=ttyS0 panic=-1 $append" \
         -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"/tmp/ernic-$name.sock\",\"type\":\"unix\"}}" \
         > "$work/console-$name.log" 2>&1 || true
 }
@@ -92,6 +92,11 @@ for g in a b; do
     grep -E "ok |failed|ibdev|: +[0-9]+ +[0-9]+ |iters in" "$work/markers-$g.log" || true
 done
 for g in a b; do
+    if ! grep -q 'ERNIC-VM: booted' "$work/markers-$g.log"; then
+        # Its kernel never ran /init: where its boot log stopped.
+        tr -d '\r' < "$work/console-$g.log" | tail -n 15 | sed "s/^/vm-lane-two: console $g: /"
+        fail "guest $g's kernel did not reach /init (see $work/console-$g.log)"
+    fi
     grep -q 'ERNIC-VM: done' "$work/markers-$g.log" || fail "guest $g did not finish (see $work/console-$g.log)"
     for t in rc_pingpong ud_pingpong write_bw read_bw send_bw send_lat atomic_bw; do
         grep -q "ERNIC-VM: ok $t" "$work/markers-$g.log" || fail "$t did not complete in guest $g"

@@ -56,7 +56,7 @@ say "booting the guest (TCG)"
 timeout "${ERNIC_VM_TIMEOUT:-180}" chroot "$sid" qemu-system-x86_64 \
     -machine q35,memory-backend=mem -object memory-backend-memfd,id=mem,size=1G,share=on \
     -accel "${ERNIC_VM_ACCEL:-tcg,thread=single}" -m 1G -smp 4 -cpu max -nographic -no-reboot \
-    -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz -append "console=ttyS0 panic=-1 quiet" \
+    -kernel /tmp/vmlinuz -initrd /tmp/initramfs.cpio.gz -append "console=ttyS0 panic=-1" \
     -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/ernic.sock","type":"unix"}}' \
     > "$work/console.log" 2>&1 || true
 sleep 0.5 # the server logs the client's departure
