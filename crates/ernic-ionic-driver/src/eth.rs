@@ -61,6 +61,70 @@ mod layout {
     pub const COLOR_BYTE: usize = 15;
     /// `IONIC_COMP_COLOR_MASK`.
     pub const COLOR: u8 = 0x80;
+    /// `struct ionic_lif_info.stats`: after the 256-byte config union and
+    /// the 64-byte `struct ionic_lif_status`.
+    pub const LIF_INFO_STATS: u64 = 256 + 64;
+    /// `struct ionic_lif_stats`: `rx_ucast_bytes`, the first of three
+    /// (bytes, packets) pairs (unicast, multicast, broadcast).
+    pub const ST_RX: usize = 0;
+    /// `rx_ucast_drop_bytes`, likewise.
+    pub const ST_RX_DROP: usize = 64;
+    /// `tx_ucast_bytes`, likewise.
+    pub const ST_TX: usize = 128;
+    /// `tx_ucast_drop_bytes`, likewise.
+    pub const ST_TX_DROP: usize = 192;
+    /// `rx_queue_disabled`.
+    pub const ST_RX_QUEUE_DISABLED: usize = 256;
+    /// `rx_queue_empty`.
+    pub const ST_RX_QUEUE_EMPTY: usize = 264;
+    /// `rx_desc_data_error`.
+    pub const ST_RX_DESC_DATA_ERROR: usize = 288;
+    /// `tx_desc_fetch_error`.
+    pub const ST_TX_DESC_FETCH_ERROR: usize = 336;
+    /// Bytes of `struct ionic_lif_stats` read (to `tx_desc_fetch_error`).
+    pub const ST_READ: usize = 344;
+}
+
+/// Counters of `struct ionic_lif_stats`, as the device keeps them in the
+/// LIF info block (what Linux's `ionic` shows in `ethtool -S`). Each
+/// array is (bytes, packets) for unicast, multicast, broadcast.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LifStats {
+    /// Frames received into a buffer.
+    pub rx: [(u64, u64); 3],
+    /// Frames lost on the way in (`rx_*_drop_*`).
+    pub rx_drop: [(u64, u64); 3],
+    /// Frames sent.
+    pub tx: [(u64, u64); 3],
+    /// Frames completed but not sent (`tx_*_drop_*`).
+    pub tx_drop: [(u64, u64); 3],
+    /// Frames dropped with no receive queue enabled.
+    pub rx_queue_disabled: u64,
+    /// Frames dropped with no receive buffer posted.
+    pub rx_queue_empty: u64,
+    /// Frames dropped for a bad receive descriptor.
+    pub rx_desc_data_error: u64,
+    /// Transmit descriptors whose memory could not be read.
+    pub tx_desc_fetch_error: u64,
+}
+
+impl LifStats {
+    /// Decodes the first [`layout::ST_READ`] bytes of `struct
+    /// ionic_lif_stats`.
+    fn parse(b: &[u8; layout::ST_READ]) -> LifStats {
+        let at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let pairs = |base: usize| [0, 1, 2].map(|i| (at(base + 16 * i), at(base + 16 * i + 8)));
+        LifStats {
+            rx: pairs(layout::ST_RX),
+            rx_drop: pairs(layout::ST_RX_DROP),
+            tx: pairs(layout::ST_TX),
+            tx_drop: pairs(layout::ST_TX_DROP),
+            rx_queue_disabled: at(layout::ST_RX_QUEUE_DISABLED),
+            rx_queue_empty: at(layout::ST_RX_QUEUE_EMPTY),
+            rx_desc_data_error: at(layout::ST_RX_DESC_DATA_ERROR),
+            tx_desc_fetch_error: at(layout::ST_TX_DESC_FETCH_ERROR),
+        }
+    }
 }
 
 /// The Ethernet queues' rings and where the driver has got to in each.
@@ -82,6 +146,8 @@ pub(crate) struct Eth {
     /// Buffers posted, and completions taken (both unwrapped).
     rx_prod: u32,
     rx_cons: u32,
+    /// The LIF info block LIF_INIT named, which the device keeps current.
+    lif_info: Buf,
 }
 
 /// `ionic_txq_desc` for one buffer at `addr` of `len` bytes: opcode
@@ -137,6 +203,7 @@ impl Driver {
         if self.eth.is_some() {
             return Err(Error::Unsupported("the Ethernet queues are already up"));
         }
+        let mut lif_info = None;
         for op in [opcode::PORT_INIT, opcode::LIF_INIT] {
             let info = self.alloc(8 << 10)?;
             let mut c = [0u8; dev_cmd::LEN];
@@ -144,7 +211,9 @@ impl Driver {
             p.set_opcode(op);
             p.set_info_pa(info.addr());
             self.devcmd(&c)?;
+            lif_info = Some(info);
         }
+        let lif_info = lif_info.expect("LIF_INIT ran");
         let adminq = self.ring(ADMINQ_LOG2, layout::ADMIN_LOG2)?;
         let admin_cq = self.ring(ADMINQ_LOG2, layout::DESC_LOG2)?;
         self.devcmd(&q_init_cmd(qtype::ADMINQ, 0, &adminq, &admin_cq))?;
@@ -169,6 +238,7 @@ impl Driver {
             rx_bufs,
             rx_prod: 0,
             rx_cons: 0,
+            lif_info,
         });
         self.eth_admin(&q_init_cmd(qtype::TXQ, 0, &tx, &tx_cq))?;
         self.eth_admin(&q_init_cmd(qtype::RXQ, 0, &rx, &rx_cq))?;
@@ -312,6 +382,19 @@ impl Driver {
                 return Ok(Some(len));
             }
         }
+    }
+
+    /// The LIF's statistics as the device last wrote them into the LIF
+    /// info block (after every frame it handles).
+    pub fn lif_stats(&self) -> Result<LifStats, Error> {
+        let e = self.eth.as_ref().ok_or(Error::Unsupported(NOT_UP))?;
+        let mut b = [0u8; layout::ST_READ];
+        if !self.read(&e.lif_info, layout::LIF_INFO_STATS, &mut b) {
+            return Err(Error::Unsupported(
+                "the LIF info block is out of the driver's memory",
+            ));
+        }
+        Ok(LifStats::parse(&b))
     }
 
     /// Writes the RX descriptor of the next slot to post (its own buffer).

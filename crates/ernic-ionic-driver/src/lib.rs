@@ -74,7 +74,7 @@ mod srq;
 
 pub(crate) use ah::ipv4_template;
 pub use error::Error;
-pub use eth::FRAME_BUF;
+pub use eth::{FRAME_BUF, LifStats};
 pub use events::wait_readable;
 pub use handles::{Cq, Mr, Pd, Qp, QpSpec, Srq};
 pub(crate) use handles::{QpBook, SendMeta};

@@ -4,65 +4,16 @@
 //! of both rings (their colors flip), and frames that do not fit are
 //! refused.
 
-use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::time::{Duration, Instant};
 
 use ernic_ionic::function::IonicFunction;
-use ernic_ionic::tap::FrameEndpoint;
 use ernic_ionic_driver::{Driver, Error, FRAME_BUF};
-use ernic_vfio::proto::Capabilities;
-use ernic_vfio::server::Server;
 
-/// Takes every frame and sends it back; its descriptor holds one byte
-/// per frame waiting.
-#[derive(Debug)]
-struct Echo {
-    queued: VecDeque<Vec<u8>>,
-    wake: UnixDatagram,
-    fd: UnixDatagram,
-}
-
-impl FrameEndpoint for Echo {
-    fn claim_tx(&mut self, frame: &[u8]) -> bool {
-        self.queued.push_back(frame.to_vec());
-        let _ = self.wake.send(&[1]);
-        true
-    }
-    fn peek_rx(&mut self) -> Option<&[u8]> {
-        self.queued.front().map(|f| &f[..])
-    }
-    fn pop_rx(&mut self) {
-        self.queued.pop_front();
-        let _ = self.fd.recv(&mut [0u8; 1]);
-    }
-    fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
+mod common;
 
 fn serve() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ernic-drv-eth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).unwrap();
-    let (wake, fd) = UnixDatagram::pair().unwrap();
-    fd.set_nonblocking(true).unwrap();
-    let echo = Echo {
-        queued: VecDeque::new(),
-        wake,
-        fd,
-    };
-    let f = IonicFunction::new(Default::default()).with_endpoint(Box::new(echo));
-    std::thread::spawn(move || {
-        let mut s = Server::new(f, Capabilities::default());
-        if let Ok((c, _)) = listener.accept() {
-            let _ = s.serve(&c);
-        }
-    });
-    path
+    let f = IonicFunction::new(Default::default()).with_endpoint(Box::new(common::Echo::new()));
+    common::serve_function("eth", f)
 }
 
 fn frame(i: usize) -> Vec<u8> {

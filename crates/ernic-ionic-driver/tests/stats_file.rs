@@ -122,4 +122,34 @@ fn the_stats_file_holds_the_exact_counts_of_a_known_workload() {
         "the data path's doorbells come through the shared page"
     );
     assert!(trapped > 0, "the admin queue's doorbells are trapped");
+
+    // The admin commands by opcode and status: the two CREATE_QPs and
+    // two CREATE_CQs succeeded, and the groups add up to the total.
+    let admin = |cmd: &str| doc.counter("admin", &[("command", cmd), ("status", "0")], "commands");
+    assert_eq!(admin("create_qp"), Some(2));
+    assert_eq!(admin("create_cq"), Some(2));
+    let op = ernic_ionic::fw::admin_op::CREATE_QP.to_string();
+    assert_eq!(
+        doc.counter("admin", &[("opcode", &op)], "commands"),
+        Some(2)
+    );
+    let by_op: u64 = doc
+        .groups
+        .iter()
+        .filter(|g| g.kind == "admin")
+        .map(|g| g.counters["commands"])
+        .sum();
+    assert_eq!(
+        Some(by_op),
+        doc.counter("ionic", &[], "rdma_admin_commands"),
+        "{:?}",
+        doc.groups
+            .iter()
+            .filter(|g| g.kind == "admin")
+            .collect::<Vec<_>>()
+    );
+    // The admin queue's completions are signalled through its event
+    // queue's vector (the driver re-arms it; several may share one).
+    let interrupts = doc.counter("ionic", &[], "interrupts").unwrap();
+    assert!(interrupts > 0, "{interrupts} interrupts");
 }

@@ -23,6 +23,12 @@ pub struct LifStats {
     pub rx: [(u64, u64); 3],
     /// Sent bytes and frames: unicast, multicast, broadcast.
     pub tx: [(u64, u64); 3],
+    /// Received frames lost (an injected `rx_drop`), bytes and frames by
+    /// cast: `rx_*_drop_bytes`, `rx_*_drop_packets`.
+    pub rx_drop: [(u64, u64); 3],
+    /// Transmitted frames completed but never sent (an injected
+    /// `tx_drop`): `tx_*_drop_bytes`, `tx_*_drop_packets`.
+    pub tx_drop: [(u64, u64); 3],
     /// Frames dropped because no receive queue was enabled.
     pub rx_queue_disabled: u64,
     /// Frames dropped because the receive queue had no buffer posted.
@@ -35,7 +41,9 @@ pub struct LifStats {
 
 // struct ionic_lif_stats offsets (bytes from the stats block).
 const ST_RX: usize = 0; // (bytes, packets) x3 from here
+const ST_RX_DROP: usize = 64;
 const ST_TX: usize = 128;
+const ST_TX_DROP: usize = 192;
 const ST_RX_QUEUE_DISABLED: usize = 256;
 const ST_RX_QUEUE_EMPTY: usize = 264;
 const ST_RX_DESC_DATA_ERROR: usize = 288;
@@ -164,13 +172,17 @@ impl Bar0 {
         let Some(pa) = self.eth.lif_info else { return };
         let mut b = [0u8; ST_LEN];
         let s = &self.eth.stats;
-        for (i, (bytes, frames)) in s.rx.iter().enumerate() {
-            b[ST_RX + 16 * i..ST_RX + 16 * i + 8].copy_from_slice(&bytes.to_le_bytes());
-            b[ST_RX + 16 * i + 8..ST_RX + 16 * i + 16].copy_from_slice(&frames.to_le_bytes());
-        }
-        for (i, (bytes, frames)) in s.tx.iter().enumerate() {
-            b[ST_TX + 16 * i..ST_TX + 16 * i + 8].copy_from_slice(&bytes.to_le_bytes());
-            b[ST_TX + 16 * i + 8..ST_TX + 16 * i + 16].copy_from_slice(&frames.to_le_bytes());
+        for (base, v) in [
+            (ST_RX, &s.rx),
+            (ST_RX_DROP, &s.rx_drop),
+            (ST_TX, &s.tx),
+            (ST_TX_DROP, &s.tx_drop),
+        ] {
+            for (i, (bytes, frames)) in v.iter().enumerate() {
+                let at = base + 16 * i;
+                b[at..at + 8].copy_from_slice(&bytes.to_le_bytes());
+                b[at + 8..at + 16].copy_from_slice(&frames.to_le_bytes());
+            }
         }
         for (at, v) in [
             (ST_RX_QUEUE_DISABLED, s.rx_queue_disabled),
@@ -210,12 +222,17 @@ impl Bar0 {
                 && self.gather(&q, head, &d, dma, &mut frame);
             // An injected `tx_drop`: completed to the guest, never sent.
             let dropped = ok && self.inject(Event::TxDrop);
-            if ok && !dropped {
+            if ok {
                 let k = cast(&frame);
-                self.eth.stats.tx[k].0 += frame.len() as u64;
-                self.eth.stats.tx[k].1 += 1;
-                out(&frame);
-            } else if !ok {
+                let count = if dropped {
+                    &mut self.eth.stats.tx_drop[k]
+                } else {
+                    out(&frame);
+                    &mut self.eth.stats.tx[k]
+                };
+                count.0 += frame.len() as u64;
+                count.1 += 1;
+            } else {
                 self.eth.stats.tx_desc_fetch_error += 1;
             }
             let mut comp = [0u8; 16];
@@ -323,6 +340,10 @@ impl Bar0 {
         // Injected faults: `rx_drop` loses the frame; `rx_no_buffer` drops
         // it as if no buffer were posted, counted as the queue-empty drop.
         if self.inject(Event::RxDrop) {
+            let k = cast(frame);
+            self.eth.stats.rx_drop[k].0 += frame.len() as u64;
+            self.eth.stats.rx_drop[k].1 += 1;
+            self.write_stats(dma);
             return None;
         }
         if self.inject(Event::RxNoBuffer) {

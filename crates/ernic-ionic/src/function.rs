@@ -53,6 +53,8 @@ pub struct IonicFunction {
     fired: Vec<u16>,
     /// Doorbells that came through the shared pages (of `doorbells`).
     doorbells_shared: u64,
+    /// MSI-X messages sent to the guest.
+    interrupts: u64,
     stats: Option<stats::StatsWriter>,
     shared: Option<SharedDoorbells>,
     rdma: crate::rdmadev::RdmaDev,
@@ -160,6 +162,7 @@ impl IonicFunction {
             frame: vec![0; crate::eth::MAX_FRAME],
             fired: Vec::new(),
             doorbells_shared: 0,
+            interrupts: 0,
             stats: None,
             shared: None,
             rdma,
@@ -238,7 +241,7 @@ impl IonicFunction {
         let mut raised = std::mem::take(&mut self.fired);
         for v in raised.drain(..) {
             if self.bar0.raise(v) {
-                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                interrupt(&mut self.interrupts, io, v);
             }
         }
         self.fired = raised;
@@ -306,11 +309,11 @@ impl IonicFunction {
         };
         self.signal_rdma(io);
         if let Some(v) = fire {
-            io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+            interrupt(&mut self.interrupts, io, v);
         }
         self.bar0.take_fired(&mut self.fired);
         for v in self.fired.drain(..) {
-            io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+            interrupt(&mut self.interrupts, io, v);
         }
     }
 
@@ -351,7 +354,7 @@ impl IonicFunction {
                 break;
             }
             if let Some(v) = self.bar0.rx_frame(f, io.dma) {
-                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                interrupt(&mut self.interrupts, io, v);
             }
             ep.pop_rx();
         }
@@ -467,7 +470,7 @@ impl Device for IonicFunction {
                 self.bar0.write(offset, data, io.dma);
                 self.bar0.take_fired(&mut self.fired);
                 for v in self.fired.drain(..) {
-                    io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                    interrupt(&mut self.interrupts, io, v);
                 }
             }
             pci::region::CONFIG => self.config.write(offset, data),
@@ -587,7 +590,7 @@ impl IonicFunction {
                         // Delivered with the filter's other guest frames.
                         p.run(crate::p4hook::Side::Wire, &self.frame[..n], &mut self.wire);
                     } else if let Some(v) = self.bar0.rx_frame(&self.frame[..n], io.dma) {
-                        io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                        interrupt(&mut self.interrupts, io, v);
                     }
                 }
                 Ok(None) | Err(_) => break,
@@ -598,3 +601,9 @@ impl IonicFunction {
 
 #[cfg(test)]
 mod tests;
+
+/// Sends MSI-X vector `v` to the guest, counted in `count`.
+fn interrupt(count: &mut u64, io: &mut Io, v: u16) {
+    *count += 1;
+    io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+}

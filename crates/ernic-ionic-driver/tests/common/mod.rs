@@ -3,7 +3,9 @@
 
 #![allow(dead_code)] // each test file uses some of these
 
-use std::os::unix::net::UnixListener;
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 use ernic_core::{Completion, Gid, WcStatus};
 use ernic_ionic::function::IonicFunction;
 use ernic_ionic::profile;
+use ernic_ionic::tap::FrameEndpoint;
 use ernic_ionic_driver::{Buf, Cq, Driver, Pd, Qp};
 use ernic_mesh::Mesh;
 use ernic_vfio::proto::Capabilities;
@@ -148,5 +151,45 @@ pub fn within<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         }
         assert!(Instant::now() < end, "never: {what}");
         std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A segment holding one host that takes every frame the guest sends and
+/// sends it back; its descriptor holds one byte per frame waiting.
+#[derive(Debug)]
+pub struct Echo {
+    queued: VecDeque<Vec<u8>>,
+    wake: UnixDatagram,
+    fd: UnixDatagram,
+}
+
+impl Echo {
+    /// An echo with nothing waiting.
+    pub fn new() -> Echo {
+        let (wake, fd) = UnixDatagram::pair().unwrap();
+        fd.set_nonblocking(true).unwrap();
+        Echo {
+            queued: VecDeque::new(),
+            wake,
+            fd,
+        }
+    }
+}
+
+impl FrameEndpoint for Echo {
+    fn claim_tx(&mut self, frame: &[u8]) -> bool {
+        self.queued.push_back(frame.to_vec());
+        let _ = self.wake.send(&[1]);
+        true
+    }
+    fn peek_rx(&mut self) -> Option<&[u8]> {
+        self.queued.front().map(|f| &f[..])
+    }
+    fn pop_rx(&mut self) {
+        self.queued.pop_front();
+        let _ = self.fd.recv(&mut [0u8; 1]);
+    }
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
     }
 }

@@ -15,7 +15,6 @@
 
 use std::collections::VecDeque;
 
-use ernic_vfio::pci;
 use ernic_vfio::server::Io;
 
 use super::IonicFunction;
@@ -147,7 +146,7 @@ impl IonicFunction {
                 break;
             }
             if let Some(v) = self.bar0.rx_frame(f, io.dma) {
-                io.irqs.trigger(pci::irq::MSIX, u32::from(v));
+                super::interrupt(&mut self.interrupts, io, v);
             }
             if let Some(b) = p.to_guest.pop_front() {
                 p.free.push(b);

@@ -86,7 +86,8 @@ impl IonicFunction {
     /// The function's counters as stats-file groups: `device` and `qp`
     /// (label `qpn`: the core counters, named as `hw_counters` names them),
     /// `ionic` (doorbells trapped and shared, device and RDMA admin
-    /// commands), `lif` (the `struct ionic_lif_stats` counters), `port`
+    /// commands, interrupts), `admin` (labels `opcode`, `command`,
+    /// `status`: RDMA admin commands by opcode and completion status), `lif` (the `struct ionic_lif_stats` counters), `port`
     /// (label `port`=1, node_exporter's infiniband names), `link`, and `p4`
     /// when a P4 filter is installed.
     pub fn stats_groups(&self) -> Vec<Group> {
@@ -105,15 +106,30 @@ impl IonicFunction {
                 .counter("doorbells_trapped", self.doorbells - self.doorbells_shared)
                 .counter("doorbells_shared", self.doorbells_shared)
                 .counter("device_commands", self.bar0.commands())
-                .counter("rdma_admin_commands", rdma.commands()),
+                .counter("rdma_admin_commands", rdma.commands())
+                .counter("interrupts", self.interrupts),
         );
+        for (op, status, n) in rdma.admin_tally() {
+            out.push(
+                Group::new("admin")
+                    .label("opcode", op)
+                    .label("command", crate::fw::admin_op::name(op))
+                    .label("status", status)
+                    .counter("commands", n),
+            );
+        }
         let s = self.bar0.stats();
         let mut lif = Group::new("lif");
-        for (dir, v) in [("rx", &s.rx), ("tx", &s.tx)] {
+        for (dir, drop, v) in [
+            ("rx", "", &s.rx),
+            ("rx", "_drop", &s.rx_drop),
+            ("tx", "", &s.tx),
+            ("tx", "_drop", &s.tx_drop),
+        ] {
             for (cast, (bytes, packets)) in ["ucast", "mcast", "bcast"].iter().zip(v.iter()) {
                 lif = lif
-                    .counter(&format!("{dir}_{cast}_bytes"), *bytes)
-                    .counter(&format!("{dir}_{cast}_packets"), *packets);
+                    .counter(&format!("{dir}_{cast}{drop}_bytes"), *bytes)
+                    .counter(&format!("{dir}_{cast}{drop}_packets"), *packets);
             }
         }
         out.push(
@@ -125,6 +141,7 @@ impl IonicFunction {
         let sum = |v: &[(u64, u64); 3]| v.iter().fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
         let (rx_bytes, rx_packets) = sum(&s.rx);
         let (tx_bytes, tx_packets) = sum(&s.tx);
+        let (_, tx_dropped) = sum(&s.tx_drop);
         out.push(
             Group::new("port")
                 .label("port", 1)
@@ -137,7 +154,7 @@ impl IonicFunction {
                 .counter("multicast_packets_transmitted", s.tx[1].1)
                 .counter("multicast_packets_received", s.rx[1].1)
                 .counter("receive_errors", s.rx_desc_data_error)
-                .counter("transmit_discards", s.tx_desc_fetch_error),
+                .counter("transmit_discards", s.tx_desc_fetch_error + tx_dropped),
         );
         // The link never goes down: the wire is a socket or a tap.
         out.push(Group::new("link").label("port", 1).counter("downed", 0));

@@ -206,6 +206,40 @@ pub mod admin_op {
     pub const QP_STATS_VALS: u8 = 18;
     /// `IONIC_V1_ADMIN_OPCODES_MAX`: what LIF_IDENTIFY advertises.
     pub const COUNT: u8 = 19;
+
+    /// The command's name, as `ionic_fw.h` spells it without the
+    /// `IONIC_V1_ADMIN_` prefix, in lower case (`create_qp`); ernic's SRQ
+    /// commands too; `unknown` for any other opcode.
+    pub fn name(op: u8) -> &'static str {
+        const NAMES: [&str; COUNT as usize] = [
+            "noop",
+            "create_cq",
+            "create_qp",
+            "create_mr",
+            "stats_hdrs",
+            "stats_vals",
+            "destroy_mr",
+            "resize_cq",
+            "destroy_cq",
+            "modify_qp",
+            "query_qp",
+            "destroy_qp",
+            "debug",
+            "create_ah",
+            "query_ah",
+            "modify_dcqcn",
+            "destroy_ah",
+            "qp_stats_hdrs",
+            "qp_stats_vals",
+        ];
+        match op {
+            super::srq_op::CREATE_SRQ => "create_srq",
+            super::srq_op::MODIFY_SRQ => "modify_srq",
+            super::srq_op::QUERY_SRQ => "query_srq",
+            super::srq_op::DESTROY_SRQ => "destroy_srq",
+            _ => NAMES.get(usize::from(op)).copied().unwrap_or("unknown"),
+        }
+    }
 }
 
 /// ernic's own admin commands for shared receive queues, which Linux's

@@ -74,7 +74,7 @@ impl RdmaDev {
                     st::BAD_ATTR
                 }
             };
-            self.commands += 1;
+            self.tally(op, status);
             if status != st::OK {
                 tracing::debug!(
                     opcode = op,

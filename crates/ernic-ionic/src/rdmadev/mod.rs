@@ -171,6 +171,10 @@ pub struct RdmaDev {
     mrs: BTreeMap<u32, ()>,
     ahs: BTreeMap<u32, Gid>,
     commands: u64,
+    /// Admin commands by `(opcode, status)`: one entry for each pair met
+    /// (opcodes are a byte and statuses this device's few, so it stays
+    /// small), in the order first met.
+    admin_tally: Vec<((u8, u32), u64)>,
     /// No mesh: every destination is in this guest.
     standalone: bool,
     /// Completions taken from the core, reused between doorbells.
@@ -276,6 +280,7 @@ impl RdmaDev {
             mrs: BTreeMap::new(),
             ahs: BTreeMap::new(),
             commands: 0,
+            admin_tally: Vec::new(),
             standalone: true,
             events: Vec::new(),
             why: String::new(),
@@ -332,6 +337,31 @@ impl RdmaDev {
     /// Admin commands run so far.
     pub fn commands(&self) -> u64 {
         self.commands
+    }
+
+    /// Admin commands run so far by `(opcode, status)`, ordered by opcode
+    /// then status.
+    pub fn admin_tally(&self) -> Vec<(u8, u32, u64)> {
+        let mut v: Vec<_> = self
+            .admin_tally
+            .iter()
+            .map(|&((o, s), n)| (o, s, n))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Counts one admin command of `op` that ended with `status`.
+    fn tally(&mut self, op: u8, status: u32) {
+        self.commands += 1;
+        match self
+            .admin_tally
+            .iter_mut()
+            .find(|(k, _)| *k == (op, status))
+        {
+            Some((_, n)) => *n += 1,
+            None => self.admin_tally.push(((op, status), 1)),
+        }
     }
 
     /// The device's core counters.
