@@ -21,7 +21,8 @@
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -88,6 +89,11 @@ struct Args {
     /// label); HOST:PID when not given.
     #[arg(long, requires = "stats_file")]
     stats_name: Option<String>,
+    /// How often the stats file is rewritten, in milliseconds; it is also
+    /// written when a client leaves and at exit (SIGTERM, SIGINT).
+    #[arg(long, default_value_t = 1000, requires = "stats_file",
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    stats_interval_ms: u64,
     /// Take guest memory that is not sealed against shrinking (a file on
     /// hugetlbfs, a plain file, an unsealed memfd). Such memory is mapped
     /// under a SIGBUS guard: if the client shrinks it, the request that
@@ -541,7 +547,7 @@ fn run(a: &Args) -> Result<()> {
     if let Some(p) = &a.stats_file {
         function = function.with_stats_file(
             p.clone(),
-            std::time::Duration::from_secs(1),
+            std::time::Duration::from_millis(a.stats_interval_ms),
             Box::new(move |f| {
                 let mut doc = f.stats_doc(&instance);
                 if let Some(m) = &mesh_for_stats {
@@ -569,7 +575,25 @@ fn run(a: &Args) -> Result<()> {
         tracing::info!("guest memory not sealed against shrinking is taken, under a SIGBUS guard");
     }
     let mut server = Server::with_options(function, caps, opts);
+    // SIGTERM or SIGINT: the client's session is ended, the accept loop
+    // woken, and the stats file written once more before the exit.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let current: Arc<Mutex<Option<UnixStream>>> = Arc::default();
+    {
+        let (stopping, current, at) = (stopping.clone(), current.clone(), a.socket.clone());
+        ernic_ops::signal::on_termination(move |_| {
+            stopping.store(true, Ordering::SeqCst);
+            if let Some(c) = current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                let _ = c.shutdown(std::net::Shutdown::Both);
+            }
+            let _ = UnixStream::connect(&at);
+        })
+        .context("starting the signal thread")?;
+    }
     for conn in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
         let conn = match conn {
             Ok(c) => c,
             Err(e) => {
@@ -577,8 +601,13 @@ fn run(a: &Args) -> Result<()> {
                 continue;
             }
         };
+        *current.lock().unwrap_or_else(|e| e.into_inner()) = conn.try_clone().ok();
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
         tracing::info!("client attached");
         let served = server.serve(&conn);
+        *current.lock().unwrap_or_else(|e| e.into_inner()) = None;
         // The client's last counts are in the file once it has left.
         server.device.write_stats();
         tracing::debug!(
@@ -588,13 +617,28 @@ fn run(a: &Args) -> Result<()> {
         );
         match served {
             Ok(()) => tracing::info!("client left"),
+            Err(e) if stopping.load(Ordering::SeqCst) => {
+                tracing::info!(error = %e, "client's session ended by the signal")
+            }
             Err(e) => tracing::warn!(error = %e, "client dropped"),
         }
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
     }
+    server.device.write_stats();
+    let _ = std::fs::remove_file(&a.socket);
+    tracing::info!("stopped");
     Ok(())
 }
 
 fn main() {
+    // Before any thread starts: SIGTERM and SIGINT are taken by the
+    // signal thread alone (see run).
+    if let Err(e) = ernic_ops::signal::block_termination() {
+        eprintln!("ernic-server: blocking SIGTERM and SIGINT: {e}");
+        std::process::exit(1);
+    }
     let args = Args::parse();
     if let Err(e) = args.log.init() {
         eprintln!("ernic-server: {e}");
