@@ -193,6 +193,8 @@ pub fn run(cmd: &MeshCmd) -> Result<()> {
 }
 
 fn manager(a: &ManagerArgs) -> Result<()> {
+    // First, before any thread: SIGTERM and SIGINT stop the manager.
+    let stop = ernic_ops::signal::Termination::arm()?;
     let mut cfg = MeshConfig::new(MeshSpec::Manager { port: a.listen });
     cfg.heartbeat = Duration::from_millis(a.heartbeat_ms.max(1));
     cfg.injector = a.ops.injector()?;
@@ -200,9 +202,8 @@ fn manager(a: &ManagerArgs) -> Result<()> {
     let mesh = Arc::new(Mesh::start(cfg)?);
     let inst = Instance::this_process("ernic mesh manager", a.ops.stats_name.as_deref());
     let m = mesh.clone();
-    // Runs until the process is interrupted: the file is as fresh as its
-    // last second.
-    let _stats = a.ops.start(move || mesh_doc(&inst, &m))?;
+    // Runs until SIGTERM or SIGINT, then writes the file once more.
+    let stats = a.ops.start(move || mesh_doc(&inst, &m))?;
     tracing::info!(
         port = mesh.listen_addr().port(),
         "mesh manager: node 0, listening on port {}",
@@ -235,7 +236,11 @@ fn manager(a: &ManagerArgs) -> Result<()> {
             );
             last = text;
         }
-        std::thread::sleep(Duration::from_millis(200));
+        if stop.wait(Some(Duration::from_millis(200))).is_some() {
+            drop(stats);
+            tracing::info!("mesh manager stopped");
+            return Ok(());
+        }
     }
 }
 

@@ -107,3 +107,39 @@ fn sigint_with_no_client_exits_0_and_removes_the_socket() {
         Some(0)
     );
 }
+
+/// `ernic ARGS --stats-file DIR/stats.json` stopped by SIGTERM once its
+/// file is there: it exits 0, and its file was written after the signal.
+fn service_stops_on_sigterm(name: &str, args: &[&str]) {
+    let dir = std::env::temp_dir().join(format!("ernic-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stats = dir.join("stats.json");
+    let _ = std::fs::remove_file(&stats);
+    let child = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .args(args)
+        .args(["--stats-file", stats.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut service = Kill(child);
+    within("the first stats file", || {
+        ernic_ops::read_stats(&stats).ok()
+    });
+    let before = ernic_ops::schema::unix_ms(std::time::SystemTime::now());
+    signal(&service, "TERM");
+    assert_eq!(exit_of(&mut service).code(), Some(0), "ernic {args:?}");
+    let last = read(&stats);
+    assert!(
+        last.written_unix_ms >= before,
+        "ernic {args:?}: the file was last written {} ms before the signal",
+        before - last.written_unix_ms
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_services_stop_on_sigterm_with_their_stats_file_written_last() {
+    service_stops_on_sigterm("signal-nvme", &["nvme", "serve"]);
+    service_stops_on_sigterm("signal-s3", &["s3", "serve", "anonymous"]);
+    service_stops_on_sigterm("signal-mesh", &["mesh", "manager", "--listen", "0"]);
+}

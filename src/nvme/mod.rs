@@ -62,7 +62,8 @@ pub struct ServeArgs {
     /// at 192.0.2.10:4420.
     #[arg(default_value = "")]
     pub opts: String,
-    /// Stop after this many seconds (default: serve until killed).
+    /// Stop after this many seconds (default: serve until SIGTERM or SIGINT,
+    /// which stop it as cleanly, the stats file written last).
     #[arg(long)]
     pub seconds: Option<u64>,
     /// Write the target's counters to this stats file about once a second
@@ -115,6 +116,8 @@ pub fn start_target(fabric: &Fabric, opts: &str, addr: Ipv4Addr, port: u16) -> R
 }
 
 fn serve(a: &ServeArgs) -> Result<()> {
+    // First, before any thread: SIGTERM and SIGINT stop the target.
+    let stop = ernic_ops::signal::Termination::arm()?;
     let fabric = a.fabric.fabric()?;
     let o = ServeOptions::parse(&a.opts)?;
     tracing::info!(
@@ -150,25 +153,21 @@ fn serve(a: &ServeArgs) -> Result<()> {
             Some(ernic_ops::StatsThread::spawn(p.clone(), every, snapshot)?)
         }
     };
-    if let Some(s) = a.seconds {
-        std::thread::sleep(Duration::from_secs(s));
-        let st = serving.stop()?;
-        // The last write, after the target's thread published its counts.
-        drop(stats);
-        tracing::info!(
-            accepted = st.accepted,
-            rejected = st.rejected,
-            commands = st.commands,
-            "NVMe-oF target stopped: {} connection(s) accepted, {} rejected, {} command(s)",
-            st.accepted,
-            st.rejected,
-            st.commands
-        );
-        return Ok(());
-    }
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
+    // Until --seconds pass, or SIGTERM / SIGINT comes.
+    let _ = stop.wait(a.seconds.map(Duration::from_secs));
+    let st = serving.stop()?;
+    // The last write, after the target's thread published its counts.
+    drop(stats);
+    tracing::info!(
+        accepted = st.accepted,
+        rejected = st.rejected,
+        commands = st.commands,
+        "NVMe-oF target stopped: {} connection(s) accepted, {} rejected, {} command(s)",
+        st.accepted,
+        st.rejected,
+        st.commands
+    );
+    Ok(())
 }
 
 /// Connects to the controller `trid` names (subsystem `default_nqn` when it

@@ -95,7 +95,8 @@ pub struct ServeArgs {
     /// The most connections served at once.
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
-    /// Stop after this many seconds (default: serve until killed).
+    /// Stop after this many seconds (default: serve until SIGTERM or SIGINT,
+    /// which stop it as cleanly, the stats file written last).
     #[arg(long)]
     pub seconds: Option<u64>,
     /// Write the service's counters to this stats file about once a second
@@ -225,6 +226,8 @@ pub fn start(
 }
 
 fn serve(a: &ServeArgs) -> Result<()> {
+    // First, before any thread: SIGTERM and SIGINT stop the store.
+    let stop = ernic_ops::signal::Termination::arm()?;
     let o = serve_options(a)?;
     let fabric = a.fabric.fabric()?;
     if let Some(p) = &a.stats_file {
@@ -272,18 +275,13 @@ fn serve(a: &ServeArgs) -> Result<()> {
             "the loopback fabric (this process only)"
         },
     );
-    match a.seconds {
-        Some(s) => {
-            std::thread::sleep(Duration::from_secs(s));
-            running.server.shutdown();
-            // The last write, with every request the server answered.
-            drop(stats);
-            Ok(())
-        }
-        None => loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        },
-    }
+    // Until --seconds pass, or SIGTERM / SIGINT comes.
+    let _ = stop.wait(a.seconds.map(Duration::from_secs));
+    running.server.shutdown();
+    // The last write, with every request the server answered.
+    drop(stats);
+    tracing::info!("S3 store stopped");
+    Ok(())
 }
 
 /// The client's own address on the fabric when none is given.

@@ -81,3 +81,31 @@ fn name(sig: libc::c_int) -> &'static str {
         _ => "a signal",
     }
 }
+
+/// SIGTERM and SIGINT, taken as a request to stop: for a service whose
+/// main thread waits (`ernic nvme serve`, `ernic s3 serve`, `ernic mesh
+/// manager`) and then stops its parts and writes its stats file last.
+#[derive(Debug)]
+pub struct Termination(std::sync::mpsc::Receiver<libc::c_int>);
+
+impl Termination {
+    /// Blocks both signals ([`block_termination`]: call it before any
+    /// thread starts) and starts the thread that waits for them.
+    pub fn arm() -> io::Result<Termination> {
+        block_termination()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        on_termination(move |sig| {
+            let _ = tx.send(sig);
+        })?;
+        Ok(Termination(rx))
+    }
+
+    /// Waits until a signal comes (its number) or `limit` passes (`None`);
+    /// with no limit, until a signal comes.
+    pub fn wait(&self, limit: Option<std::time::Duration>) -> Option<libc::c_int> {
+        match limit {
+            Some(t) => self.0.recv_timeout(t).ok(),
+            None => self.0.recv().ok(),
+        }
+    }
+}
