@@ -87,3 +87,36 @@ fn perf_two_processes_leave_exact_counts_on_both_sides() {
     assert!(s.groups.iter().all(|g| g.labels["side"] == "server"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// An injected error completion ends an in-process run at once, on both
+// sides, with the error: the side waiting for the failed one is told, not
+// left to its no-progress limit (10 s) or, at a barrier, for ever.
+#[test]
+fn perf_under_an_injected_error_completion_stops_with_it_at_once() {
+    for test in ["write_bw", "send_bw", "send_lat", "write_lat", "read_bw"] {
+        for bidir in [false, true] {
+            if bidir && !test.ends_with("_bw") {
+                continue;
+            }
+            let t = std::time::Instant::now();
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ernic"));
+            cmd.args(["perf", test, "-n", "1000", "-s", "64"])
+                .args(["--inject", "send_err:at=5"]);
+            if bidir {
+                cmd.arg("-b");
+            }
+            let out = cmd.output().unwrap();
+            let took = t.elapsed();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{test} -b={bidir}: {err}");
+            assert!(
+                err.contains("completion status \"remote access error\""),
+                "{test} -b={bidir}: {err}"
+            );
+            assert!(
+                took < std::time::Duration::from_secs(5),
+                "{test} -b={bidir} took {took:?}"
+            );
+        }
+    }
+}

@@ -5,6 +5,8 @@
 //! Every wait is a poll loop bounded by [`STALL`]: a side that sees no
 //! progress for that long gives up with an error instead of hanging.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -31,6 +33,10 @@ pub struct Side {
     pub half: usize,
     /// The peer's receiving half.
     pub remote: RemoteAddr,
+    /// Set when the other side of an in-process run has failed: a wait
+    /// for it stops at once instead of at [`STALL`] (the two sides share
+    /// one flag).
+    pub peer_failed: Arc<AtomicBool>,
 }
 
 impl Side {
@@ -59,6 +65,7 @@ impl Side {
             mr,
             half: max,
             remote: RemoteAddr::default(),
+            peer_failed: Arc::default(),
         })
     }
 
@@ -88,16 +95,18 @@ const NO_WC: Wc = Wc::EMPTY;
 
 /// Notices a side that makes no progress. It reads the clock only every
 /// few thousand idle spins, so a short wait costs no clock reads at all.
-struct Watchdog {
+struct Watchdog<'a> {
     since: Option<Instant>,
     spins: u32,
+    peer_failed: &'a AtomicBool,
 }
 
-impl Watchdog {
-    fn new() -> Watchdog {
+impl Watchdog<'_> {
+    fn new(s: &Side) -> Watchdog<'_> {
         Watchdog {
             since: None,
             spins: 0,
+            peer_failed: &s.peer_failed,
         }
     }
 
@@ -109,6 +118,9 @@ impl Watchdog {
     fn idle(&mut self, what: &str) -> Result<()> {
         self.spins = self.spins.wrapping_add(1);
         if self.spins % 4096 == 0 {
+            if self.peer_failed.load(Ordering::Relaxed) {
+                bail!("the other side failed while {what}");
+            }
             let since = *self.since.get_or_insert_with(Instant::now);
             if since.elapsed() > STALL {
                 bail!("no progress for {} s while {what}", STALL.as_secs());
@@ -130,9 +142,9 @@ fn check(wc: &Wc, what: &str) -> Result<()> {
 }
 
 /// Polls `cq` until one completion arrives.
-fn poll_one(cq: &Cq, what: &str) -> Result<Wc> {
+fn poll_one(s: &Side, cq: &Cq, what: &str) -> Result<Wc> {
     let mut wc = [NO_WC];
-    let mut dog = Watchdog::new();
+    let mut dog = Watchdog::new(s);
     loop {
         if cq.poll(&mut wc)? == 1 {
             check(&wc[0], what)?;
@@ -233,8 +245,13 @@ fn both_ways(
         let rx = (test == Test::SendBw).then(|| scope.spawn(|| sink(s, size, iters, first)));
         let m = stream(test, s, size, iters, tx_depth);
         if let Some(rx) = rx {
-            rx.join()
-                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+            let got = rx
+                .join()
+                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
+            // A failed stream is the cause; the receives' flush follows it.
+            if m.is_ok() {
+                got?;
+            }
         }
         m
     })?;
@@ -278,7 +295,7 @@ fn stream(test: Test, s: &Side, size: u64, iters: u64, tx_depth: u32) -> Result<
     };
     let mut wc = [NO_WC; 16];
     let (mut posted, mut done) = (0u64, 0u64);
-    let mut dog = Watchdog::new();
+    let mut dog = Watchdog::new(s);
     let start = Instant::now();
     let (mut last_t, mut last_done, mut peak) = (start, 0u64, 0f64);
     while done < iters {
@@ -322,7 +339,7 @@ fn sink(s: &Side, size: u64, iters: u64, mut posted: u64) -> Result<()> {
     const BATCH: usize = 128;
     let mut wc = [NO_WC; BATCH];
     let mut got = 0u64;
-    let mut dog = Watchdog::new();
+    let mut dog = Watchdog::new(s);
     let sge = [s.mr.sge(s.half, size as u32)?];
     let mut batch = [RecvWr {
         wr_id: 0,
@@ -356,7 +373,7 @@ fn write_pingpong(s: &Side, size: u64, iters: u64, client: bool) -> Result<Measu
     let sge = [s.mr.sge(0, size as u32)?];
     let mut samples = Vec::with_capacity(if client { iters as usize } else { 0 });
     let wait = |i: u64| -> Result<()> {
-        let mut dog = Watchdog::new();
+        let mut dog = Watchdog::new(s);
         while s.mr.poll_byte(s.half + last)? != tag(i) {
             dog.idle("waiting for the peer's write")?;
         }
@@ -365,7 +382,7 @@ fn write_pingpong(s: &Side, size: u64, iters: u64, client: bool) -> Result<Measu
     let write = |i: u64| -> Result<()> {
         s.mr.set_byte(last, tag(i))?;
         s.qp.post_send(&SendWr::new(i, SendOp::Write(s.remote)).sgl(&sge))?;
-        poll_one(&s.scq, "RDMA WRITE")?;
+        poll_one(s, &s.scq, "RDMA WRITE")?;
         Ok(())
     };
     for i in 0..iters {
@@ -404,7 +421,7 @@ fn send_pingpong(s: &Side, size: u64, iters: u64, client: bool) -> Result<Measur
     let mut samples = Vec::with_capacity(if client { iters as usize } else { 0 });
     let send = |i: u64| -> Result<()> {
         s.qp.post_send(&SendWr::new(i, SendOp::Send).sgl(&sge))?;
-        poll_one(&s.scq, "SEND")?;
+        poll_one(s, &s.scq, "SEND")?;
         Ok(())
     };
     let repost = |i: u64| -> Result<()> {
@@ -415,10 +432,10 @@ fn send_pingpong(s: &Side, size: u64, iters: u64, client: bool) -> Result<Measur
         if client {
             let t0 = Instant::now();
             send(i)?;
-            poll_one(&s.rcq, "receive")?;
+            poll_one(s, &s.rcq, "receive")?;
             samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
         } else {
-            poll_one(&s.rcq, "receive")?;
+            poll_one(s, &s.rcq, "receive")?;
             send(i)?;
         }
         repost(i)?;
@@ -440,7 +457,7 @@ fn one_sided_lat(test: Test, s: &Side, size: u64, iters: u64) -> Result<Measure>
     for i in 0..iters {
         let t0 = Instant::now();
         s.qp.post_send(&SendWr::new(i, op).sgl(&sge))?;
-        poll_one(&s.scq, test.banner())?;
+        poll_one(s, &s.scq, test.banner())?;
         samples.push(t0.elapsed().as_secs_f64() * 1e6);
     }
     Ok(Measure::Lat(samples))
