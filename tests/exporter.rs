@@ -149,8 +149,9 @@ fn representative(name: &str) -> StatsDoc {
     d.push(Group::new("qp").label("qpn", 17).core_counters(&core));
     d.push(
         Group::new("admin")
-            .label("opcode", "stats_vals")
-            .label("status", "ok")
+            .label("opcode", 5)
+            .label("command", "stats_vals")
+            .label("status", 0)
             .counter("commands", 3),
     );
     d.push(Group::new("lif").label("lif", 0).counters([
@@ -201,6 +202,11 @@ fn representative(name: &str) -> StatsDoc {
     s3.request(Some(ernic_s3::service::route::Op::PutObject), 200);
     s3.error("NoSuchKey");
     d.groups.extend(s3.groups());
+    d.push(
+        Group::new("s3_guest")
+            .counters([("frames_claimed", 4), ("connections", 1)])
+            .gauge("connections_open", 1.0),
+    );
     d.faults.push(FaultStat {
         spec: "rx_drop:every=10".into(),
         event: "rx_drop".into(),

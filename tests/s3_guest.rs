@@ -66,6 +66,7 @@ impl Server {
         let child = Command::new(env!("CARGO_BIN_EXE_ernic-server"))
             .args(["--socket", sock.to_str().unwrap()])
             .args(["--backend", "s3:addr=192.0.2.20,size=64M,anonymous"])
+            .args(["--stats-file", dir.join("stats.json").to_str().unwrap()])
             .env("ERNIC_TCP_GUEST_GIDS", "::ffff:192.0.2.2")
             .stdout(Stdio::null())
             .stderr(log)
@@ -82,6 +83,26 @@ impl Server {
 
     fn socket(&self) -> PathBuf {
         self.dir.join("s.sock")
+    }
+
+    /// Stops the server by SIGTERM (it writes its stats file last) and
+    /// answers the file.
+    fn stop(&mut self) -> ernic_ops::StatsDoc {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill")
+            .args(["-s", "TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let end = StdInstant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                StdInstant::now() < end,
+                "ernic-server did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        ernic_ops::read_stats(&self.dir.join("stats.json")).unwrap()
     }
 }
 
@@ -464,6 +485,17 @@ fn a_guest_reaches_the_store_over_its_ethernet_queues_and_rdma() {
     drop(qp);
     drop(mr);
     drop(c);
+    // The store's stack on the guest's segment, in the file: the one TCP
+    // connection, frames both ways, none dropped or refused.
+    let mut server = server;
+    let doc = server.stop();
+    let guest = |name: &str| doc.counter("s3_guest", &[], name);
+    assert_eq!(guest("connections"), Some(1));
+    assert_eq!(guest("connections_refused"), Some(0));
+    assert_eq!(guest("frames_dropped_from_guest"), Some(0));
+    assert_eq!(guest("frames_dropped_to_guest"), Some(0));
+    assert!(guest("frames_claimed").unwrap() > 0);
+    assert!(guest("frames_delivered").unwrap() > 0);
     drop(dev);
     drop(h);
     drop(server);

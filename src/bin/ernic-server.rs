@@ -356,9 +356,14 @@ fn start_s3(opts: &str, gids: Vec<Gid>) -> Result<(Mesh, GuestStack, GuestEndpoi
     let service =
         Arc::new(S3Service::new(store, o.config.clone(), Some(dp)).context("--backend s3")?);
     let counted = service.clone();
-    let groups: Groups = Box::new(move || counted.stats_groups());
     let (stack, endpoint) = GuestStack::start(GuestConfig::new(o.addr, o.mac, o.port), service)
         .context("starting the S3 store's network stack")?;
+    let guest = stack.watch();
+    let groups: Groups = Box::new(move || {
+        let mut g = counted.stats_groups();
+        g.push(guest.group());
+        g
+    });
     let m = o.mac;
     tracing::info!(
         addr = %o.addr,

@@ -240,7 +240,24 @@ impl GuestStack {
 
     /// The counters now.
     pub fn stats(&self) -> GuestStats {
-        let c = &self.counters;
+        self.watch().stats()
+    }
+
+    /// A handle that reads the counters from anywhere, for as long as it
+    /// is kept (the stats file's writer keeps one).
+    pub fn watch(&self) -> GuestWatch {
+        GuestWatch(self.counters.clone())
+    }
+}
+
+/// Reads a [`GuestStack`]'s counters (see [`GuestStack::watch`]).
+#[derive(Debug, Clone)]
+pub struct GuestWatch(Arc<Counters>);
+
+impl GuestWatch {
+    /// The counters now.
+    pub fn stats(&self) -> GuestStats {
+        let c = &self.0;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         GuestStats {
             claimed: g(&c.claimed),
@@ -252,6 +269,20 @@ impl GuestStack {
             refused: g(&c.refused),
             open: g(&c.open),
         }
+    }
+
+    /// The counters as the stats file's `s3_guest` group.
+    pub fn group(&self) -> ernic_ops::Group {
+        let s = self.stats();
+        ernic_ops::Group::new("s3_guest")
+            .counter("frames_claimed", s.claimed)
+            .counter("frames_dropped_from_guest", s.dropped_from_guest)
+            .counter("frames_sent", s.sent)
+            .counter("frames_dropped_to_guest", s.dropped_to_guest)
+            .counter("frames_delivered", s.delivered)
+            .counter("connections", s.connections)
+            .counter("connections_refused", s.refused)
+            .gauge("connections_open", s.open as f64)
     }
 }
 
