@@ -9,8 +9,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::provider::{
-    CqEntry, CqErrEntry, CqError, FiAddr, MrReg, PostError, Provider, ProviderError, Rail,
-    RemoteAddressing,
+    CqEntry, CqErrEntry, CqError, FiAddr, PostError, Provider, ProviderError, Rail,
 };
 
 /// What to inject.
@@ -120,30 +119,7 @@ impl ChaosRail {
 }
 
 impl Rail for ChaosRail {
-    fn name(&self) -> Vec<u8> {
-        self.inner.name()
-    }
-
-    fn av_insert(&mut self, name: &[u8]) -> Result<FiAddr, ProviderError> {
-        self.inner.av_insert(name)
-    }
-
-    fn av_remove(&mut self, addr: FiAddr) -> Result<(), ProviderError> {
-        self.inner.av_remove(addr)
-    }
-
-    fn remote_addressing(&self) -> RemoteAddressing {
-        self.inner.remote_addressing()
-    }
-
-    unsafe fn mr_reg(&mut self, addr: *mut u8, len: usize) -> Result<MrReg, ProviderError> {
-        // SAFETY: the caller's contract is passed on unchanged.
-        unsafe { self.inner.mr_reg(addr, len) }
-    }
-
-    fn mr_close(&mut self, handle: u64) -> Result<(), ProviderError> {
-        self.inner.mr_close(handle)
-    }
+    crate::provider::pass_rail_setup_to_inner!();
 
     fn write_data(
         &mut self,

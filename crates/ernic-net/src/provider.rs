@@ -126,6 +126,50 @@ pub struct MrReg {
     pub desc: u64,
 }
 
+/// The [`Rail`] methods a rail that wraps another (its `inner` field)
+/// passes on unchanged: its name, its address vector, how it addresses
+/// remote memory, and memory registration. Expanded inside such a rail's
+/// `impl Rail` (the fault wrappers: `chaos`, `inject`).
+macro_rules! pass_rail_setup_to_inner {
+    () => {
+        fn name(&self) -> Vec<u8> {
+            self.inner.name()
+        }
+
+        fn av_insert(
+            &mut self,
+            name: &[u8],
+        ) -> Result<$crate::provider::FiAddr, $crate::provider::ProviderError> {
+            self.inner.av_insert(name)
+        }
+
+        fn av_remove(
+            &mut self,
+            addr: $crate::provider::FiAddr,
+        ) -> Result<(), $crate::provider::ProviderError> {
+            self.inner.av_remove(addr)
+        }
+
+        fn remote_addressing(&self) -> $crate::provider::RemoteAddressing {
+            self.inner.remote_addressing()
+        }
+
+        unsafe fn mr_reg(
+            &mut self,
+            addr: *mut u8,
+            len: usize,
+        ) -> Result<$crate::provider::MrReg, $crate::provider::ProviderError> {
+            // SAFETY: the caller's contract is passed on unchanged.
+            unsafe { self.inner.mr_reg(addr, len) }
+        }
+
+        fn mr_close(&mut self, handle: u64) -> Result<(), $crate::provider::ProviderError> {
+            self.inner.mr_close(handle)
+        }
+    };
+}
+pub(crate) use pass_rail_setup_to_inner;
+
 /// One rail: a domain, an RDM endpoint, its address vector and its CQ.
 pub trait Rail: Send {
     /// The endpoint's name, for a peer's address vector (at most 56 bytes).
