@@ -290,10 +290,13 @@ fn bench_under_an_injected_error_completion_stops_with_the_error() {
                 line.contains("injected error completion (fi_cq_err)"),
                 "{line}"
             );
-            // "rank R failed while running OP of N bytes: ..."; which rank
-            // tells first is a race, what it ran is not: every rank's 5th
-            // write is at the same place in the same workload.
-            let what = line[line.find("while running").unwrap()..].to_string();
+            // "rank R failed while running OP of N bytes: WHY (then ranks
+            // [..] failed too)"; which rank fails first is a race, what it
+            // ran is not: every rank's 5th write is at the same place in
+            // the same workload. WHY is the injected fault, not what the
+            // first rank's teardown did to its neighbours.
+            let at = line.find("while running").unwrap();
+            let what = line[at..].split(':').next().unwrap().to_string();
             whats.push(what);
             let failed: Vec<&StatsDoc> = docs
                 .iter()

@@ -41,6 +41,30 @@ struct Me {
 }
 
 impl Me {
+    /// Fills for `op` once, runs a checked warm-up, then `iters` timed runs
+    /// back to back (no rank stops between them to fill or check, which
+    /// would hold its neighbours up), checked after: the time per run and
+    /// the elements wrong.
+    fn timed(&mut self, op: Op, count: usize, iters: usize) -> Result<(Duration, u64)> {
+        self.fill(op, count);
+        self.run(op, count)?;
+        let mut wrong = self.verify(op, count);
+        // The result area poisoned (NaN): what the last check finds must
+        // have come from the timed runs (of which the parent asks at least
+        // one).
+        let mut total = Duration::ZERO;
+        if iters > 0 {
+            self.f32s(1, 0, count).fill(0xff);
+            let t = Instant::now();
+            for _ in 0..iters {
+                self.run(op, count)?;
+            }
+            total = t.elapsed();
+            wrong += self.verify(op, count);
+        }
+        Ok((total, wrong))
+    }
+
     fn f32s(&mut self, area: usize, from: usize, count: usize) -> &mut [u8] {
         let at = area * self.area + from * 4;
         &mut self.buf[at..at + count * 4]
@@ -215,14 +239,28 @@ fn post(
     }
 }
 
-/// Runs rank `rank`; a failure is also told to the parent (`FAILED why`),
-/// which stops the other ranks.
+/// Runs rank `rank`; a failure is also told to the parent (`FAILED AT
+/// why`, AT the wall-clock nanoseconds when this rank saw it), which stops
+/// the other ranks.
 pub(super) fn rank_main(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
-    let r = serve(a, rank, port);
-    if let Err(e) = &r {
-        println!("FAILED {}", format!("{e:#}").replace('\n', " "));
+    let mut told = false;
+    let r = serve(a, rank, port, &mut told);
+    if let Err(e) = &r
+        && !told
+    {
+        tell_failure(e);
     }
     r
+}
+
+fn tell_failure(e: &anyhow::Error) {
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut out = std::io::stdout().lock();
+    let why = format!("{e:#}").replace('\n', " ");
+    let _ = writeln!(out, "FAILED {at} {why}");
+    let _ = out.flush();
 }
 
 /// What this rank's stats file holds: its transport's groups and its
@@ -263,7 +301,7 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn serve(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
+fn serve(a: &BenchArgs, rank: usize, port: u16, told: &mut bool) -> Result<()> {
     let (provider, devices) = a.provider.open(port)?;
     let injector = match &a.inject {
         Some(spec) => Some(Arc::new(
@@ -275,7 +313,7 @@ fn serve(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
         Some(i) => Box::new(Injected::new(provider, i.clone())),
         None => provider,
     };
-    let stats = match &a.stats_file {
+    let mut stats = match &a.stats_file {
         Some(p) => {
             let mut path = p.clone().into_os_string();
             path.push(format!(".rank{rank}"));
@@ -357,7 +395,7 @@ fn serve(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
         match f[..] {
             ["QUIT"] => {
                 // The last stats, while the comms are still open.
-                if let Some(s) = stats {
+                if let Some(s) = stats.take() {
                     s.finish();
                 }
                 writeln!(out, "BYE {}", vm_hwm_kib())?;
@@ -368,25 +406,22 @@ fn serve(a: &BenchArgs, rank: usize, port: u16) -> Result<()> {
                 let op = Op::parse(op).ok_or_else(|| anyhow!("unknown op {op}"))?;
                 let count = size.parse::<usize>()? / 4;
                 let iters: usize = iters.parse()?;
-                // Filled once; a warm-up run, checked; then the timed runs
-                // back to back (no rank stops between them to fill or check,
-                // which would hold its neighbours up), checked after.
-                me.fill(op, count);
-                me.run(op, count)?;
-                let mut wrong = me.verify(op, count);
-                // The result area poisoned (NaN): what the last check finds
-                // must have come from the timed runs (of which the parent
-                // asks at least one).
-                let mut total = Duration::ZERO;
-                if iters > 0 {
-                    me.f32s(1, 0, count).fill(0xff);
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        me.run(op, count)?;
+                let (total, wrong) = match me.timed(op, count, iters) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        // Told with this rank's memory and comms still up:
+                        // a neighbour whose operation the teardown would
+                        // fail must not be the first to tell the parent
+                        // (the last stats first, as the parent stops the
+                        // ranks once it hears).
+                        if let Some(s) = stats.take() {
+                            s.finish();
+                        }
+                        tell_failure(&e);
+                        *told = true;
+                        return Err(e);
                     }
-                    total = t.elapsed();
-                    wrong += me.verify(op, count);
-                }
+                };
                 writeln!(
                     out,
                     "DONE {} {wrong}",

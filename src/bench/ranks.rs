@@ -1,6 +1,6 @@
 //! The parent's side of the rank processes: started with their standard
 //! input and output piped, each output read by a thread of its own into
-//! one channel, so a rank that fails (it answers `FAILED why`) or exits
+//! one channel, so a rank that fails (it answers `FAILED AT why`) or exits
 //! stops the run at once, whichever rank the parent was waiting for; the
 //! ranks still running are killed then (and whenever the run ends early),
 //! so a failure never leaves a ring waiting on a dead neighbour.
@@ -12,6 +12,30 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+
+/// How long the parent listens for more failures after the first.
+const FAILURE_GRACE: Duration = Duration::from_millis(200);
+
+/// A rank's `FAILED AT why` line.
+struct Failure {
+    rank: usize,
+    /// When the rank saw it (wall-clock nanoseconds; one clock for every
+    /// rank on the host).
+    at: u128,
+    why: String,
+}
+
+impl Failure {
+    fn parse(rank: usize, line: &str) -> Option<Failure> {
+        let rest = line.strip_prefix("FAILED ")?;
+        let (at, why) = rest.split_once(' ').unwrap_or((rest, ""));
+        Some(Failure {
+            rank,
+            at: at.parse().unwrap_or(u128::MAX),
+            why: why.to_string(),
+        })
+    }
+}
 
 /// The rank processes of one run.
 pub(super) struct Ranks {
@@ -89,8 +113,8 @@ impl Ranks {
                 // its last answer, it exits).
                 None if !self.early[r].is_empty() => {}
                 None => bail!("rank {r} exited while {what}"),
-                Some(l) => match l.strip_prefix("FAILED ") {
-                    Some(why) => bail!("rank {r} failed while {what}: {why}"),
+                Some(l) => match Failure::parse(r, &l) {
+                    Some(first) => return Err(self.first_failure(first, what)),
                     None => self.early[r].push_back(l),
                 },
             }
@@ -100,6 +124,37 @@ impl Ranks {
             .iter_mut()
             .map(|q| q.pop_front().expect("checked"))
             .collect())
+    }
+
+    /// The failure that came first in time of those the ranks tell within
+    /// [`FAILURE_GRACE`] of `first`: one rank's failure can fail its
+    /// neighbours' operations (its memory goes), and their word may reach
+    /// the parent before its own.
+    fn first_failure(&mut self, first: Failure, what: &str) -> anyhow::Error {
+        let end = Instant::now() + FAILURE_GRACE;
+        let mut earliest = first;
+        let mut others = Vec::new();
+        while let Ok((r, line)) = self
+            .lines
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            let Some(f) = line.and_then(|l| Failure::parse(r, &l)) else {
+                continue;
+            };
+            if f.at < earliest.at {
+                others.push(earliest.rank);
+                earliest = f;
+            } else {
+                others.push(f.rank);
+            }
+        }
+        let Failure { rank, why, .. } = earliest;
+        if others.is_empty() {
+            anyhow!("rank {rank} failed while {what}: {why}")
+        } else {
+            others.sort_unstable();
+            anyhow!("rank {rank} failed while {what}: {why} (then ranks {others:?} failed too)")
+        }
     }
 
     /// Waits for every rank to exit; an exit status other than success is
