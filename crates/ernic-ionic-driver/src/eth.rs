@@ -109,6 +109,15 @@ pub struct LifStats {
 }
 
 impl LifStats {
+    /// Bytes of `struct ionic_lif_stats` decoded (to `tx_desc_fetch_error`).
+    pub const LEN: usize = layout::ST_READ;
+
+    /// Decodes the counters from the start of `b`, the device's bytes;
+    /// `None` when `b` is shorter than [`LifStats::LEN`].
+    pub fn from_bytes(b: &[u8]) -> Option<LifStats> {
+        b.get(..Self::LEN)?.try_into().ok().map(Self::parse)
+    }
+
     /// Decodes the first [`layout::ST_READ`] bytes of `struct
     /// ionic_lif_stats`.
     fn parse(b: &[u8; layout::ST_READ]) -> LifStats {
