@@ -329,11 +329,7 @@ fn perf_runs_through_the_ionic_nic_of_a_server() {
 
 /// Waits (bounded) until `f` holds.
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(15);
-    while !f() {
-        assert!(Instant::now() < end, "never: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within(what, Duration::from_secs(15), || f().then_some(()));
 }
 
 /// The server's stderr so far.

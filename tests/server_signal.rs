@@ -5,9 +5,11 @@
 //! (`--stats-interval-ms`), so counts made after the first write can only
 //! be in it if the last write happened.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 struct Kill(Child);
 
@@ -38,15 +40,9 @@ fn start(name: &str) -> (Kill, PathBuf, PathBuf) {
     (server, sock, stats)
 }
 
-fn within<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < end, "{what} did not come in 10 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// A bounded wait for what the server does.
+fn within<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    common::within(what, Duration::from_secs(10), f)
 }
 
 /// Sends the signal named `sig` (`TERM`, `INT`) to the server, by kill(1).

@@ -13,6 +13,19 @@ use serde_json::Value;
 
 pub mod netns;
 
+/// Polls `f` every 10 ms until it gives a value, for at most `limit`;
+/// panics naming `what` if it never does.
+pub fn within<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "{what} did not come in {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Runs `ernic` with `args`: (success, stdout, stderr).
 pub fn ernic(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
