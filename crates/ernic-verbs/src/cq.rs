@@ -8,7 +8,7 @@ use ernic_core::{Completion, CqId};
 
 use crate::Error;
 use crate::device::Device;
-use crate::provider::CqOps;
+use crate::provider::{CqOps, Notify};
 
 /// A completion queue.
 #[derive(Clone)]
@@ -71,5 +71,16 @@ impl Cq {
     /// The CQ's depth.
     pub fn depth(&self) -> u32 {
         self.inner.ops.depth()
+    }
+
+    /// Sets what the CQ calls when it is armed and a completion it was
+    /// armed for comes (a completion channel's wake-up); once per CQ.
+    pub fn set_notify(&self, f: Notify) -> Result<(), Error> {
+        self.inner.ops.set_notify(f)
+    }
+
+    /// Arms the CQ (`ibv_req_notify_cq`); see [`CqOps::arm`].
+    pub fn arm(&self, solicited_only: bool) -> Result<(), Error> {
+        self.inner.ops.arm(solicited_only)
     }
 }

@@ -67,8 +67,8 @@ pub use buffer::PAGE;
 pub use cq::Cq;
 pub use device::Device;
 pub use mr::{FastMr, Mr};
-pub use native::Fabric;
-pub use provider::{CqOps, MrMemory, Provider, wait_with};
+pub use native::{EventHook, Fabric};
+pub use provider::{CqOps, MrMemory, Notify, Provider, wait_with};
 pub use qp::{Ah, Pd, Qp, Srq};
 
 pub use ernic_mesh::{Mesh, MeshConfig, SameHostLink, Spec as MeshSpec};

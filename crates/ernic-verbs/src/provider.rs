@@ -203,4 +203,21 @@ pub trait CqOps: Send + Sync {
     }
     /// Entries the CQ holds.
     fn depth(&self) -> u32;
+    /// Sets what an armed CQ calls when a completion it was armed for
+    /// comes (once; a completion channel's wake-up).
+    fn set_notify(&self, f: Notify) -> Result<(), Error> {
+        let _ = f;
+        Err(Error::Unsupported("completion notification"))
+    }
+    /// Arms the CQ (`ibv_req_notify_cq`): the next completion, or with
+    /// `solicited_only` the next solicited or failed one, calls the
+    /// notifier once. Completions already waiting call it at once.
+    fn arm(&self, solicited_only: bool) -> Result<(), Error> {
+        let _ = solicited_only;
+        Err(Error::Unsupported("completion notification"))
+    }
 }
+
+/// What an armed CQ calls: it runs where the completion is made (under the
+/// device's lock), so it must only wake someone, as writing an eventfd does.
+pub type Notify = Box<dyn Fn() + Send + Sync>;

@@ -78,6 +78,26 @@ impl Pd {
         Mr::register_memory(self, mem, false, access)
     }
 
+    /// As [`reg_user_mr`](Pd::reg_user_mr), with the device knowing the
+    /// first byte as `iova` (`ibv_reg_mr_iova`): SGEs and remote
+    /// addresses name the bytes from `iova` on.
+    ///
+    /// # Safety
+    ///
+    /// As [`reg_user_mr`](Pd::reg_user_mr).
+    #[allow(unsafe_code)]
+    pub unsafe fn reg_user_mr_iova(
+        &self,
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        iova: u64,
+        access: Access,
+    ) -> Result<Mr, Error> {
+        // SAFETY: the caller's contract is `MrMemory::borrowed`'s.
+        let mem = unsafe { MrMemory::borrowed(ptr, len, iova) };
+        Mr::register_memory(self, mem, false, access)
+    }
+
     /// Allocates an MR for fast registration of up to `max_len` bytes.
     pub fn alloc_fast_mr(&self, max_len: u64) -> Result<FastMr, Error> {
         FastMr::alloc(self, max_len)
@@ -315,6 +335,11 @@ impl std::fmt::Debug for Srq {
 }
 
 impl Srq {
+    /// The SRQ's id (what its asynchronous events name).
+    pub fn id(&self) -> SrqId {
+        self.inner.id
+    }
+
     /// Posts a receive (`ibv_post_srq_recv`).
     pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<(), Error> {
         let wr = RecvWr { wr_id, sgl };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ernic_core::{Completion, CqId, DeviceId};
 
 use crate::Error;
-use crate::provider::CqOps;
+use crate::provider::{CqOps, Notify};
 
 use super::cq_ring::CqRing;
 use super::fabric::Shared;
@@ -77,5 +77,17 @@ impl CqOps for NativeCq {
 
     fn depth(&self) -> u32 {
         self.ring.depth()
+    }
+
+    fn set_notify(&self, f: Notify) -> Result<(), Error> {
+        if self.ring.set_notify(f) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported("a second notifier on one CQ"))
+        }
+    }
+
+    fn arm(&self, solicited_only: bool) -> Result<(), Error> {
+        self.ring.arm(solicited_only)
     }
 }

@@ -11,13 +11,14 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use ernic_core::{Completion, CqId, DeviceId};
+use ernic_core::{Completion, CqId, DeviceId, WcStatus};
 
 use crate::Error;
+use crate::provider::Notify;
 
 /// The ring of one CQ.
 ///
@@ -41,7 +42,16 @@ pub(crate) struct CqRing {
     depth: u32,
     overrun: AtomicBool,
     waiters: AtomicU32,
+    /// What the CQ is armed for (`ibv_req_notify_cq`): [`UNARMED`],
+    /// [`ARMED_NEXT`] or [`ARMED_SOLICITED`]; a completion it is armed for
+    /// disarms it and calls `notify`, once.
+    armed: AtomicU8,
+    notify: OnceLock<Notify>,
 }
+
+const UNARMED: u8 = 0;
+const ARMED_NEXT: u8 = 1;
+const ARMED_SOLICITED: u8 = 2;
 
 // SAFETY: the slots are reached only under the protocol above: a slot is
 // written by the single producer only while it is outside `head..tail`, and
@@ -66,6 +76,49 @@ impl CqRing {
             depth,
             overrun: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
+            armed: AtomicU8::new(UNARMED),
+            notify: OnceLock::new(),
+        }
+    }
+
+    /// Sets what arming calls; answers false if it was set already.
+    pub fn set_notify(&self, f: Notify) -> bool {
+        self.notify.set(f).is_ok()
+    }
+
+    /// Arms the CQ for its next completion (`solicited_only`: the next
+    /// solicited receive or failed request). Entries already waiting fire
+    /// it at once, so a program that arms and then polls never sleeps on
+    /// a completion that came between its last poll and the arming.
+    pub fn arm(&self, solicited_only: bool) -> Result<(), Error> {
+        let Some(notify) = self.notify.get() else {
+            return Err(Error::Unsupported("this CQ has no completion channel"));
+        };
+        let how = if solicited_only {
+            ARMED_SOLICITED
+        } else {
+            ARMED_NEXT
+        };
+        self.armed.store(how, Ordering::SeqCst);
+        if self.len() > 0 && self.armed.swap(UNARMED, Ordering::SeqCst) != UNARMED {
+            notify();
+        }
+        Ok(())
+    }
+
+    /// Fires the arming if `c` is a completion it waits for.
+    fn fire(&self, c: &Completion) {
+        let how = self.armed.load(Ordering::SeqCst);
+        let wanted = match how {
+            ARMED_NEXT => true,
+            ARMED_SOLICITED => c.solicited || c.status != WcStatus::Success,
+            _ => false,
+        };
+        if wanted
+            && self.armed.swap(UNARMED, Ordering::SeqCst) != UNARMED
+            && let Some(notify) = self.notify.get()
+        {
+            notify();
         }
     }
 
@@ -80,6 +133,12 @@ impl CqRing {
         let h = self.head.load(Ordering::Acquire);
         if t - h >= self.depth as usize {
             self.overrun.store(true, Ordering::Relaxed);
+            // The sleeper's next poll finds the overrun.
+            if self.armed.swap(UNARMED, Ordering::SeqCst) != UNARMED
+                && let Some(notify) = self.notify.get()
+            {
+                notify();
+            }
             return;
         }
         // SAFETY: slot `t` is outside `h..t`, so no consumer reads it (the
@@ -89,6 +148,9 @@ impl CqRing {
         // module's note).
         unsafe { (*self.slot(t)).write(c) };
         self.tail.store(t + 1, Ordering::Release);
+        if self.armed.load(Ordering::Relaxed) != UNARMED {
+            self.fire(&c);
+        }
         if self.waiters.load(Ordering::Acquire) > 0 {
             let _g = self.sleep.lock().unwrap_or_else(|p| p.into_inner());
             self.cond.notify_all();
@@ -228,5 +290,61 @@ mod tests {
         t.push(d0, CqId(0), wc(5));
         assert_eq!(b.pop_into(&mut out).unwrap(), 1);
         assert_eq!(out[0].wr_id, 5);
+    }
+
+    #[test]
+    fn an_armed_ring_notifies_once_for_what_it_was_armed_for() {
+        use std::sync::atomic::AtomicUsize;
+        let mut t = CqRings::default();
+        t.add_device();
+        let d = DeviceId(0);
+        let r = t.insert(d, CqId(0), CqRing::new(8));
+        assert!(
+            matches!(r.arm(false), Err(Error::Unsupported(_))),
+            "no notifier: arming is refused"
+        );
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        assert!(r.set_notify(Box::new(move || {
+            f.fetch_add(1, Ordering::SeqCst);
+        })));
+        assert!(!r.set_notify(Box::new(|| {})), "one notifier a ring");
+        t.push(d, CqId(0), wc(1));
+        assert_eq!(fired.load(Ordering::SeqCst), 0, "not armed: no call");
+        let mut out = [Completion::EMPTY; 8];
+        r.pop_into(&mut out).unwrap();
+        r.arm(false).unwrap();
+        t.push(d, CqId(0), wc(2));
+        t.push(d, CqId(0), wc(3));
+        assert_eq!(fired.load(Ordering::SeqCst), 1, "armed once: one call");
+        // Entries waiting when armed: at once.
+        r.arm(false).unwrap();
+        assert_eq!(fired.load(Ordering::SeqCst), 2);
+        r.pop_into(&mut out).unwrap();
+        // Solicited only: a plain success does not fire, a solicited or a
+        // failed completion does.
+        r.arm(true).unwrap();
+        t.push(d, CqId(0), wc(4));
+        assert_eq!(fired.load(Ordering::SeqCst), 2);
+        t.push(
+            d,
+            CqId(0),
+            Completion {
+                solicited: true,
+                ..wc(5)
+            },
+        );
+        assert_eq!(fired.load(Ordering::SeqCst), 3);
+        r.pop_into(&mut out).unwrap();
+        r.arm(true).unwrap();
+        t.push(
+            d,
+            CqId(0),
+            Completion {
+                status: WcStatus::WrFlushErr,
+                ..wc(6)
+            },
+        );
+        assert_eq!(fired.load(Ordering::SeqCst), 4);
     }
 }

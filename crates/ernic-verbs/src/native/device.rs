@@ -59,7 +59,10 @@ impl Provider for Native {
 
     #[allow(unsafe_code)]
     fn reg_mr(&self, pd: PdId, mem: &MrMemory, access: Access) -> Result<u32, Error> {
-        let (ptr, len, addr) = (mem.ptr(), mem.len(), mem.iova());
+        // The engine reaches this process's memory by address: the DMA
+        // address of the bytes is where they are; SGEs name them by `iova`.
+        let (ptr, len, iova) = (mem.ptr(), mem.len(), mem.iova());
+        let dma = ptr.as_ptr() as u64;
         let dev = self.id;
         Ok(self.shared.with(|st, _| {
             // SAFETY: `mem` is live memory of `len` bytes (an allocation, or
@@ -69,7 +72,7 @@ impl Provider for Native {
             unsafe { st.engine.memory_mut().add(ptr, len) };
             let r = st
                 .engine
-                .reg_mr(dev, MrSpec::contiguous(pd, addr, len as u64, access, addr));
+                .reg_mr(dev, MrSpec::contiguous(pd, iova, len as u64, access, dma));
             if r.is_err() {
                 st.engine.memory_mut().remove(ptr, len);
             }

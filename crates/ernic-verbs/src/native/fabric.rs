@@ -24,7 +24,13 @@ pub(crate) struct State {
     /// CQ rings by device and CQ id, and their one producer.
     pub cqs: CqRings,
     pub events: Vec<AsyncEvent>,
+    /// Where events go instead of `events`, once set.
+    pub event_hook: Option<EventHook>,
 }
+
+/// Called with each asynchronous event as it happens, under the fabric's
+/// lock: it must only hand the event on (queue it, wake a reader).
+pub type EventHook = Box<dyn Fn(&AsyncEvent) + Send + Sync>;
 
 impl State {
     /// Moves the engine's completions to their CQs. Unsignaled successful
@@ -38,7 +44,10 @@ impl State {
         });
         if !self.engine.has_completions() {
             let ev = self.engine.take_events();
-            self.events.extend(ev);
+            match &self.event_hook {
+                Some(hook) => ev.iter().for_each(hook),
+                None => self.events.extend(ev),
+            }
         }
     }
 }
@@ -315,6 +324,7 @@ impl Fabric {
                     engine,
                     cqs: CqRings::default(),
                     events: Vec::new(),
+                    event_hook: None,
                 }),
                 mesh,
                 deadline: AtomicU64::new(NO_TIMER),
@@ -362,6 +372,17 @@ impl Fabric {
     /// replies), for diagnosis.
     pub fn remote_stats(&self) -> ernic_core::RemoteStats {
         self.shared.lock().engine.remote_stats()
+    }
+
+    /// Hands every asynchronous event from now on to `hook`, as it
+    /// happens, instead of keeping it for [`take_events`](Fabric::take_events)
+    /// (those kept so far are handed to it at once).
+    pub fn set_event_hook(&self, hook: EventHook) {
+        let mut st = self.shared.lock();
+        for e in std::mem::take(&mut st.events) {
+            hook(&e);
+        }
+        st.event_hook = Some(hook);
     }
 
     /// Asynchronous events (SRQ limit reached, QP fatal) since the last call.

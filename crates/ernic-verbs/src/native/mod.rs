@@ -14,4 +14,4 @@ mod cq_ring;
 mod device;
 mod fabric;
 
-pub use fabric::Fabric;
+pub use fabric::{EventHook, Fabric};
