@@ -23,6 +23,7 @@ mod nvme;
 mod p4;
 mod perf;
 mod progress;
+mod run;
 mod s3;
 mod stats;
 
@@ -58,6 +59,9 @@ enum Cmd {
     P4(p4::P4Cmd),
     /// Show a stats file: every group's totals, or rates per second with --watch.
     Stats(stats::StatsArgs),
+    /// Run an unmodified RDMA program (perftest, rdma-core's examples…)
+    /// over ernic, with ernic's libibverbs.so.1 under it.
+    Run(run::RunArgs),
 }
 
 /// The logging flags this process was given, for the processes it spawns.
@@ -94,6 +98,7 @@ fn main() {
         Cmd::S3(cmd) => s3::run(&cmd),
         Cmd::P4(cmd) => p4::run(&cmd),
         Cmd::Stats(args) => stats::run(&args),
+        Cmd::Run(args) => run::run(&args),
     };
     if let Err(e) = result {
         eprintln!("ernic: {e:#}");
