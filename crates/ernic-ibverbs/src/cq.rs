@@ -344,3 +344,62 @@ fn opcode(o: WcOpcode) -> u32 {
         WcOpcode::RecvRdmaWithImm => abi::IBV_WC_RECV_RDMA_WITH_IMM,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ernic_verbs::WcStatus;
+
+    #[test]
+    fn every_status_is_its_ibv_wc_status() {
+        let want = [
+            (WcStatus::Success, abi::IBV_WC_SUCCESS),
+            (WcStatus::LocLenErr, abi::IBV_WC_LOC_LEN_ERR),
+            (WcStatus::LocQpOpErr, abi::IBV_WC_LOC_QP_OP_ERR),
+            (WcStatus::LocProtErr, abi::IBV_WC_LOC_PROT_ERR),
+            (WcStatus::WrFlushErr, abi::IBV_WC_WR_FLUSH_ERR),
+            (WcStatus::RemInvReqErr, abi::IBV_WC_REM_INV_REQ_ERR),
+            (WcStatus::RemAccessErr, abi::IBV_WC_REM_ACCESS_ERR),
+            (WcStatus::RemOpErr, abi::IBV_WC_REM_OP_ERR),
+            (WcStatus::RetryExcErr, abi::IBV_WC_RETRY_EXC_ERR),
+            (WcStatus::RnrRetryExcErr, abi::IBV_WC_RNR_RETRY_EXC_ERR),
+            (WcStatus::GeneralErr, abi::IBV_WC_GENERAL_ERR),
+        ];
+        assert_eq!(want.len(), WcStatus::ALL.len(), "every status is listed");
+        for (s, c) in want {
+            let w = Wc {
+                status: s,
+                ..Wc::EMPTY
+            };
+            assert_eq!(to_ibv(&w).status, c, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn immediates_and_invalidated_keys_reach_the_union() {
+        let w = Wc {
+            imm: Some(0x1122_3344),
+            opcode: WcOpcode::Recv,
+            ..Wc::EMPTY
+        };
+        let c = to_ibv(&w);
+        assert_eq!(c.wc_flags, abi::IBV_WC_WITH_IMM);
+        // SAFETY: a u32 union; either member reads the same bytes.
+        let imm = unsafe { c.imm_data_invalidated_rkey.imm_data };
+        assert_eq!(u32::from_be(imm), 0x1122_3344);
+        let w = Wc {
+            invalidated: Some(ernic_verbs::Rkey(0x77)),
+            ..Wc::EMPTY
+        };
+        let c = to_ibv(&w);
+        assert_eq!(c.wc_flags, abi::IBV_WC_WITH_INV);
+        // SAFETY: as above.
+        let key = unsafe { c.imm_data_invalidated_rkey.invalidated_rkey };
+        assert_eq!(key, 0x77);
+        assert_eq!(
+            opcode(WcOpcode::RecvRdmaWithImm),
+            abi::IBV_WC_RECV_RDMA_WITH_IMM
+        );
+        assert_eq!(opcode(WcOpcode::LocalInv), abi::IBV_WC_LOCAL_INV);
+    }
+}

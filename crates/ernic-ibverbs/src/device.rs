@@ -49,6 +49,20 @@ impl Context {
         ptr::from_ref(&self.v.context).cast_mut()
     }
 
+    /// Drops the events not yet taken that name the QP or SRQ at `obj`,
+    /// which is being destroyed (as the kernel drops a destroyed object's
+    /// events): a program must never be handed a freed object. The fd's
+    /// count stays; `ibv_get_async_event` skips counts with no event.
+    pub(crate) fn forget_events(&self, obj: usize) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            // SAFETY: reading the union as a pointer is sound for every
+            // member (all pointers, or an int smaller than one, zero-padded
+            // by `zeroed` where events are made).
+            .retain(|e| unsafe { e.element.qp } as usize != obj);
+    }
+
     /// Queues an asynchronous event and wakes `ibv_get_async_event`.
     pub(crate) fn post_event(&self, ev: abi::ibv_async_event) {
         self.events

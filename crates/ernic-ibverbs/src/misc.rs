@@ -313,16 +313,12 @@ unsupported_ptr!(
     ernic_ibv_import_dm,
     ernic_ibv_reg_dmabuf_mr,
     ernic_ibv_alloc_dmah,
-    ernic_ibv_reg_mr_ex,
-    ernic_ibv_alloc_buf,
-    ernic_ibv_reg_buf_mr,
     ernic_ibv_create_comp_cntr,
 );
 unsupported_void!(
     ernic_ibv_unimport_pd,
     ernic_ibv_unimport_mr,
     ernic_ibv_unimport_dm,
-    ernic_ibv_free_buf,
 );
 
 #[unsafe(no_mangle)]

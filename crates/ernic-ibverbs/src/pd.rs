@@ -231,3 +231,127 @@ pub unsafe extern "C" fn ernic_ibv_rereg_mr(
     errno::set(libc::EOPNOTSUPP);
     abi::IBV_REREG_MR_ERR_INPUT
 }
+
+/// A buffer from `ibv_alloc_buf`: anonymous pages of this process.
+struct Buf {
+    ptr: *mut c_void,
+    len: usize,
+}
+
+#[unsafe(no_mangle)]
+/// `ibv_alloc_buf` (rdma-core 64): `size` bytes of fresh, page-aligned,
+/// zeroed memory for a region; `*buf` is the handle `ibv_free_buf` takes.
+///
+/// # Safety
+///
+/// `pd` a live PD; `buf` writable.
+pub unsafe extern "C" fn ernic_ibv_alloc_buf(
+    pd: *mut abi::ibv_pd,
+    size: usize,
+    buf: *mut *mut abi::ibv_buf,
+) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    if unsafe { Pd::from_c(pd) }.is_none() || buf.is_null() || size == 0 {
+        return errno::null(libc::EINVAL);
+    }
+    // SAFETY: an anonymous private mapping; no pointer is passed in.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return errno::null(libc::ENOMEM);
+    }
+    let handle = Box::into_raw(Box::new(Buf { ptr, len: size }));
+    // SAFETY: `buf` is writable (the contract).
+    unsafe { *buf = handle.cast() };
+    ptr
+}
+
+#[unsafe(no_mangle)]
+/// `ibv_free_buf`: unmaps a buffer from `ibv_alloc_buf` (after its region
+/// is deregistered).
+///
+/// # Safety
+///
+/// `buf` a handle from `ibv_alloc_buf`, freed once.
+pub unsafe extern "C" fn ernic_ibv_free_buf(buf: *mut abi::ibv_buf) {
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: made by ibv_alloc_buf (Box::into_raw), freed once.
+    let b = unsafe { Box::from_raw(buf.cast::<Buf>()) };
+    // SAFETY: the mapping ibv_alloc_buf made, of that length.
+    unsafe { libc::munmap(b.ptr, b.len) };
+}
+
+#[unsafe(no_mangle)]
+/// `ibv_reg_buf_mr`: registers `length` bytes at `addr`, inside `buf`.
+///
+/// # Safety
+///
+/// As `ibv_reg_mr`, with `buf` from `ibv_alloc_buf`.
+pub unsafe extern "C" fn ernic_ibv_reg_buf_mr(
+    pd: *mut abi::ibv_pd,
+    buf: *mut abi::ibv_buf,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> *mut abi::ibv_mr {
+    if !buf.is_null() {
+        // SAFETY: a handle from ibv_alloc_buf.
+        let b = unsafe { &*buf.cast::<Buf>() };
+        let (start, end) = (b.ptr as usize, b.ptr as usize + b.len);
+        if (addr as usize) < start || (addr as usize).saturating_add(length) > end {
+            return errno::null(libc::EINVAL);
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { reg(pd, addr, length, addr as u64, access as c_uint) }
+}
+
+#[unsafe(no_mangle)]
+/// `ibv_reg_mr_ex` (rdma-core 59): a region of the caller's memory, at an
+/// IOVA if asked. dma-buf regions and DMA handles are not offered.
+///
+/// # Safety
+///
+/// `pd` a live PD; `attr` readable; the memory as for `ibv_reg_mr`.
+pub unsafe extern "C" fn ernic_ibv_reg_mr_ex(
+    pd: *mut abi::ibv_pd,
+    attr: *mut abi::ibv_mr_init_attr,
+) -> *mut abi::ibv_mr {
+    // SAFETY: the caller's contract.
+    let Some(a) = (unsafe { attr.as_ref() }) else {
+        return errno::null(libc::EINVAL);
+    };
+    // The mask's bits all sit in its low word.
+    let m = a.comp_mask as u32;
+    if m & (abi::IBV_REG_MR_MASK_FD | abi::IBV_REG_MR_MASK_FD_OFFSET | abi::IBV_REG_MR_MASK_DMAH)
+        != 0
+    {
+        return errno::null(libc::EOPNOTSUPP);
+    }
+    if m & abi::IBV_REG_MR_MASK_ADDR == 0 {
+        return errno::null(libc::EINVAL);
+    }
+    let iova = if m & abi::IBV_REG_MR_MASK_IOVA != 0 {
+        a.iova
+    } else {
+        a.addr as u64
+    };
+    // `buf` exists only in structs of rdma-core 64 and later, and is read
+    // only when the mask says it is there.
+    if m & abi::IBV_REG_MR_MASK_BUF != 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { ernic_ibv_reg_buf_mr(pd, a.buf, a.addr, a.length, a.access) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { reg(pd, a.addr, a.length, iova, a.access as c_uint) }
+}

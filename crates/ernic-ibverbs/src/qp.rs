@@ -201,6 +201,7 @@ pub unsafe extern "C" fn ernic_ibv_destroy_qp(qp: *mut abi::ibv_qp) -> c_int {
     // SAFETY: its context is open (the program's contract).
     if let Some(c) = unsafe { Context::from_c(b.c.qp_base.context) } {
         crate::events::remove_qp(&c.rt.objects, b.c.qp_base.qp_num);
+        c.forget_events(qp as usize);
     }
     drop(b);
     0
@@ -744,6 +745,7 @@ pub unsafe extern "C" fn ernic_ibv_destroy_srq(srq: *mut abi::ibv_srq) -> c_int 
     // SAFETY: its context is open (the program's contract).
     if let Some(c) = unsafe { Context::from_c(b.c.context) } {
         crate::events::remove_srq(&c.rt.objects, b.srq.id().0);
+        c.forget_events(srq as usize);
     }
     drop(b);
     0

@@ -9,6 +9,10 @@
 //!   is `fd00::1b:N+1` for mesh node N (`fd00::1b:1` off a mesh).
 //! - `ERNIC_MESH_WAIT_MS` bounds the wait to register with the manager
 //!   (default 10000).
+//! - `ERNIC_RNR_TIMEOUT_MS` bounds how long a SEND waits for its peer to
+//!   post a receive before it completes with RNR retry exceeded (default
+//!   5000; the QP's own `rnr_retry` and `min_rnr_timer` are kept, not
+//!   applied).
 //! - `ERNIC_LOG` sets what the library logs on stderr (default `warn`).
 //!
 //! A setting that is wrong, or a mesh that cannot be joined, leaves the
@@ -116,7 +120,13 @@ impl Runtime {
             ),
             None => Duration::from_secs(10),
         };
-        let cfg = Config::default();
+        let mut cfg = Config::default();
+        if let Some(t) = lookup("ERNIC_RNR_TIMEOUT_MS") {
+            cfg.rnr_timeout =
+                Duration::from_millis(t.parse().map_err(|_| {
+                    format!("ERNIC_RNR_TIMEOUT_MS={t}: not a number of milliseconds")
+                })?);
+        }
         let limits = Limits {
             max_pd: cfg.max_pd,
             max_mr: cfg.max_mr,
