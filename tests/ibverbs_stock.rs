@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -85,14 +86,18 @@ fn finish(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Runs `args` as a server and `args HOST` as its client; answers the
-/// client's standard output.
+/// Runs `args` as a server and `args HOST` as its client, each started by
+/// `launch` (with the program's TCP port as `-p`, and a mesh port); answers
+/// the client's standard output.
 fn pair(n: usize, args: &[&str]) -> String {
     let mesh = 19_600 + n as u16 * 2;
-    let tcp = mesh + 1;
+    pair_with(mesh + 1, args, &|a| run(mesh, a))
+}
+
+fn pair_with(tcp: u16, args: &[&str], launch: &dyn Fn(&[String]) -> Command) -> String {
     let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     a.extend(["-p".into(), tcp.to_string()]);
-    let server = run(mesh, &a).spawn().unwrap();
+    let server = launch(&a).spawn().unwrap();
     common::within(
         &format!("{args:?}'s server"),
         Duration::from_secs(30),
@@ -100,7 +105,7 @@ fn pair(n: usize, args: &[&str]) -> String {
     );
     let mut c = a.clone();
     c.push("127.0.0.1".into());
-    let client = finish(run(mesh, &c).spawn().unwrap(), Duration::from_secs(90));
+    let client = finish(launch(&c).spawn().unwrap(), Duration::from_secs(90));
     let server = finish(server, Duration::from_secs(30));
     let text = |o: &Output| {
         format!(
@@ -183,4 +188,117 @@ fn perftest_and_the_pingpongs_run_between_two_processes() {
             .unwrap_or_else(|| panic!("{args:?}: no figures:\n{out}"));
         println!("{}: {}", args.join(" "), line.trim());
     }
+}
+
+/// The VM lane's Debian sid chroot, whose rdma-core is 65.
+const SID: &str = "/var/cache/ernic-vm/sid";
+
+/// Whether sid's programs can be run here (the chroot with them, and root
+/// to enter it); outside CI a machine without them skips, saying so.
+fn have_sid() -> bool {
+    let tools = std::path::Path::new(SID)
+        .join("usr/bin/ib_write_bw")
+        .exists()
+        && std::path::Path::new(SID)
+            .join("usr/bin/ibv_rc_pingpong")
+            .exists();
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    if tools && root {
+        return true;
+    }
+    assert_ne!(
+        std::env::var("ERNIC_REQUIRE_SID_VERBS").as_deref(),
+        Ok("1"),
+        "ERNIC_REQUIRE_SID_VERBS=1 but sid's tools (vm/verbs-tools.sh) or root are missing"
+    );
+    println!(
+        "skipped: no sid chroot with rdma-core's tools at {SID} (vm/verbs-tools.sh), or not root"
+    );
+    false
+}
+
+/// A mesh manager for the sid programs to join (they run in the chroot,
+/// where `ernic run` is not).
+struct Manager(Child);
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn rdma_core_65_builds_of_the_programs_run_over_it_too() {
+    if !have_sid() {
+        return;
+    }
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_ernic"));
+    let built = exe.parent().unwrap().join("deps/libibverbs.so");
+    let inside = format!("/tmp/ernic-ibverbs-{}", std::process::id());
+    let lib = PathBuf::from(format!("{SID}{inside}"));
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::copy(&built, lib.join("libibverbs.so.1")).unwrap();
+    let mesh = 19_700;
+    let _manager = Manager(
+        Command::new(&exe)
+            .args([
+                "--log-level",
+                "warn",
+                "mesh",
+                "manager",
+                "--listen",
+                &mesh.to_string(),
+            ])
+            .env("ERNIC_TCP_LISTEN", "127.0.0.1")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    common::within("the manager", Duration::from_secs(10), || {
+        listening(mesh).then_some(())
+    });
+    // In a mount namespace of its own: sid's /proc is the host's (perftest
+    // and the mesh read it), and the mount goes with the program.
+    let launch = |a: &[String]| {
+        let mut c = Command::new("unshare");
+        c.args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+            .arg(format!(
+                "mount --bind /proc {SID}/proc && exec chroot {SID} env \
+                 LD_LIBRARY_PATH={inside} ERNIC_MESH=tcp:worker:127.0.0.1:{mesh} \"$@\""
+            ))
+            .arg("sh")
+            .args(a)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let info = launch(&["ibv_devinfo".into()]).output().unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.status.success() && text.contains("hca_id:\ternic0"),
+        "sid's ibv_devinfo: {text}{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    let mut port = mesh;
+    for args in [
+        &["ib_write_bw", "-x", "0", "-n", "200"][..],
+        &["ib_send_lat", "-x", "0", "-n", "200"],
+        &["ibv_rc_pingpong", "-g", "0", "-n", "200"],
+        &["ibv_ud_pingpong", "-g", "0", "-n", "200"],
+    ] {
+        port += 1;
+        let out = pair_with(port, args, &launch);
+        let figures = out
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("#bytes"))
+            .nth(1)
+            .or_else(|| out.lines().find(|l| l.contains("iters in")))
+            .unwrap_or_else(|| panic!("sid's {args:?}: no figures:\n{out}"));
+        println!("sid {}: {}", args.join(" "), figures.trim());
+    }
+    let _ = std::fs::remove_dir_all(&lib);
 }
