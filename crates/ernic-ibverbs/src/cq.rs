@@ -29,6 +29,9 @@ pub(crate) struct Channel {
 pub(crate) struct Cq {
     pub c: abi::ibv_cq_ex,
     pub cq: ernic_verbs::Cq,
+    /// The extended poll API's session (`ibv_start_poll` … `ibv_end_poll`):
+    /// held by the one thread polling, and the completion it is at.
+    pub session: crate::ex::Session<Wc>,
 }
 
 impl Cq {
@@ -102,6 +105,21 @@ pub unsafe extern "C" fn ernic_ibv_create_cq(
     _comp_vector: c_int,
 ) -> *mut abi::ibv_cq {
     // SAFETY: the caller's contract.
+    unsafe { create(ctx, cqe, cq_context, channel) }.cast()
+}
+
+/// Makes a CQ (both `ibv_create_cq` and `ibv_create_cq_ex`).
+///
+/// # Safety
+///
+/// `ctx` an open context; `channel` NULL or a live channel of it.
+pub(crate) unsafe fn create(
+    ctx: *mut abi::ibv_context,
+    cqe: c_int,
+    cq_context: *mut c_void,
+    channel: *mut abi::ibv_comp_channel,
+) -> *mut Cq {
+    // SAFETY: the caller's contract.
     let Some(c) = (unsafe { Context::from_c(ctx) }) else {
         return errno::null(libc::EINVAL);
     };
@@ -119,7 +137,11 @@ pub unsafe extern "C" fn ernic_ibv_create_cq(
     head.channel = channel;
     head.cq_context = cq_context;
     head.cqe = cq.depth() as c_int;
-    let b = Box::into_raw(Box::new(Cq { c: head, cq }));
+    let b = Box::into_raw(Box::new(Cq {
+        c: head,
+        cq,
+        session: crate::ex::Session::new(Wc::EMPTY),
+    }));
     if !channel.is_null() {
         let chan = channel.cast::<Channel>();
         let (me, ch) = (b as usize, chan as usize);
@@ -144,7 +166,7 @@ pub unsafe extern "C" fn ernic_ibv_create_cq(
             }
         }
     }
-    b.cast()
+    b
 }
 
 #[unsafe(no_mangle)]

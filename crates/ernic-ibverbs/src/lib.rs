@@ -29,6 +29,7 @@ mod cq;
 mod device;
 mod errno;
 mod events;
+mod ex;
 mod fd;
 mod misc;
 mod ops;

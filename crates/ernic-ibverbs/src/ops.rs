@@ -4,7 +4,7 @@
 //! for first (`query_port`, `query_device_ex`).
 
 use crate::abi;
-use crate::{cq, device, qp};
+use crate::{cq, device, ex, qp};
 
 /// Fills the tables of a new context.
 pub(crate) fn fill(v: &mut abi::verbs_context) {
@@ -16,4 +16,6 @@ pub(crate) fn fill(v: &mut abi::verbs_context) {
     ops.post_srq_recv = Some(qp::post_srq_recv);
     v.query_port = Some(device::query_port);
     v.query_device_ex = Some(device::query_device_ex);
+    v.create_cq_ex = Some(ex::create_cq_ex);
+    v.create_qp_ex = Some(ex::create_qp_ex);
 }

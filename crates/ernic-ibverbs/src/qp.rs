@@ -30,6 +30,10 @@ pub(crate) struct Qp {
     pub c: abi::ibv_qp_ex,
     pub qp: ernic_verbs::Qp,
     pub attr: Mutex<abi::ibv_qp_attr>,
+    /// The new post-send API's session (`ibv_wr_start` … `ibv_wr_complete`).
+    pub batch: crate::ex::Session<crate::ex::Batch>,
+    pub max_send_sge: u32,
+    pub max_inline: u32,
 }
 
 /// `struct ibv_srq` and the SRQ behind it.
@@ -169,6 +173,13 @@ pub unsafe extern "C" fn ernic_ibv_create_qp(
         c: head,
         qp,
         attr: Mutex::new(attr),
+        batch: crate::ex::Session::new(crate::ex::Batch::with_room(
+            caps.max_send_wr,
+            caps.max_send_sge,
+            caps.max_inline_data,
+        )),
+        max_send_sge: caps.max_send_sge,
+        max_inline: caps.max_inline_data,
     }))
     .cast();
     // SAFETY: the PD's context is open (the program's contract).
@@ -381,9 +392,8 @@ pub unsafe extern "C" fn ernic_ibv_query_qp(
 }
 
 #[unsafe(no_mangle)]
-/// `ibv_qp_to_qp_ex`: the QP's extended head (the new post-send API's
-/// `wr_*` calls are not offered yet: their pointers are NULL and
-/// `ibv_create_qp_ex` refuses to make a QP that asks for them).
+/// `ibv_qp_to_qp_ex`: the QP's extended head. Its `wr_*` calls are set
+/// when `ibv_create_qp_ex` asked for send ops (`ex.rs`), NULL otherwise.
 ///
 /// # Safety
 ///

@@ -6,7 +6,8 @@
 //! error paths (bad lkey and rkey, a too-small receive, RNR, a destroyed
 //! peer, flush on ERROR, refused posts and transitions), completion
 //! channels (poll(2) on the fd, non-blocking and blocking waits), SRQs and
-//! their limit event, UD with a GRH, and that what is not offered fails
+//! their limit event, UD with a GRH, the extended CQ's poll API and the
+//! new post-send API (`ibv_wr_*`), and that what is not offered fails
 //! cleanly.
 
 use std::path::PathBuf;
@@ -97,6 +98,7 @@ fn a_c_program_built_against_rdma_core_runs_over_ernic() {
         "channel",
         "srq",
         "ud",
+        "extended",
         "unsupported",
         "done",
     ] {

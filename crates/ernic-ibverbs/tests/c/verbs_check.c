@@ -560,15 +560,113 @@ static void ud(void)
 	pass();
 }
 
+/* The extended CQ's poll API and the new post-send API. */
+static void extended(void)
+{
+	current = "extended";
+	struct ibv_cq_init_attr_ex cx = {
+		.cqe = DEPTH,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM,
+	};
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &cx);
+	CHECK(cq, "ibv_create_cq_ex");
+	struct side a, b;
+	a.cq = ibv_cq_ex_to_cq(cq);
+	a.buf = aligned_alloc(4096, LEN);
+	a.mr = ibv_reg_mr(pd, a.buf, LEN, ALL);
+	struct ibv_qp_init_attr_ex qx = {
+		.send_cq = a.cq, .recv_cq = a.cq,
+		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
+			 .max_send_sge = 2, .max_recv_sge = 1, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	};
+	a.qp = ibv_create_qp_ex(ctx, &qx);
+	CHECK(a.qp, "ibv_create_qp_ex");
+	make(&b, IBV_QPT_RC, ALL);
+	to_rts(&a, b.qp->qp_num, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	to_rts(&b, a.qp->qp_num, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(a.qp);
+	CHECK(x && x->wr_start, "the new post-send API is there");
+	CHECK(!post_recv(&b, 50, 0, 64), "post_recv");
+	for (int i = 0; i < 256; i++)
+		a.buf[i] = (char)(255 - i);
+	uint64_t *counter = (uint64_t *)(b.buf + 1024);
+	*counter = 5;
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, b.mr->rkey, (uintptr_t)b.buf + 512);
+	struct ibv_sge two[2] = { { (uintptr_t)a.buf, 100, a.mr->lkey },
+				  { (uintptr_t)a.buf + 100, 156, a.mr->lkey } };
+	ibv_wr_set_sge_list(x, 2, two);
+	x->wr_id = 2;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	ibv_wr_send_imm(x, htobe32(0xabcdef));
+	ibv_wr_set_inline_data(x, "new API", 8);
+	x->wr_id = 3;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_fetch_add(x, b.mr->rkey, (uintptr_t)counter, 10);
+	ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf + 2048, 8);
+	CHECK(!ibv_wr_complete(x), "ibv_wr_complete posts the three");
+	/* Their completions, through the extended poll API. */
+	int seen = 0;
+	double end = now_s() + 10;
+	while (seen < 3) {
+		struct ibv_poll_cq_attr pa = {};
+		int r = ibv_start_poll(cq, &pa);
+		if (r == ENOENT) {
+			CHECK(now_s() < end, "completions in 10 s, %d seen", seen);
+			continue;
+		}
+		CHECK(r == 0, "ibv_start_poll: %d", r);
+		do {
+			seen++;
+			CHECK(cq->status == IBV_WC_SUCCESS && cq->wr_id == (uint64_t)seen,
+			      "completion %d: %s, wr_id %llu", seen,
+			      ibv_wc_status_str(cq->status), (unsigned long long)cq->wr_id);
+			CHECK(ibv_wc_read_qp_num(cq) == a.qp->qp_num, "its QP");
+		} while (seen < 3 && ibv_next_poll(cq) == 0);
+		ibv_end_poll(cq);
+	}
+	CHECK(!memcmp(b.buf + 512, a.buf, 256), "the two-SGE write landed");
+	CHECK(*counter == 15 && *(uint64_t *)(a.buf + 2048) == 5, "fetch-add");
+	struct ibv_wc w = wait_one(b.cq);
+	CHECK(w.status == IBV_WC_SUCCESS && w.byte_len == 8 && !strcmp(b.buf, "new API") &&
+		      be32toh(w.imm_data) == 0xabcdef,
+	      "the inline send with immediate");
+	/* A batch that is aborted posts nothing. */
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf, 8);
+	ibv_wr_abort(x);
+	quiet(a.cq);
+	/* A request past the QP's SGE limit fails the batch. */
+	ibv_wr_start(x);
+	struct ibv_sge three[3] = { two[0], two[1], two[0] };
+	ibv_wr_send(x);
+	ibv_wr_set_sge_list(x, 3, three);
+	CHECK(ibv_wr_complete(x) != 0, "three SGEs on a QP of two are refused");
+	quiet(a.cq);
+	unpair(&a);
+	unpair(&b);
+	pass();
+}
+
 static void unsupported(void)
 {
 	current = "unsupported";
 	errno = 0;
 	CHECK(!ibv_alloc_mw(pd, IBV_MW_TYPE_1) && errno, "no memory windows");
-	struct ibv_cq_init_attr_ex cx = { .cqe = 4 };
+	struct ibv_cq_init_attr_ex cx = { .cqe = 4,
+					  .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
 	errno = 0;
 	struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &cx);
-	CHECK(!cq && errno, "no extended CQs, errno set");
+	CHECK(!cq && errno == EOPNOTSUPP, "no completion timestamps, errno set");
 	CHECK(ibv_resize_cq(NULL, 4) == EOPNOTSUPP, "no resize");
 	pass();
 }
@@ -583,6 +681,7 @@ int main(void)
 	channel();
 	srq_limit();
 	ud();
+	extended();
 	unsupported();
 	CHECK(!ibv_dealloc_pd(pd), "ibv_dealloc_pd");
 	CHECK(!ibv_close_device(ctx), "ibv_close_device");
