@@ -18,7 +18,6 @@ use ernic_cm::rej::RejReason;
 use ernic_cm::req;
 use ernic_verbs::{Device, Gid, Pd, Qpn, WcStatus};
 
-use crate::rdma::gsi::Gsi;
 use crate::wire::cqe;
 use crate::wire::fabrics::connect::{CNTLID_DYNAMIC, InvalidParam, result_cntlid};
 use crate::wire::fabrics::registers::{
@@ -26,6 +25,7 @@ use crate::wire::fabrics::registers::{
     NVM_IOSQES, REG_CAP, REG_CC, REG_CSTS,
 };
 use crate::wire::status::Status;
+use ernic_verbs::Gsi;
 
 pub use commands::Command;
 pub use queue::{Dir, Done, HostQueue};
@@ -443,10 +443,19 @@ impl Controller {
     /// driving I/O queues directly.
     pub fn service(&mut self, now: Instant) -> Result<(), HostError> {
         let cm = &mut self.cm;
-        self.gsi.poll(|from, mad| cm.on_mad(now, from, mad))?;
+        self.gsi.poll(|gid, qpn, mad| {
+            cm.on_mad(
+                now,
+                Peer {
+                    gid: gid.0,
+                    qpn: qpn.0,
+                },
+                mad,
+            )
+        })?;
         self.cm.poll(now);
         while let Some(out) = self.cm.pop_output() {
-            self.gsi.send(out.to, &out.mad)?;
+            self.gsi.send(Gid(out.to.gid), Qpn(out.to.qpn), &out.mad)?;
         }
         Ok(())
     }

@@ -12,7 +12,6 @@
 //! controller's (keep-alive), and sends what they produced.
 
 mod accept;
-pub(crate) mod gsi;
 mod queue;
 
 use std::collections::BTreeMap;
@@ -24,10 +23,10 @@ use ernic_verbs::{Device, Gid, Pd, Qp, QpAttr, QpState, Qpn};
 
 use crate::controller::{Action, Target};
 
-pub use gsi::GsiStats;
+pub use ernic_verbs::GsiStats;
 pub use queue::{CAPSULE_LEN, IN_CAPSULE};
 
-use gsi::Gsi;
+use ernic_verbs::Gsi;
 use queue::Queue;
 
 /// The first QP number of the target's queues (the seed's `0xc0xxxx`, the
@@ -172,7 +171,16 @@ impl RdmaTarget {
     /// MADs out. Answers whether anything happened.
     pub fn poll(&mut self, now: Instant) -> Result<bool, RdmaError> {
         let cm = &mut self.cm;
-        let mut worked = self.gsi.poll(|from, mad| cm.on_mad(now, from, mad))? > 0;
+        let mut worked = self.gsi.poll(|gid, qpn, mad| {
+            cm.on_mad(
+                now,
+                ernic_cm::conn::Peer {
+                    gid: gid.0,
+                    qpn: qpn.0,
+                },
+                mad,
+            )
+        })? > 0;
         self.cm.poll(now);
         while let Some(ev) = self.cm.pop_event() {
             worked = true;
@@ -203,7 +211,7 @@ impl RdmaTarget {
         self.controller_actions(now)?;
         while let Some(out) = self.cm.pop_output() {
             worked = true;
-            self.gsi.send(out.to, &out.mad)?;
+            self.gsi.send(Gid(out.to.gid), Qpn(out.to.qpn), &out.mad)?;
         }
         // A few relaxed stores, so a stats writer sees this poll's counts.
         self.target.stats().publish(&self.stats(), &self.cm.stats());

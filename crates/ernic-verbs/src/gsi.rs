@@ -1,20 +1,20 @@
-//! The target's GSI QP (QP 1): where connection-management MADs arrive and
-//! leave. Receives land in a ring of buffers, each a 40-byte GRH (which
+//! A device's GSI QP (QP 1): where connection-management MADs arrive and
+//! leave (the NVMe-oF target and host, and libibverbs' rdma_cm). Receives land in a ring of buffers, each a 40-byte GRH (which
 //! names the sender's GID) then the 256-byte MAD; sends go out from a ring
 //! of MAD buffers to the sender's QP 1 through address handles kept in a
 //! small bounded cache. Nothing here reads a MAD: it hands the bytes and
 //! their sender to the CM, which checks everything.
 
-use ernic_cm::conn::Peer;
-use ernic_cm::mad::MAD_LEN;
 use ernic_core::GSI_QKEY;
 use ernic_core::grh::{self, GRH_LEN};
-use ernic_verbs::{
-    Access, Ah, Cq, Device, Gid, Mr, Pd, Qp, QpCaps, QpType, Qpn, SendOp, SendWr, Wc, WcOpcode,
-    WcStatus,
+use ernic_core::{
+    Access, Completion as Wc, Gid, QpCaps, QpType, Qpn, SendOp, SendWr, WcOpcode, WcStatus,
 };
 
-use super::RdmaError;
+use crate::{Ah, Cq, Device, Error, Mr, Pd, Qp};
+
+/// A MAD's length (IBTA: 256 bytes, header included).
+pub const MAD_LEN: usize = 256;
 
 /// Receives kept posted: MADs that can wait at once for the CM.
 const RECVS: u32 = 64;
@@ -40,7 +40,7 @@ pub struct GsiStats {
 }
 
 /// The GSI QP, its CQ and its buffers.
-pub(crate) struct Gsi {
+pub struct Gsi {
     pd: Pd,
     qp: Qp,
     cq: Cq,
@@ -54,7 +54,7 @@ pub(crate) struct Gsi {
 
 impl Gsi {
     /// Creates QP 1 of `dev` in `pd` and posts its receives.
-    pub fn new(dev: &Device, pd: &Pd) -> Result<Gsi, RdmaError> {
+    pub fn new(dev: &Device, pd: &Pd) -> Result<Gsi, Error> {
         let cq = dev.create_cq(RECVS + SENDS)?;
         let caps = QpCaps {
             max_send_wr: SENDS,
@@ -83,7 +83,7 @@ impl Gsi {
         Ok(gsi)
     }
 
-    fn post_recv(&self, i: u32) -> Result<(), RdmaError> {
+    fn post_recv(&self, i: u32) -> Result<(), Error> {
         let sge = self.recv.sge(i as usize * RECV_LEN, RECV_LEN as u32)?;
         self.qp.post_recv(u64::from(i), &[sge])?;
         Ok(())
@@ -92,7 +92,7 @@ impl Gsi {
     /// Takes what completed: each MAD received goes to `on_mad` with its
     /// sender, and its buffer is posted again. Answers how many
     /// completions there were.
-    pub fn poll(&mut self, mut on_mad: impl FnMut(Peer, &[u8])) -> Result<usize, RdmaError> {
+    pub fn poll(&mut self, mut on_mad: impl FnMut(Gid, Qpn, &[u8])) -> Result<usize, Error> {
         let mut wcs = [Wc::EMPTY; 16];
         let n = self.cq.poll(&mut wcs)?;
         for wc in &wcs[..n] {
@@ -109,7 +109,7 @@ impl Gsi {
         Ok(n)
     }
 
-    fn received(&mut self, wc: &Wc, on_mad: &mut impl FnMut(Peer, &[u8])) -> Result<(), RdmaError> {
+    fn received(&mut self, wc: &Wc, on_mad: &mut impl FnMut(Gid, Qpn, &[u8])) -> Result<(), Error> {
         let i = wc.wr_id as u32;
         if i >= RECVS {
             self.stats.bad += 1;
@@ -121,11 +121,7 @@ impl Gsi {
             match grh::Repr::parse(&grh::Packet::new_unchecked(&buf[..GRH_LEN])) {
                 Ok(g) => {
                     self.stats.received += 1;
-                    let from = Peer {
-                        gid: g.sgid.0,
-                        qpn: wc.src_qpn.0,
-                    };
-                    on_mad(from, &buf[GRH_LEN..]);
+                    on_mad(g.sgid, wc.src_qpn, &buf[GRH_LEN..]);
                 }
                 Err(_) => self.stats.bad += 1,
             }
@@ -138,30 +134,30 @@ impl Gsi {
         Ok(())
     }
 
-    /// Sends `mad` to `to`'s GSI QP; dropped (and counted) when every send
-    /// buffer is in flight.
-    pub fn send(&mut self, to: Peer, mad: &[u8; MAD_LEN]) -> Result<(), RdmaError> {
+    /// Sends `mad` to QP `qpn` (the GSI QP, 1) of the port with GID `gid`;
+    /// dropped (and counted) when every send buffer is in flight.
+    pub fn send(&mut self, gid: Gid, qpn: Qpn, mad: &[u8; MAD_LEN]) -> Result<(), Error> {
         let Some(slot) = self.free.pop() else {
             self.stats.dropped += 1;
             return Ok(());
         };
         let off = slot as usize * MAD_LEN;
         self.send.write(off, mad)?;
-        let dest = self.ah(Gid(to.gid))?.dest(Qpn(to.qpn), GSI_QKEY);
+        let dest = self.ah(gid)?.dest(qpn, GSI_QKEY);
         let sge = [self.send.sge(off, MAD_LEN as u32)?];
         let wr = SendWr::new(u64::from(slot), SendOp::Send)
             .sgl(&sge)
             .to(dest);
         if let Err(e) = self.qp.post_send(&wr) {
             self.free.push(slot);
-            return Err(e.into());
+            return Err(e);
         }
         self.stats.sent += 1;
         Ok(())
     }
 
     /// The address handle for `gid`, made on first use.
-    fn ah(&mut self, gid: Gid) -> Result<&Ah, RdmaError> {
+    fn ah(&mut self, gid: Gid) -> Result<&Ah, Error> {
         let i = match self.ahs.iter().position(|(g, _)| *g == gid) {
             Some(i) => i,
             None => {
