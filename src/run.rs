@@ -83,8 +83,8 @@ fn built_library() -> Result<PathBuf> {
     })
 }
 
-/// A directory holding `libibverbs.so.1` (a link to `lib`), removed when
-/// the run ends.
+/// A directory holding `libibverbs.so.1` and `librdmacm.so.1` (links to
+/// `lib`), removed when the run ends.
 struct LibDir(PathBuf);
 
 impl LibDir {
@@ -94,10 +94,13 @@ impl LibDir {
             .with_context(|| format!("--lib {}", lib.display()))?;
         let dir = std::env::temp_dir().join(format!("ernic-lib-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let link = dir.join("libibverbs.so.1");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&lib, &link)
-            .with_context(|| format!("linking {} to {}", link.display(), lib.display()))?;
+        // One file serves both names: librdmacm lives in libibverbs.so.
+        for name in ["libibverbs.so.1", "librdmacm.so.1"] {
+            let link = dir.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&lib, &link)
+                .with_context(|| format!("linking {} to {}", link.display(), lib.display()))?;
+        }
         Ok(LibDir(dir))
     }
 }

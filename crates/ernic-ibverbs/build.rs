@@ -1,5 +1,6 @@
 //! Links the cdylib as rdma-core's libibverbs.so.1: its SONAME, and its
-//! symbol versions (`libibverbs.map`).
+//! symbol versions (`libibverbs.map`, and `librdmacm.map`: the same file
+//! serves as librdmacm.so.1).
 //!
 //! rustc gives the linker a version script of its own, listing every
 //! `#[no_mangle]` function, and the linker versions a symbol by the first
@@ -12,9 +13,17 @@ use std::path::Path;
 
 fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it");
-    let map = Path::new(&dir).join("libibverbs.map");
-    println!("cargo:rerun-if-changed={}", map.display());
-    let text = std::fs::read_to_string(&map).expect("libibverbs.map");
+    let mut text = String::new();
+    for name in ["libibverbs.map", "librdmacm.map"] {
+        let map = Path::new(&dir).join(name);
+        println!("cargo:rerun-if-changed={}", map.display());
+        text.push_str(&std::fs::read_to_string(&map).expect("the version scripts"));
+        text.push('\n');
+    }
+    // One script: the linker takes the first of several.
+    let out = Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("ernic.map");
+    std::fs::write(&out, &text).expect("writing the joined version script");
+    let map = out;
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libibverbs.so.1");
     println!(
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",

@@ -25,6 +25,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
+mod cm;
+pub mod cma_abi;
 mod cq;
 mod device;
 mod errno;

@@ -322,6 +322,11 @@ impl Mesh {
         self.shared.owner(gid)
     }
 
+    /// The GIDs node `node` owns (this node's own included), in order.
+    pub fn gids_of(&self, node: NodeId) -> Vec<Gid> {
+        self.shared.gids_of(node)
+    }
+
     /// What the engine sends through.
     pub fn carrier(&self) -> Carrier {
         Carrier {

@@ -16,6 +16,18 @@ impl Shared {
         (Some(NodeId(o)) != self.me()).then_some(NodeId(o))
     }
 
+    pub fn gids_of(&self, node: NodeId) -> Vec<Gid> {
+        let st = self.lock();
+        let mut v: Vec<Gid> = st
+            .owners
+            .iter()
+            .filter(|(_, o)| **o == node.0)
+            .map(|(g, _)| *g)
+            .collect();
+        v.sort_unstable_by_key(|g| g.0);
+        v
+    }
+
     pub fn set_gids(&self, mut gids: Vec<Gid>) {
         if gids.len() > MAX_GIDS {
             tracing::warn!(node = %self.who(),

@@ -1,0 +1,13 @@
+//! librdmacm over ernic (`librdmacm.so.1` is the same file as
+//! `libibverbs.so.1`, so a process has one device and one CM): event
+//! channels, ids, address and route resolution, connecting, listening,
+//! accepting, rejecting and disconnecting RC QPs, over IB CM MADs on the
+//! device's QP 1 (`ernic-cm`'s state machine).
+//!
+//! - [`agent`]: QP 1, the CM, and the thread that drives them.
+//! - [`id`]: ids, what each CM event becomes, and the connection steps.
+//! - [`api`]: the C entry points.
+
+mod agent;
+mod api;
+mod id;
