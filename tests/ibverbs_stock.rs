@@ -259,6 +259,32 @@ fn rdma_cm_programs_connect_through_it() {
         "rping -C 100 pings 100 times:\n{out}"
     );
     println!("rping -v -C 100: 100 pings");
+    // rdma-core's synchronous examples: rdma_create_ep, rdma_get_request,
+    // blocking accept and connect, a message each way.
+    let (mesh, port) = (19_660, "19661");
+    let server = run(mesh, &["rdma_server", "-p", port].map(String::from))
+        .spawn()
+        .unwrap();
+    let client = finish(
+        run(
+            mesh,
+            &["rdma_client", "-s", "127.0.0.1", "-p", port].map(String::from),
+        )
+        .spawn()
+        .unwrap(),
+        Duration::from_secs(60),
+    );
+    let server = finish(server, Duration::from_secs(30));
+    for (who, o) in [("rdma_client", &client), ("rdma_server", &server)] {
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && text.contains(&format!("{who}: end 0")),
+            "{who}: {}\n{text}{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    println!("rdma_server / rdma_client: end 0 on both");
     // perftest over rdma_cm (-R): its handshake goes through the CM too.
     let mut n = 40;
     for args in [

@@ -39,16 +39,59 @@ fn cm_context() -> Option<*mut abi::ibv_context> {
     Some(*c as *mut abi::ibv_context)
 }
 
+/// A new event channel; None when no fd can be had.
+pub(crate) fn new_channel() -> Option<*mut ca::rdma_event_channel> {
+    let fd = fd::eventfd()?;
+    Some(
+        Box::into_raw(Box::new(Channel {
+            c: ca::rdma_event_channel { fd },
+            queue: Mutex::new(Default::default()),
+        }))
+        .cast(),
+    )
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn ernic_rdma_create_event_channel() -> *mut ca::rdma_event_channel {
-    let Some(fd) = fd::eventfd() else {
-        return errno::null(libc::EMFILE);
+    new_channel().unwrap_or_else(|| errno::null(libc::EMFILE))
+}
+
+/// For a synchronous id: waits on its own channel for its next event,
+/// which is kept as `id->event` (the one before it is acked), and answers
+/// 0 if it is `want` with status 0, else -1 with errno.
+fn complete(i: &Id, want: ca::rdma_cm_event_type) -> c_int {
+    if !i.lock().sync {
+        return 0;
+    }
+    let c = std::ptr::from_ref(&i.c).cast_mut();
+    if !i.c.event.is_null() {
+        // SAFETY: the id's last event, ours to free (the program's copy of
+        // it is documented to last until the id's next call).
+        unsafe {
+            ernic_rdma_ack_cm_event(i.c.event);
+            (*c).event = std::ptr::null_mut();
+        }
+    }
+    let mut ev: *mut ca::rdma_cm_event = std::ptr::null_mut();
+    // SAFETY: the id's own channel, live while it is.
+    if unsafe { ernic_rdma_get_cm_event(i.c.channel, &mut ev) } != 0 {
+        return -1;
+    }
+    // SAFETY: the event just taken, kept as the id's.
+    let (kind, status) = unsafe {
+        (*c).event = ev;
+        ((*ev).event, (*ev).status)
     };
-    Box::into_raw(Box::new(Channel {
-        c: ca::rdma_event_channel { fd },
-        queue: Mutex::new(Default::default()),
-    }))
-    .cast()
+    if kind == want && status == 0 {
+        return 0;
+    }
+    let e = match kind {
+        ca::RDMA_CM_EVENT_REJECTED => libc::ECONNREFUSED,
+        ca::RDMA_CM_EVENT_UNREACHABLE => libc::ETIMEDOUT,
+        _ if status < 0 => -status,
+        _ => libc::EIO,
+    };
+    fail(e)
 }
 
 #[unsafe(no_mangle)]
@@ -81,10 +124,16 @@ pub unsafe extern "C" fn ernic_rdma_create_id(
     if out.is_null() {
         return fail(libc::EINVAL);
     }
-    if ch.is_null() {
-        // Synchronous ids (a channel of the library's own) are not offered yet.
-        return fail(libc::EOPNOTSUPP);
-    }
+    // No channel: a synchronous id, with a channel of its own.
+    let sync = ch.is_null();
+    let ch = if sync {
+        match new_channel() {
+            Some(c) => c,
+            None => return fail(libc::EMFILE),
+        }
+    } else {
+        ch
+    };
     if ps != ca::RDMA_PS_TCP && ps != ca::RDMA_PS_UDP {
         return fail(libc::EPROTONOSUPPORT);
     }
@@ -107,9 +156,11 @@ pub unsafe extern "C" fn ernic_rdma_create_id(
     } else {
         abi::IBV_QPT_RC
     };
+    let mut state = IdState::new();
+    state.sync = sync;
     let b = Box::into_raw(Box::new(Id {
         c,
-        st: Mutex::new(IdState::new()),
+        st: Mutex::new(state),
     }));
     // SAFETY: `out` writable.
     unsafe { *out = b.cast() };
@@ -158,7 +209,15 @@ pub unsafe extern "C" fn ernic_rdma_destroy_id(id: *mut ca::rdma_cm_id) -> c_int
             !mine
         });
     // SAFETY: made by us (Box::into_raw), freed once.
-    drop(unsafe { Box::from_raw(id.cast::<Id>()) });
+    let b = unsafe { Box::from_raw(id.cast::<Id>()) };
+    if b.lock().sync {
+        if !b.c.event.is_null() {
+            // SAFETY: the id's kept event, ours to free.
+            unsafe { ernic_rdma_ack_cm_event(b.c.event) };
+        }
+        // SAFETY: the id's own channel, freed with it.
+        unsafe { ernic_rdma_destroy_event_channel(b.c.channel) };
+    }
     0
 }
 
@@ -323,7 +382,7 @@ pub unsafe extern "C" fn ernic_rdma_resolve_addr(
     };
     // SAFETY: live id and channel.
     unsafe { id::post(i, std::ptr::null_mut(), ev, status, None, &[]) };
-    0
+    complete(i, ca::RDMA_CM_EVENT_ADDR_RESOLVED)
 }
 
 /// The local address a connection to `dst` would leave from.
@@ -368,7 +427,7 @@ pub unsafe extern "C" fn ernic_rdma_resolve_route(
             &[],
         )
     };
-    0
+    complete(i, ca::RDMA_CM_EVENT_ROUTE_RESOLVED)
 }
 
 #[unsafe(no_mangle)]
@@ -554,7 +613,13 @@ pub unsafe extern "C" fn ernic_rdma_connect(
     }
     // SAFETY: the caller's contract.
     unsafe { take_params(&mut s, param) };
-    result(id::send_req(a, &mut st, i, &mut s, 0))
+    let r = id::send_req(a, &mut st, i, &mut s, 0);
+    drop(s);
+    drop(st);
+    if r != 0 {
+        return fail(r);
+    }
+    complete(i, ca::RDMA_CM_EVENT_ESTABLISHED)
 }
 
 #[unsafe(no_mangle)]
@@ -574,7 +639,143 @@ pub unsafe extern "C" fn ernic_rdma_accept(
     };
     let mut st = a.lock();
     // SAFETY: the caller's contract.
-    result(id::accept(&mut st, i, unsafe { param.as_ref() }))
+    let r = id::accept(&mut st, i, unsafe { param.as_ref() });
+    drop(st);
+    if r != 0 {
+        return fail(r);
+    }
+    complete(i, ca::RDMA_CM_EVENT_ESTABLISHED)
+}
+
+#[unsafe(no_mangle)]
+/// Waits for a connection request on a synchronous listener; the new id
+/// gets the listener's endpoint QP, if it has one (`rdma_create_ep`).
+///
+/// # Safety
+///
+/// `listen` a live, listening, synchronous id; `out` writable.
+pub unsafe extern "C" fn ernic_rdma_get_request(
+    listen: *mut ca::rdma_cm_id,
+    out: *mut *mut ca::rdma_cm_id,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let Some(l) = (unsafe { Id::from_c(listen) }) else {
+        return fail(libc::EINVAL);
+    };
+    if out.is_null() || !l.lock().sync {
+        return fail(libc::EINVAL);
+    }
+    loop {
+        let mut ev: *mut ca::rdma_cm_event = std::ptr::null_mut();
+        // SAFETY: the listener's own channel.
+        if unsafe { ernic_rdma_get_cm_event(l.c.channel, &mut ev) } != 0 {
+            return -1;
+        }
+        // SAFETY: the event just taken.
+        let (kind, child) = unsafe { ((*ev).event, (*ev).id) };
+        if kind != ca::RDMA_CM_EVENT_CONNECT_REQUEST {
+            // SAFETY: ours to free.
+            unsafe { ernic_rdma_ack_cm_event(ev) };
+            continue;
+        }
+        // SAFETY: the request's new id, live.
+        let Some(c) = (unsafe { Id::from_c(child) }) else {
+            return fail(libc::EIO);
+        };
+        // SAFETY: the new id is the program's from here; it keeps the event.
+        unsafe { (*std::ptr::from_ref(&c.c).cast_mut()).event = ev };
+        let ep = l.lock().ep_qp;
+        if let Some((pd, mut attr)) = ep {
+            // SAFETY: the PD and CQs the program gave rdma_create_ep.
+            if unsafe { ernic_rdma_create_qp(child, pd, &mut attr) } != 0 {
+                let e = std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO);
+                // SAFETY: the new id, not yet handed out.
+                unsafe {
+                    ernic_rdma_reject(child, std::ptr::null(), 0);
+                    ernic_rdma_destroy_id(child);
+                }
+                return fail(e);
+            }
+        }
+        // SAFETY: `out` writable.
+        unsafe { *out = child };
+        return 0;
+    }
+}
+
+#[unsafe(no_mangle)]
+/// An endpoint from rdma_getaddrinfo's answer: a synchronous id, bound
+/// (passive) or resolved to its destination (active), with a QP made now
+/// (active) or for each request (passive) when `attr` is given.
+///
+/// # Safety
+///
+/// `out` writable; `res` from rdma_getaddrinfo; `pd` NULL or a PD;
+/// `attr` NULL or readable.
+pub unsafe extern "C" fn ernic_rdma_create_ep(
+    out: *mut *mut ca::rdma_cm_id,
+    res: *mut ca::rdma_addrinfo,
+    pd: *mut abi::ibv_pd,
+    attr: *mut abi::ibv_qp_init_attr,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let Some(r) = (unsafe { res.as_ref() }) else {
+        return fail(libc::EINVAL);
+    };
+    if out.is_null() {
+        return fail(libc::EINVAL);
+    }
+    let ps = if r.ai_port_space == 0 {
+        ca::RDMA_PS_TCP
+    } else {
+        r.ai_port_space as ca::rdma_port_space
+    };
+    let mut id: *mut ca::rdma_cm_id = std::ptr::null_mut();
+    // SAFETY: a new synchronous id.
+    if unsafe { ernic_rdma_create_id(std::ptr::null_mut(), &mut id, std::ptr::null_mut(), ps) } != 0
+    {
+        return -1;
+    }
+    // SAFETY: just made.
+    let Some(i) = (unsafe { Id::from_c(id) }) else {
+        return fail(libc::EIO);
+    };
+    let passive = r.ai_flags & ca::RAI_PASSIVE != 0;
+    let ok = if passive {
+        let mut any = id::to_storage(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
+        let src = if r.ai_src_addr.is_null() {
+            std::ptr::from_mut(&mut any).cast()
+        } else {
+            r.ai_src_addr
+        };
+        // SAFETY: a sockaddr from rdma_getaddrinfo, or ours.
+        let bound = unsafe { ernic_rdma_bind_addr(id, src) } == 0;
+        // SAFETY: `attr` NULL or readable.
+        if bound && let Some(a) = unsafe { attr.as_ref() } {
+            i.lock().ep_qp = Some((pd, *a));
+        }
+        bound
+    } else {
+        // SAFETY: the addresses from rdma_getaddrinfo; `attr` the program's.
+        unsafe {
+            ernic_rdma_resolve_addr(id, r.ai_src_addr, r.ai_dst_addr, 2000) == 0
+                && ernic_rdma_resolve_route(id, 2000) == 0
+                && (attr.is_null() || ernic_rdma_create_qp(id, pd, attr) == 0)
+        }
+    };
+    if !ok {
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        // SAFETY: ours, not handed out.
+        unsafe { ernic_rdma_destroy_ep(id) };
+        return fail(e);
+    }
+    // SAFETY: `out` writable.
+    unsafe { *out = id };
+    0
 }
 
 #[unsafe(no_mangle)]
@@ -814,8 +1015,6 @@ not_yet!(
     ernic_rdma_join_multicast,
     ernic_rdma_leave_multicast,
     ernic_rdma_migrate_id,
-    ernic_rdma_get_request,
-    ernic_rdma_create_ep,
     ernic_rdma_create_srq,
     ernic_rdma_destroy_srq,
     ernic_rdma_create_srq_ex,
@@ -971,5 +1170,32 @@ pub unsafe extern "C" fn ernic_rdma_freeaddrinfo(res: *mut ca::rdma_addrinfo) {
 }
 
 #[unsafe(no_mangle)]
-/// Not offered yet: nothing to destroy.
-pub extern "C" fn ernic_rdma_destroy_ep(_id: *mut ca::rdma_cm_id) {}
+/// Destroys an endpoint: its QP, the CQs and channels rdma_create_qp
+/// made for it, and the id.
+///
+/// # Safety
+///
+/// `id` a live id, destroyed once.
+pub unsafe extern "C" fn ernic_rdma_destroy_ep(id: *mut ca::rdma_cm_id) {
+    // SAFETY: the caller's contract.
+    let Some(i) = (unsafe { Id::from_c(id) }) else {
+        return;
+    };
+    let c = i.c;
+    // SAFETY: the id's objects, destroyed once each, QP first.
+    unsafe {
+        ernic_rdma_destroy_qp(id);
+        if !c.send_cq.is_null() {
+            crate::cq::ernic_ibv_destroy_cq(c.send_cq);
+        }
+        if !c.recv_cq.is_null() && c.recv_cq != c.send_cq {
+            crate::cq::ernic_ibv_destroy_cq(c.recv_cq);
+        }
+        for ch in [c.send_cq_channel, c.recv_cq_channel] {
+            if !ch.is_null() {
+                crate::cq::ernic_ibv_destroy_comp_channel(ch);
+            }
+        }
+        ernic_rdma_destroy_id(id);
+    }
+}

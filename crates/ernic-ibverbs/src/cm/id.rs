@@ -79,7 +79,16 @@ pub(crate) struct IdState {
     pub service: Option<u64>,
     /// Rounds of candidates asked so far (active side).
     pub rounds: u32,
+    /// A synchronous id (made with no channel): its calls wait for their
+    /// outcome on a channel of the library's own.
+    pub sync: bool,
+    /// The QP a passive endpoint gives each request (`rdma_create_ep`).
+    pub ep_qp: Option<(*mut abi::ibv_pd, abi::ibv_qp_init_attr)>,
 }
+
+// SAFETY: the raw pointers in `ep_qp` name the program's PD and CQs, only
+// handed back to the verbs calls, which take them from any thread.
+unsafe impl Send for IdState {}
 
 /// `struct rdma_cm_id` and the library's state for it.
 #[repr(C)]
@@ -136,6 +145,8 @@ impl IdState {
             private_len: 0,
             service: None,
             rounds: 0,
+            sync: false,
+            ep_qp: None,
         }
     }
 }
@@ -199,6 +210,24 @@ pub(crate) unsafe fn post(
     conn: Option<ca::rdma_conn_param>,
     data: &[u8],
 ) {
+    // SAFETY: the caller's contract.
+    unsafe { post_on(id.c.channel, id, listen, event, status, conn, data) }
+}
+
+/// As [`post`], on channel `chan`.
+///
+/// # Safety
+///
+/// `id` live; `chan` live.
+pub(crate) unsafe fn post_on(
+    chan: *mut ca::rdma_event_channel,
+    id: &Id,
+    listen: *mut ca::rdma_cm_id,
+    event: ca::rdma_cm_event_type,
+    status: c_int,
+    conn: Option<ca::rdma_conn_param>,
+    data: &[u8],
+) {
     // SAFETY: plain C data; zero is valid.
     let mut ev: Box<Ev> = Box::new(unsafe { std::mem::zeroed() });
     ev.c.id = id.ptr();
@@ -216,7 +245,7 @@ pub(crate) unsafe fn post(
         p.private_data_len = n.min(255) as u8;
     }
     ev.c.param.conn = p;
-    let chan = id.c.channel.cast::<Channel>();
+    let chan = chan.cast::<Channel>();
     // SAFETY: the id's channel outlives it (destroying a channel with ids
     // is refused).
     let chan = unsafe { &*chan };
@@ -635,7 +664,23 @@ fn request(agent: &Agent, st: &mut State, conn: ConnId, from: Peer, r: &req::Rep
     c.route.addr.addr.ibaddr.dgid.raw = from.gid;
     c.route.path_rec = std::ptr::null_mut();
     c.route.num_paths = 0;
+    let sync = listener.lock().sync;
+    if sync {
+        // A synchronous listener's requests are synchronous ids too, each
+        // waiting on a channel of its own; the request itself is for
+        // rdma_get_request, on the listener's.
+        match super::api::new_channel() {
+            Some(ch) => c.channel = ch,
+            None => {
+                let _ = st
+                    .cm
+                    .reject(Instant::now(), conn, RejReason::NoResources, &[], &[]);
+                return;
+            }
+        }
+    }
     let mut s = IdState::new();
+    s.sync = sync;
     s.phase = Phase::Requested;
     s.conn = Some(conn);
     s.remote = Some((Gid(from.gid), r.local_qpn));
@@ -659,9 +704,10 @@ fn request(agent: &Agent, st: &mut State, conn: ConnId, from: Peer, r: &req::Rep
         srq: u8::from(r.srq),
         qp_num: r.local_qpn,
     };
-    // SAFETY: the child was just made; its channel is the listener's.
+    // SAFETY: the child was just made; the listener's channel is live.
     unsafe {
-        post(
+        post_on(
+            listener.c.channel,
             &*child,
             listener.ptr(),
             ca::RDMA_CM_EVENT_CONNECT_REQUEST,
