@@ -63,18 +63,22 @@ pub struct RunArgs {
     pub program: Vec<OsString>,
 }
 
-/// Where cargo put `libibverbs.so`: beside this binary, or in its `deps`.
+/// Where cargo put `libibverbs.so`: in this binary's `deps` (built with
+/// it), or beside it (built on its own: `cargo build -p ernic-ibverbs`);
+/// the newer, as cargo leaves the other as it was.
 fn built_library() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("finding this binary")?;
     let dir = exe
         .parent()
         .ok_or_else(|| anyhow!("{} has no directory", exe.display()))?;
+    let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     [
-        dir.join("libibverbs.so"),
         dir.join("deps").join("libibverbs.so"),
+        dir.join("libibverbs.so"),
     ]
     .into_iter()
-    .find(|p| p.exists())
+    .filter(|p| p.exists())
+    .max_by_key(|p| modified(p))
     .ok_or_else(|| {
         anyhow!(
             "no libibverbs.so beside {} (build the workspace with cargo, or give --lib)",
