@@ -43,6 +43,7 @@ pub mod rej;
 pub mod rep;
 pub mod req;
 pub mod rtu;
+pub mod sidr;
 
 pub use bits::{Bits, Field};
 pub use error::Error;

@@ -80,13 +80,29 @@ pub(crate) fn get() -> Result<&'static Runtime, &'static str> {
         .get_or_init(|| {
             init_logging();
             let made = Runtime::from_env(&|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
-            if let Err(why) = &made {
-                eprintln!("libibverbs (ernic): no device: {why}");
+            match &made {
+                Err(why) => eprintln!("libibverbs (ernic): no device: {why}"),
+                // SAFETY: atexit takes a plain function with no arguments,
+                // which runs once, on the exiting thread.
+                Ok(_) => unsafe {
+                    libc::atexit(drain_at_exit);
+                },
             }
             made
         })
         .as_ref()
         .map_err(String::as_str)
+}
+
+/// At exit: what the process sent last leaves before it does (a UD send
+/// completes when handed to the mesh, and a program may exit right after
+/// its completion, as the pingpongs do).
+extern "C" fn drain_at_exit() {
+    if let Some(Ok(rt)) = RUNTIME.get()
+        && let Some(mesh) = rt.fabric.mesh()
+    {
+        let _ = mesh.drain(Duration::from_millis(500));
+    }
 }
 
 fn init_logging() {

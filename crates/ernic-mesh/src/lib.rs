@@ -353,6 +353,25 @@ impl Mesh {
         self.shared.flush();
     }
 
+    /// Writes queued data until every open connection's queue is empty,
+    /// for at most `limit` (a process about to exit calls this, so that
+    /// what it sent last, a datagram's completion already reported, leaves
+    /// before it does). Answers whether everything went.
+    pub fn drain(&self, limit: Duration) -> bool {
+        let end = std::time::Instant::now() + limit;
+        loop {
+            self.flush();
+            let conns: Vec<_> = self.shared.lock().conns.values().cloned().collect();
+            if conns.iter().all(|c| c.is_closed() || c.depth() == 0) {
+                return true;
+            }
+            if std::time::Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Gives the connections back to the receive threads (a polling thread
     /// about to sleep calls this).
     pub fn poller_idle(&self) {

@@ -28,7 +28,16 @@ pub(crate) struct State {
     /// Active ids whose every candidate had no listener, to ask again
     /// (with the mesh's view then) at the time given.
     pub retries: Vec<(usize, Instant)>,
+    /// SIDR MADs received in this pass, for the ids.
+    sidr: Vec<(ernic_cm::conn::Peer, [u8; ernic_cm::mad::MAD_LEN])>,
+    /// Outstanding SIDR requests: request id → the id that sent it.
+    pub sidr_out: HashMap<u32, usize>,
+    /// The next SIDR request id.
+    pub sidr_next: u32,
 }
+
+/// SIDR MADs taken in one pass (more wait for the next).
+const MAX_SIDR: usize = 64;
 
 /// The agent: its state, and the runtime it serves.
 pub(crate) struct Agent {
@@ -74,6 +83,9 @@ impl Agent {
                 listeners: HashMap::new(),
                 conns: HashMap::new(),
                 retries: Vec::new(),
+                sidr: Vec::new(),
+                sidr_out: HashMap::new(),
+                sidr_next: seed as u32 | 1,
             }),
             rt,
         });
@@ -94,19 +106,30 @@ impl Agent {
     /// Answers whether anything happened.
     pub(crate) fn pass(&self, st: &mut State) -> bool {
         let now = Instant::now();
-        let State { cm, gsi, .. } = st;
+        let State { cm, gsi, sidr, .. } = st;
         let got = gsi
             .poll(|gid, qpn, mad| {
-                cm.on_mad(
-                    now,
-                    ernic_cm::conn::Peer {
-                        gid: gid.0,
-                        qpn: qpn.0,
-                    },
-                    mad,
-                )
+                let from = ernic_cm::conn::Peer {
+                    gid: gid.0,
+                    qpn: qpn.0,
+                };
+                match ernic_cm::sidr::attr_of(mad) {
+                    // SIDR has no connection state: the ids answer it.
+                    Some(ernic_cm::mad::AttrId::SidrReq | ernic_cm::mad::AttrId::SidrRep) => {
+                        if sidr.len() < MAX_SIDR {
+                            let mut m = [0u8; ernic_cm::mad::MAD_LEN];
+                            m.copy_from_slice(&mad[..ernic_cm::mad::MAD_LEN]);
+                            sidr.push((from, m));
+                        }
+                    }
+                    _ => cm.on_mad(now, from, mad),
+                }
             })
             .unwrap_or(0);
+        let mads = std::mem::take(&mut st.sidr);
+        for (from, mad) in &mads {
+            super::id::on_sidr(self, st, *from, mad);
+        }
         st.cm.poll(now);
         let mut worked = got > 0;
         let due: Vec<usize> = st
@@ -179,6 +202,11 @@ impl Agent {
         out.dedup();
         out
     }
+}
+
+/// Sends a MAD of our own (a SIDR message) to a port's QP 1.
+pub(crate) fn send_mad(st: &mut State, to: Gid, mad: &[u8; ernic_cm::mad::MAD_LEN]) {
+    let _ = st.gsi.send(to, Qpn(1), mad);
 }
 
 /// Sends what the CM queued.

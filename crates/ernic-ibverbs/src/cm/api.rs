@@ -180,6 +180,7 @@ pub unsafe extern "C" fn ernic_rdma_destroy_id(id: *mut ca::rdma_cm_id) -> c_int
         let mut st = a.lock();
         let s = i.lock();
         st.retries.retain(|(i, _)| *i != id as usize);
+        st.sidr_out.retain(|_, i| *i != id as usize);
         if let Some(c) = s.conn {
             st.conns.remove(&c.0);
             if s.phase == Phase::Connected {
@@ -602,10 +603,6 @@ pub unsafe extern "C" fn ernic_rdma_connect(
     let Ok(a) = agent::get() else {
         return fail(libc::ENODEV);
     };
-    if i.c.qp_type == abi::IBV_QPT_UD {
-        // SIDR (UD address exchange) is not offered yet.
-        return fail(libc::EOPNOTSUPP);
-    }
     let mut st = a.lock();
     let mut s = i.lock();
     if s.phase != Phase::RouteResolved {
@@ -643,6 +640,10 @@ pub unsafe extern "C" fn ernic_rdma_accept(
     drop(st);
     if r != 0 {
         return fail(r);
+    }
+    if i.c.qp_type == abi::IBV_QPT_UD {
+        // A UD accept is its SIDR_REP: nothing more comes.
+        return 0;
     }
     complete(i, ca::RDMA_CM_EVENT_ESTABLISHED)
 }
