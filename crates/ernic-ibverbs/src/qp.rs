@@ -776,6 +776,16 @@ pub unsafe extern "C" fn ernic_ibv_create_ah(
     let Some(gid) = dest_gid(a) else {
         return errno::null(libc::EINVAL);
     };
+    // A datagram to a GID the mesh does not know yet is lost on the way:
+    // a peer that just joined is known a moment after the program learned
+    // its GID by other means, so the AH waits for it (bounded).
+    // SAFETY: the PD's context is open (the program's contract).
+    if let Some(c) = unsafe { Context::from_c(p.c.context) }
+        && gid != c.rt.gid
+        && c.rt.fabric.mesh().is_some_and(|m| m.owner(&gid).is_none())
+    {
+        c.rt.wait_for_gid(gid);
+    }
     let mut made = p.pd.create_ah(gid);
     if let Err(ernic_verbs::Error::Engine(ernic_verbs::EngineError::NoRoute(g))) = made
         // SAFETY: the PD's context is open (the program's contract).
