@@ -671,37 +671,17 @@ fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
     };
     // SAFETY: a listener in `listeners` is live (see `request`).
     let listener = unsafe { &*(lptr as *const Id) };
-    let Ok(head) = cma::Repr::parse(&cma::Packet::new_unchecked(&r.private_data[..])) else {
-        sidr_refuse(st, gid, r, sidr::Status::Reject);
-        return;
-    };
-    let (src, dst) = match head.addrs {
-        cma::Addrs::V4 { src, dst } => (IpAddr::V4(src), IpAddr::V4(dst)),
-        cma::Addrs::V6 { src, dst } => (IpAddr::V6(src), IpAddr::V6(dst)),
-    };
-    let port = cma::service_port(r.service_id, listener.c.ps as u16).unwrap_or(0);
-    let mut c = listener.c;
-    c.qp = std::ptr::null_mut();
-    c.event = std::ptr::null_mut();
-    c.send_cq = std::ptr::null_mut();
-    c.recv_cq = std::ptr::null_mut();
-    c.send_cq_channel = std::ptr::null_mut();
-    c.recv_cq_channel = std::ptr::null_mut();
-    c.srq = std::ptr::null_mut();
-    c.route.addr.src.src_storage = to_storage(SocketAddr::new(dst, port));
-    c.route.addr.dst.dst_storage = to_storage(SocketAddr::new(src, head.port));
-    c.route.addr.addr.ibaddr.sgid.raw = agent.rt.gid.0;
-    c.route.addr.addr.ibaddr.dgid.raw = from.gid;
-    let sync = listener.lock().sync;
-    if sync {
-        match super::api::new_channel() {
-            Some(ch) => c.channel = ch,
-            None => {
-                sidr_refuse(st, gid, r, sidr::Status::NoQp);
-                return;
-            }
+    let (c, sync) = match child_of(agent, listener, from, r.service_id, &r.private_data) {
+        Ok(x) => x,
+        Err(RejReason::NoResources) => {
+            sidr_refuse(st, gid, r, sidr::Status::NoQp);
+            return;
         }
-    }
+        Err(_) => {
+            sidr_refuse(st, gid, r, sidr::Status::Reject);
+            return;
+        }
+    };
     let mut s = IdState::new();
     s.sync = sync;
     s.phase = Phase::Requested;
@@ -898,33 +878,24 @@ pub(crate) fn retry(agent: &Agent, st: &mut State, ptr: usize) {
     }
 }
 
-/// A peer's REQ: a new id on the listener's channel, or a REJ.
-fn request(agent: &Agent, st: &mut State, conn: ConnId, from: Peer, r: &req::Repr) {
-    let Some(&lptr) = st.listeners.get(&r.service_id) else {
-        tracing::debug!(
-            "rdma_cm: REQ for service {:#x}: no listener here",
-            r.service_id
-        );
-        let _ = st
-            .cm
-            .reject(Instant::now(), conn, RejReason::InvalidServiceId, &[], &[]);
-        return;
-    };
-    // SAFETY: a listener in `listeners` is live (it leaves before it is
-    // freed, under the agent's lock).
-    let listener = unsafe { &*(lptr as *const Id) };
-    let head = cma::Repr::parse(&cma::Packet::new_unchecked(&r.private_data[..]));
-    let Ok(head) = head else {
-        let _ = st
-            .cm
-            .reject(Instant::now(), conn, RejReason::ConsumerDefined, &[], &[]);
-        return;
-    };
+/// The new id of a request to `listener` from `from`: the listener's
+/// settings with no objects of its own, its route from rdma_cm's header in
+/// `private_data`, and (for a synchronous listener) a channel of its own.
+/// The reason to refuse the request, when it cannot be made.
+fn child_of(
+    agent: &Agent,
+    listener: &Id,
+    from: Peer,
+    service_id: u64,
+    private_data: &[u8],
+) -> Result<(ca::rdma_cm_id, bool), RejReason> {
+    let head = cma::Repr::parse(&cma::Packet::new_unchecked(private_data))
+        .map_err(|_| RejReason::ConsumerDefined)?;
     let (src, dst) = match head.addrs {
         cma::Addrs::V4 { src, dst } => (IpAddr::V4(src), IpAddr::V4(dst)),
         cma::Addrs::V6 { src, dst } => (IpAddr::V6(src), IpAddr::V6(dst)),
     };
-    let port = cma::service_port(r.service_id, listener.c.ps as u16).unwrap_or(0);
+    let port = cma::service_port(service_id, listener.c.ps as u16).unwrap_or(0);
     let mut c = listener.c;
     c.qp = std::ptr::null_mut();
     c.event = std::ptr::null_mut();
@@ -944,16 +915,33 @@ fn request(agent: &Agent, st: &mut State, conn: ConnId, from: Peer, r: &req::Rep
         // A synchronous listener's requests are synchronous ids too, each
         // waiting on a channel of its own; the request itself is for
         // rdma_get_request, on the listener's.
-        match super::api::new_channel() {
-            Some(ch) => c.channel = ch,
-            None => {
-                let _ = st
-                    .cm
-                    .reject(Instant::now(), conn, RejReason::NoResources, &[], &[]);
-                return;
-            }
-        }
+        c.channel = super::api::new_channel().ok_or(RejReason::NoResources)?;
     }
+    Ok((c, sync))
+}
+
+/// A peer's REQ: a new id on the listener's channel, or a REJ.
+fn request(agent: &Agent, st: &mut State, conn: ConnId, from: Peer, r: &req::Repr) {
+    let Some(&lptr) = st.listeners.get(&r.service_id) else {
+        tracing::debug!(
+            "rdma_cm: REQ for service {:#x}: no listener here",
+            r.service_id
+        );
+        let _ = st
+            .cm
+            .reject(Instant::now(), conn, RejReason::InvalidServiceId, &[], &[]);
+        return;
+    };
+    // SAFETY: a listener in `listeners` is live (it leaves before it is
+    // freed, under the agent's lock).
+    let listener = unsafe { &*(lptr as *const Id) };
+    let (c, sync) = match child_of(agent, listener, from, r.service_id, &r.private_data) {
+        Ok(x) => x,
+        Err(reason) => {
+            let _ = st.cm.reject(Instant::now(), conn, reason, &[], &[]);
+            return;
+        }
+    };
     let mut s = IdState::new();
     s.sync = sync;
     s.phase = Phase::Requested;
