@@ -84,7 +84,15 @@ pub(crate) fn log_flags() -> Vec<std::ffi::OsString> {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    // `ernic run` shares its terminal with the program it runs: the mesh's
+    // info lines would be mixed into the program's output, so it logs
+    // warnings only unless told otherwise.
+    let told = std::env::var_os("ERNIC_LOG").is_some()
+        || std::env::args().any(|a| a == "--log-level" || a.starts_with("--log-level="));
+    if matches!(cli.cmd, Cmd::Run(_)) && !told {
+        cli.log.log_level = "warn".into();
+    }
     if let Err(e) = cli.log.init() {
         eprintln!("ernic: {e}");
         std::process::exit(2);

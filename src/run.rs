@@ -24,7 +24,8 @@ The program runs with LD_LIBRARY_PATH naming a directory that holds ernic's
 libibverbs.so.1, and ERNIC_MESH naming the mesh its device joins. Each
 program's device gets its own GID (fd00::1b:N+1 for mesh node N, or
 ERNIC_GID), shown by ibv_devinfo; perftest and the pingpong programs pick
-it with -x 0 / -g 0.
+it with -x 0 / -g 0. ernic run itself logs warnings only, unless
+--log-level or ERNIC_LOG says otherwise (the library logs as ERNIC_LOG says).
 
 Examples:
   ernic run -- ibv_devinfo -v
