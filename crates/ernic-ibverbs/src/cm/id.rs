@@ -878,6 +878,9 @@ pub(crate) fn retry(agent: &Agent, st: &mut State, ptr: usize) {
     }
 }
 
+/// Events a listener's channel may hold before new requests are refused.
+const MAX_WAITING: usize = 1024;
+
 /// The new id of a request to `listener` from `from`: the listener's
 /// settings with no objects of its own, its route from rdma_cm's header in
 /// `private_data`, and (for a synchronous listener) a channel of its own.
@@ -889,6 +892,17 @@ fn child_of(
     service_id: u64,
     private_data: &[u8],
 ) -> Result<(ca::rdma_cm_id, bool), RejReason> {
+    // SAFETY: a listener's channel outlives it.
+    let waiting = unsafe { &*listener.c.channel.cast::<Channel>() }
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .len();
+    if waiting >= MAX_WAITING {
+        // The program is not taking its events: a flood of requests must
+        // not grow without bound.
+        return Err(RejReason::NoResources);
+    }
     let head = cma::Repr::parse(&cma::Packet::new_unchecked(private_data))
         .map_err(|_| RejReason::ConsumerDefined)?;
     let (src, dst) = match head.addrs {
