@@ -36,6 +36,7 @@ mod fd;
 mod misc;
 mod ops;
 mod pd;
+mod post;
 mod private;
 mod qp;
 mod runtime;

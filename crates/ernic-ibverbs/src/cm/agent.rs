@@ -128,7 +128,7 @@ impl Agent {
             .unwrap_or(0);
         let mads = std::mem::take(&mut st.sidr);
         for (from, mad) in &mads {
-            super::id::on_sidr(self, st, *from, mad);
+            super::ud::on_sidr(self, st, *from, mad);
         }
         st.cm.poll(now);
         let mut worked = got > 0;

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -19,10 +19,11 @@ use ernic_cm::conn::{AcceptParams, ConnId, ConnectParams, Event, Peer};
 use ernic_cm::private_data::cma;
 use ernic_cm::rej::RejReason;
 use ernic_cm::req;
-use ernic_cm::sidr;
 use ernic_verbs::Gid;
 
+use super::addr::{cma_header, from_storage, psn, to_storage};
 use super::agent::{Agent, State, flush};
+use super::qp::{connect_qp, error_qp};
 use crate::{abi, cma_abi as ca, errno, fd};
 
 /// Private data of a REQ after rdma_cm's header, which is the program's.
@@ -86,7 +87,7 @@ pub(crate) struct IdState {
     /// The QP a passive endpoint gives each request (`rdma_create_ep`).
     pub ep_qp: Option<(*mut abi::ibv_pd, abi::ibv_qp_init_attr)>,
     /// The SIDR_REQ a passive UD id answers.
-    pub sidr: Option<sidr::Req>,
+    pub sidr: Option<ernic_cm::sidr::Req>,
 }
 
 // SAFETY: the raw pointers in `ep_qp` name the program's PD and CQs, only
@@ -155,52 +156,6 @@ impl IdState {
     }
 }
 
-/// A socket address from a `sockaddr_storage`.
-pub(crate) fn from_storage(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
-    match c_int::from(s.ss_family) {
-        libc::AF_INET => {
-            // SAFETY: an AF_INET storage holds a sockaddr_in.
-            let sin = unsafe { &*std::ptr::from_ref(s).cast::<libc::sockaddr_in>() };
-            Some(SocketAddr::new(
-                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))),
-                u16::from_be(sin.sin_port),
-            ))
-        }
-        libc::AF_INET6 => {
-            // SAFETY: an AF_INET6 storage holds a sockaddr_in6.
-            let sin6 = unsafe { &*std::ptr::from_ref(s).cast::<libc::sockaddr_in6>() };
-            Some(SocketAddr::new(
-                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)),
-                u16::from_be(sin6.sin6_port),
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// A `sockaddr_storage` for a socket address.
-pub(crate) fn to_storage(a: SocketAddr) -> libc::sockaddr_storage {
-    // SAFETY: plain C data; zero is valid.
-    let mut s: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    match a {
-        SocketAddr::V4(v4) => {
-            // SAFETY: storage is larger than and aligned for sockaddr_in.
-            let sin = unsafe { &mut *std::ptr::from_mut(&mut s).cast::<libc::sockaddr_in>() };
-            sin.sin_family = libc::AF_INET as libc::sa_family_t;
-            sin.sin_port = v4.port().to_be();
-            sin.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
-        }
-        SocketAddr::V6(v6) => {
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe { &mut *std::ptr::from_mut(&mut s).cast::<libc::sockaddr_in6>() };
-            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sin6.sin6_port = v6.port().to_be();
-            sin6.sin6_addr.s6_addr = v6.ip().octets();
-        }
-    }
-    s
-}
-
 /// Queues an event for `id` on its channel. `data` is copied with it.
 ///
 /// # Safety
@@ -232,14 +187,7 @@ pub(crate) unsafe fn post_on(
     conn: Option<ca::rdma_conn_param>,
     data: &[u8],
 ) {
-    // SAFETY: plain C data; zero is valid.
-    let mut ev: Box<Ev> = Box::new(unsafe { std::mem::zeroed() });
-    ev.c.id = id.ptr();
-    ev.c.listen_id = listen;
-    ev.c.event = event;
-    ev.c.status = status;
-    let n = data.len().min(ev.data.len());
-    ev.data[..n].copy_from_slice(&data[..n]);
+    let (mut ev, n) = event_for(id, listen, event, status, data);
     let mut p = conn.unwrap_or_else(|| {
         // SAFETY: plain C data.
         unsafe { std::mem::zeroed() }
@@ -251,36 +199,6 @@ pub(crate) unsafe fn post_on(
     ev.c.param.conn = p;
     // SAFETY: the channel outlives its ids (the caller's contract).
     unsafe { queue(chan, ev) };
-}
-
-/// A random 24-bit PSN.
-pub(crate) fn psn() -> u32 {
-    let t = Instant::now().elapsed().as_nanos() as u32;
-    (t ^ std::process::id().rotate_left(8) ^ 0x5a5a5a) & 0xff_ffff
-}
-
-/// rdma_cm's header for a REQ from `src` to `dst`.
-fn cma_header(src: SocketAddr, dst: SocketAddr) -> [u8; cma::LEN] {
-    let addrs = match (src.ip(), dst.ip()) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => cma::Addrs::V4 { src: s, dst: d },
-        (s, d) => cma::Addrs::V6 {
-            src: match s {
-                IpAddr::V4(v) => v.to_ipv6_mapped(),
-                IpAddr::V6(v) => v,
-            },
-            dst: match d {
-                IpAddr::V4(v) => v.to_ipv6_mapped(),
-                IpAddr::V6(v) => v,
-            },
-        },
-    };
-    let mut b = [0u8; cma::LEN];
-    cma::Repr {
-        port: src.port(),
-        addrs,
-    }
-    .emit(&mut cma::Packet::new_unchecked(&mut b[..]));
-    b
 }
 
 /// Sends the REQ of `id` to its candidate `at`.
@@ -301,7 +219,7 @@ pub(crate) fn send_req(
         return libc::EINVAL;
     }
     if id.c.qp_type == abi::IBV_QPT_UD {
-        return send_sidr_req(st, id, s, at, gid, src, dst);
+        return super::ud::send_sidr_req(st, id, s, at, gid, src, dst);
     }
     // SAFETY: the id's QP is live while the id has it.
     let qpn = unsafe { (*id.c.qp).qp_num };
@@ -355,67 +273,6 @@ pub(crate) fn send_req(
             libc::ENOMEM
         }
     }
-}
-
-/// Moves a QP through RTR to RTS towards `remote` (`ibv_modify_qp`).
-pub(crate) fn connect_qp(
-    qp: *mut abi::ibv_qp,
-    remote: (Gid, u32),
-    rq_psn: u32,
-    sq_psn: u32,
-) -> c_int {
-    // SAFETY: plain C data; zero is valid.
-    let mut a: abi::ibv_qp_attr = unsafe { std::mem::zeroed() };
-    a.qp_state = abi::IBV_QPS_RTR;
-    a.path_mtu = abi::IBV_MTU_4096;
-    a.dest_qp_num = remote.1;
-    a.rq_psn = rq_psn;
-    a.max_dest_rd_atomic = 16;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid.raw = remote.0.0;
-    a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.port_num = 1;
-    let mask = abi::IBV_QP_STATE
-        | abi::IBV_QP_AV
-        | abi::IBV_QP_PATH_MTU
-        | abi::IBV_QP_DEST_QPN
-        | abi::IBV_QP_RQ_PSN
-        | abi::IBV_QP_MAX_DEST_RD_ATOMIC
-        | abi::IBV_QP_MIN_RNR_TIMER;
-    // SAFETY: a live QP of the id; `a` a valid attribute set.
-    let r = unsafe { crate::qp::ernic_ibv_modify_qp(qp, &mut a, mask as c_int) };
-    if r != 0 {
-        return r;
-    }
-    // SAFETY: as above.
-    let mut a: abi::ibv_qp_attr = unsafe { std::mem::zeroed() };
-    a.qp_state = abi::IBV_QPS_RTS;
-    a.sq_psn = sq_psn;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 16;
-    let mask = abi::IBV_QP_STATE
-        | abi::IBV_QP_SQ_PSN
-        | abi::IBV_QP_TIMEOUT
-        | abi::IBV_QP_RETRY_CNT
-        | abi::IBV_QP_RNR_RETRY
-        | abi::IBV_QP_MAX_QP_RD_ATOMIC;
-    // SAFETY: as above.
-    unsafe { crate::qp::ernic_ibv_modify_qp(qp, &mut a, mask as c_int) }
-}
-
-/// Moves a QP to ERROR (its outstanding work flushes).
-pub(crate) fn error_qp(qp: *mut abi::ibv_qp) {
-    if qp.is_null() {
-        return;
-    }
-    // SAFETY: plain C data.
-    let mut a: abi::ibv_qp_attr = unsafe { std::mem::zeroed() };
-    a.qp_state = abi::IBV_QPS_ERR;
-    // SAFETY: a live QP of the id.
-    let _ = unsafe { crate::qp::ernic_ibv_modify_qp(qp, &mut a, abi::IBV_QP_STATE as c_int) };
 }
 
 /// What a CM event means for the id it concerns.
@@ -593,223 +450,15 @@ pub(crate) fn on_event(agent: &Agent, st: &mut State, ev: Event) {
     }
 }
 
-/// Sends the SIDR_REQ of a UD id to its candidate `at`.
-fn send_sidr_req(
-    st: &mut State,
-    id: &Id,
-    s: &mut IdState,
-    at: usize,
-    gid: Gid,
-    src: SocketAddr,
-    dst: SocketAddr,
-) -> c_int {
-    let request_id = st.sidr_next;
-    st.sidr_next = st.sidr_next.wrapping_add(1);
-    let mut private_data = [0u8; sidr::REQ_PRIVATE_DATA_LEN];
-    private_data[..cma::LEN].copy_from_slice(&cma_header(src, dst));
-    let n = s.private_len.min(sidr::REQ_PRIVATE_DATA_LEN - cma::LEN);
-    private_data[cma::LEN..cma::LEN + n].copy_from_slice(&s.private[..n]);
-    let m = sidr::Req {
-        tid: u64::from(request_id) << 32 | u64::from(std::process::id()),
-        request_id,
-        partition_key: 0xffff,
-        service_id: cma::service_id(id.c.ps as u16, dst.port()),
-        private_data,
-    };
-    tracing::debug!(
-        "rdma_connect (UD): SIDR_REQ for port {} to {gid}",
-        dst.port()
-    );
-    st.sidr_out.insert(request_id, id.ptr() as usize);
-    s.phase = Phase::Connecting(at);
-    super::agent::send_mad(st, gid, &m.emit());
-    0
-}
-
-/// A SIDR MAD from `from`'s QP 1.
-pub(crate) fn on_sidr(agent: &Agent, st: &mut State, from: Peer, mad: &[u8; 256]) {
-    if let Ok(r) = sidr::Req::parse(mad) {
-        sidr_request(agent, st, from, &r);
-    } else if let Ok(r) = sidr::Rep::parse(mad) {
-        sidr_reply(agent, st, from, &r);
-    }
-}
-
-/// Answers a SIDR_REQ with status `status` (and no QP).
-fn sidr_refuse(st: &mut State, to: Gid, r: &sidr::Req, status: sidr::Status) {
-    let rep = sidr::Rep {
-        tid: r.tid,
-        request_id: r.request_id,
-        status,
-        info_length: 0,
-        qpn: 0,
-        service_id: r.service_id,
-        qkey: 0,
-        info: [0; sidr::REP_INFO_LEN],
-        private_data: [0; sidr::REP_PRIVATE_DATA_LEN],
-    };
-    super::agent::send_mad(st, to, &rep.emit());
-}
-
-/// The UD address of a peer port, as `param.ud.ah_attr`.
-fn ah_to(gid: Gid) -> abi::ibv_ah_attr {
-    // SAFETY: plain C data; zero is valid.
-    let mut a: abi::ibv_ah_attr = unsafe { std::mem::zeroed() };
-    a.is_global = 1;
-    a.grh.dgid.raw = gid.0;
-    a.grh.hop_limit = 64;
-    a.port_num = 1;
-    a
-}
-
-/// A peer's SIDR_REQ: a new UD id on the listener's channel, or a refusal.
-fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
-    let gid = Gid(from.gid);
-    let Some(&lptr) = st.listeners.get(&r.service_id) else {
-        sidr_refuse(st, gid, r, sidr::Status::Unsupported);
-        return;
-    };
-    // SAFETY: a listener in `listeners` is live (see `request`).
-    let listener = unsafe { &*(lptr as *const Id) };
-    let (c, sync) = match child_of(agent, listener, from, r.service_id, &r.private_data) {
-        Ok(x) => x,
-        Err(RejReason::NoResources) => {
-            sidr_refuse(st, gid, r, sidr::Status::NoQp);
-            return;
-        }
-        Err(_) => {
-            sidr_refuse(st, gid, r, sidr::Status::Reject);
-            return;
-        }
-    };
-    let mut s = IdState::new();
-    s.sync = sync;
-    s.phase = Phase::Requested;
-    s.remote = Some((gid, 1));
-    s.sidr = Some(*r);
-    let child = Box::into_raw(Box::new(Id {
-        c,
-        st: Mutex::new(s),
-    }));
-    // SAFETY: the child was just made; the listener's channel is live.
-    unsafe {
-        post_ud(
-            listener.c.channel,
-            &*child,
-            listener.ptr(),
-            ca::RDMA_CM_EVENT_CONNECT_REQUEST,
-            0,
-            ah_to(gid),
-            0,
-            0,
-            &r.private_data[cma::LEN..],
-        )
-    };
-}
-
-/// The answer to our SIDR_REQ.
-fn sidr_reply(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Rep) {
-    let Some(ptr) = st.sidr_out.remove(&r.request_id) else {
-        return;
-    };
-    // SAFETY: ids in `sidr_out` are live (destroying one takes it out
-    // under the agent's lock).
-    let id = unsafe { &*(ptr as *const Id) };
-    let mut s = id.lock();
-    let Phase::Connecting(at) = s.phase else {
-        return;
-    };
-    match r.status {
-        sidr::Status::Success => {
-            s.phase = Phase::Connected;
-            s.remote = Some((Gid(from.gid), r.qpn));
-            drop(s);
-            // SAFETY: live id and channel.
-            unsafe {
-                post_ud(
-                    id.c.channel,
-                    id,
-                    std::ptr::null_mut(),
-                    ca::RDMA_CM_EVENT_ESTABLISHED,
-                    0,
-                    ah_to(Gid(from.gid)),
-                    r.qpn,
-                    r.qkey,
-                    &r.private_data,
-                )
-            };
-        }
-        sidr::Status::Unsupported if at + 1 < s.candidates.len() => {
-            let _ = send_req(agent, st, id, &mut s, at + 1);
-        }
-        sidr::Status::Unsupported if s.rounds < RETRY_ROUNDS => {
-            s.rounds += 1;
-            st.retries.push((ptr, Instant::now() + RETRY_GAP));
-        }
-        other => {
-            s.phase = Phase::Disconnected;
-            drop(s);
-            tracing::debug!("rdma_connect (UD): SIDR_REP {other:?}");
-            // SAFETY: live id and channel.
-            unsafe {
-                post(
-                    id,
-                    std::ptr::null_mut(),
-                    ca::RDMA_CM_EVENT_UNREACHABLE,
-                    -libc::ECONNREFUSED,
-                    None,
-                    &[],
-                )
-            };
-        }
-    }
-}
-
-/// `rdma_accept` of a UD id: the SIDR_REP naming its QP.
-fn accept_ud(st: &mut State, id: &Id, s: &mut IdState, data: &[u8]) -> c_int {
-    let (Some(r), Some((gid, _))) = (s.sidr, s.remote) else {
-        return libc::EINVAL;
-    };
-    if id.c.qp.is_null() {
-        return libc::EINVAL;
-    }
-    let mut private_data = [0u8; sidr::REP_PRIVATE_DATA_LEN];
-    let n = data.len().min(private_data.len());
-    private_data[..n].copy_from_slice(&data[..n]);
-    let rep = sidr::Rep {
-        tid: r.tid,
-        request_id: r.request_id,
-        status: sidr::Status::Success,
-        info_length: 0,
-        // SAFETY: the id's QP is live.
-        qpn: unsafe { (*id.c.qp).qp_num },
-        service_id: r.service_id,
-        qkey: ca::RDMA_UDP_QKEY as u32,
-        info: [0; sidr::REP_INFO_LEN],
-        private_data,
-    };
-    super::agent::send_mad(st, gid, &rep.emit());
-    s.phase = Phase::Connected;
-    0
-}
-
-/// Queues a UD event (`param.ud`) for `id` on channel `chan`.
-///
-/// # Safety
-///
-/// `id` live; `chan` live.
-#[allow(clippy::too_many_arguments)]
-unsafe fn post_ud(
-    chan: *mut ca::rdma_event_channel,
+/// A new event for `id` with `data` copied in (its length answered);
+/// the caller sets `param`.
+pub(crate) fn event_for(
     id: &Id,
     listen: *mut ca::rdma_cm_id,
     event: ca::rdma_cm_event_type,
     status: c_int,
-    ah_attr: abi::ibv_ah_attr,
-    qp_num: u32,
-    qkey: u32,
     data: &[u8],
-) {
+) -> (Box<Ev>, usize) {
     // SAFETY: plain C data; zero is valid.
     let mut ev: Box<Ev> = Box::new(unsafe { std::mem::zeroed() });
     ev.c.id = id.ptr();
@@ -818,19 +467,7 @@ unsafe fn post_ud(
     ev.c.status = status;
     let n = data.len().min(ev.data.len());
     ev.data[..n].copy_from_slice(&data[..n]);
-    ev.c.param.ud = ca::rdma_ud_param {
-        private_data: if n > 0 {
-            ev.data.as_ptr().cast::<c_void>()
-        } else {
-            std::ptr::null()
-        },
-        private_data_len: n.min(255) as u8,
-        ah_attr,
-        qp_num,
-        qkey,
-    };
-    // SAFETY: the caller's contract.
-    unsafe { queue(chan, ev) };
+    (ev, n)
 }
 
 /// Puts an event on a channel and wakes its reader.
@@ -838,7 +475,7 @@ unsafe fn post_ud(
 /// # Safety
 ///
 /// `chan` live.
-unsafe fn queue(chan: *mut ca::rdma_event_channel, ev: Box<Ev>) {
+pub(crate) unsafe fn queue(chan: *mut ca::rdma_event_channel, ev: Box<Ev>) {
     // SAFETY: the caller's contract.
     let chan = unsafe { &*chan.cast::<Channel>() };
     chan.queue
@@ -849,9 +486,9 @@ unsafe fn queue(chan: *mut ca::rdma_event_channel, ev: Box<Ev>) {
 }
 
 /// Rounds of asking every candidate before a connect is rejected.
-const RETRY_ROUNDS: u32 = 10;
+pub(crate) const RETRY_ROUNDS: u32 = 10;
 /// The pause between two rounds.
-const RETRY_GAP: std::time::Duration = std::time::Duration::from_millis(200);
+pub(crate) const RETRY_GAP: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Asks the candidates of the active id at `ptr` again, found afresh.
 pub(crate) fn retry(agent: &Agent, st: &mut State, ptr: usize) {
@@ -885,7 +522,7 @@ const MAX_WAITING: usize = 1024;
 /// settings with no objects of its own, its route from rdma_cm's header in
 /// `private_data`, and (for a synchronous listener) a channel of its own.
 /// The reason to refuse the request, when it cannot be made.
-fn child_of(
+pub(crate) fn child_of(
     agent: &Agent,
     listener: &Id,
     from: Peer,
@@ -1012,8 +649,7 @@ pub(crate) fn accept(st: &mut State, id: &Id, param: Option<&ca::rdma_conn_param
                 )
             };
         }
-        let r = accept_ud(st, id, &mut s, data);
-        return r;
+        return super::ud::accept_ud(st, id, &mut s, data);
     }
     let (Phase::Requested, Some(conn), Some(remote)) = (s.phase, s.conn, s.remote) else {
         return libc::EINVAL;

@@ -4,10 +4,20 @@
 //! accepting, rejecting and disconnecting RC QPs, over IB CM MADs on the
 //! device's QP 1 (`ernic-cm`'s state machine).
 //!
+//! - [`addr`]: socket addresses, rdma_cm's header, PSNs.
 //! - [`agent`]: QP 1, the CM, and the thread that drives them.
 //! - [`id`]: ids, what each CM event becomes, and the connection steps.
+//! - [`ud`]: rdma_cm over UD (SIDR).
 //! - [`api`]: the C entry points.
+//! - [`ep`]: synchronous endpoints and address lookup.
+//! - [`qp`]: an id's QP and its transitions.
+//! - [`misc`]: devices, event names, options, what is not offered.
 
+mod addr;
 mod agent;
 mod api;
+mod ep;
 mod id;
+mod misc;
+mod qp;
+mod ud;
