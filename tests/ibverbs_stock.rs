@@ -1,7 +1,9 @@
 //! Stock RDMA programs over ernic's libibverbs, between two processes, each
 //! started by `ernic run` as a person would: Debian's perftest (ib_*_bw,
 //! ib_*_lat, RC, and UD for send) and ibverbs-utils (the four pingpongs,
-//! with their own data checks; ibv_devinfo). Each pair meets on a mesh the
+//! with their own data checks; ibv_devinfo), rdmacm-utils and rdma-core's
+//! examples over rdma_cm, and libfabric's verbs provider (fi_pingpong, its
+//! MSG, RDM and DGRAM endpoints). Each pair meets on a mesh the
 //! first `ernic run` hosts; both programs must exit 0 and the client print
 //! its results.
 
@@ -32,7 +34,10 @@ fn have(tools: &[&str]) -> bool {
         Ok("1"),
         "ERNIC_REQUIRE_RDMA_TOOLS=1 but {missing:?} are not installed"
     );
-    println!("skipped: {missing:?} not installed (apt-get install perftest ibverbs-utils)");
+    println!(
+        "skipped: {missing:?} not installed \
+         (apt-get install perftest ibverbs-utils rdmacm-utils libfabric-bin)"
+    );
     false
 }
 
@@ -320,6 +325,61 @@ fn rdma_cm_programs_connect_through_it() {
             .nth(1)
             .unwrap_or_else(|| panic!("{args:?}: no results row:\n{out}"));
         println!("{}: {}", args.join(" "), row.trim());
+    }
+}
+
+#[test]
+fn libfabric_verbs_provider_runs_over_it() {
+    if !have(&["fi_pingpong"]) {
+        return;
+    }
+    // libfabric's verbs provider finds the device and its addresses
+    // through both libraries, and each endpoint type takes its own path:
+    // MSG over rdma_cm (RC), RDM through ofi_rxm over MSG, DGRAM over UD
+    // QPs and AHs. `-c` checks every message's bytes.
+    let mut n = 0;
+    for args in [
+        &["-p", "verbs", "-e", "msg"][..],
+        &["-p", "verbs;ofi_rxm", "-e", "rdm", "-m", "tagged"],
+        &["-p", "verbs", "-e", "dgram"],
+    ] {
+        n += 1;
+        let mesh = 19_700 + n * 2;
+        let tcp = (mesh + 1).to_string();
+        let mut a: Vec<String> = ["fi_pingpong", "-c", "-I", "100"]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect();
+        let mut s = a.clone();
+        s.extend(["-B".into(), tcp.clone()]);
+        let server = run(mesh, &s).spawn().unwrap();
+        common::within("fi_pingpong's server", Duration::from_secs(30), || {
+            listening(mesh + 1).then_some(())
+        });
+        a.extend(["-P".into(), tcp, "127.0.0.1".into()]);
+        let client = finish(run(mesh, &a).spawn().unwrap(), Duration::from_secs(90));
+        let server = finish(server, Duration::from_secs(30));
+        let out = String::from_utf8_lossy(&client.stdout);
+        assert!(
+            client.status.success() && server.status.success(),
+            "fi_pingpong {args:?}: client {}, server {}\n{out}\n{}\n{}",
+            client.status,
+            server.status,
+            String::from_utf8_lossy(&client.stderr),
+            String::from_utf8_lossy(&server.stderr)
+        );
+        // A row per size: bytes, sent, "=acked", … ; every message acked.
+        let rows: Vec<&str> = out.lines().filter(|l| l.contains(" =100 ")).collect();
+        assert!(
+            !rows.is_empty() && out.lines().filter(|l| l.contains(" =")).count() == rows.len(),
+            "fi_pingpong {args:?}: not every size was acked 100 times:\n{out}"
+        );
+        println!(
+            "fi_pingpong {}: {} sizes, 100 checked round trips each",
+            args.join(" "),
+            rows.len()
+        );
     }
 }
 

@@ -108,6 +108,12 @@ pub unsafe extern "C" fn ernic_ibv_create_cq(
     unsafe { create(ctx, cqe, cq_context, channel) }.cast()
 }
 
+/// The most entries a CQ may have (`max_cqe`). A CQ's ring is allocated
+/// whole when it is made, about 64 bytes an entry, so this bounds one CQ
+/// to 64 MiB. It is far above a QP's depth because programs size one CQ
+/// for many QPs: libfabric's RDM endpoint asks for 262,144 entries.
+pub(crate) const MAX_CQE: u32 = 1 << 20;
+
 /// Makes a CQ (both `ibv_create_cq` and `ibv_create_cq_ex`).
 ///
 /// # Safety
@@ -123,7 +129,8 @@ pub(crate) unsafe fn create(
     let Some(c) = (unsafe { Context::from_c(ctx) }) else {
         return errno::null(libc::EINVAL);
     };
-    if cqe < 1 || cqe as u32 > c.rt.cfg.max_qp_wr {
+    if cqe < 1 || cqe as u32 > MAX_CQE {
+        tracing::debug!("ibv_create_cq: {cqe} entries asked, 1 to {MAX_CQE} allowed (max_cqe)");
         return errno::null(libc::EINVAL);
     }
     let cq = match c.rt.device.create_cq(cqe as u32) {

@@ -216,7 +216,7 @@ fn device_attr(rt: &Runtime) -> abi::ibv_device_attr {
     a.max_sge = clamp(l.max_sge);
     a.max_sge_rd = clamp(l.max_sge);
     a.max_cq = clamp(l.max_cq);
-    a.max_cqe = clamp(l.max_qp_wr);
+    a.max_cqe = clamp(crate::cq::MAX_CQE);
     a.max_mr = clamp(l.max_mr);
     a.max_pd = clamp(l.max_pd);
     a.max_qp_rd_atom = 16;

@@ -41,6 +41,19 @@ pub(crate) fn take(fd: c_int) -> Result<(), c_int> {
     }
 }
 
+/// Takes one event from `fd` if one is waiting, without waiting: whether
+/// it took one.
+pub(crate) fn try_take(fd: c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd; a zero timeout never waits.
+    let ready = unsafe { libc::poll(&raw mut p, 1, 0) } == 1;
+    ready && take(fd).is_ok()
+}
+
 /// Closes a descriptor we made.
 pub(crate) fn close(fd: c_int) {
     if fd >= 0 {

@@ -594,6 +594,74 @@ pub unsafe extern "C" fn ernic_rdma_establish(_id: *mut ca::rdma_cm_id) -> c_int
 }
 
 #[unsafe(no_mangle)]
+/// Moves `id` to channel `ch`, with its events not yet taken; a NULL `ch`
+/// makes it synchronous, with a channel of its own.
+///
+/// # Safety
+///
+/// `id` a live id; `ch` NULL or a live channel; no thread waits for the
+/// id's events meanwhile.
+pub unsafe extern "C" fn ernic_rdma_migrate_id(
+    id: *mut ca::rdma_cm_id,
+    ch: *mut ca::rdma_event_channel,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let Some(i) = (unsafe { Id::from_c(id) }) else {
+        return fail(libc::EINVAL);
+    };
+    let to_sync = ch.is_null();
+    let to = if to_sync {
+        match new_channel() {
+            Some(c) => c,
+            None => return fail(libc::EMFILE),
+        }
+    } else {
+        ch
+    };
+    // The agent posts events under its lock: hold it while the channel
+    // changes, so none goes to the old one after its move.
+    let agent = agent::get().ok().map(|a| a.lock());
+    let from = i.c.channel;
+    if from != to {
+        // SAFETY: both channels live (the caller's contract, or ours).
+        let (old, new) = unsafe { (&*from.cast::<Channel>(), &*to.cast::<Channel>()) };
+        let mut q = old.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keep = std::collections::VecDeque::with_capacity(q.len());
+        for e in q.drain(..) {
+            // SAFETY: queued events are live until taken.
+            if unsafe { (*e).c.id } == id {
+                fd::try_take(old.c.fd);
+                new.queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_back(e);
+                fd::signal(new.c.fd);
+            } else {
+                keep.push_back(e);
+            }
+        }
+        *q = keep;
+    }
+    // SAFETY: the id is ours; the program reads `channel` after calls.
+    unsafe { (*i.ptr()).channel = to };
+    let was_sync = std::mem::replace(&mut i.lock().sync, to_sync);
+    drop(agent);
+    if was_sync && !to_sync && !i.c.event.is_null() {
+        // SAFETY: the event a synchronous id kept, ours to free; it is
+        // not kept past the id's next call.
+        unsafe {
+            ernic_rdma_ack_cm_event(i.c.event);
+            (*i.ptr()).event = std::ptr::null_mut();
+        }
+    }
+    if was_sync && from != to {
+        // SAFETY: the id's own channel, now empty of its events.
+        unsafe { ernic_rdma_destroy_event_channel(from) };
+    }
+    0
+}
+
+#[unsafe(no_mangle)]
 /// # Safety
 ///
 /// `ch` a live channel; `out` writable.

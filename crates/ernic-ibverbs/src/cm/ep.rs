@@ -163,80 +163,150 @@ fn sa_len(a: &SocketAddr) -> libc::socklen_t {
     }
 }
 
-#[unsafe(no_mangle)]
-/// Resolves `node` and `service` with the system's resolver: one entry,
-/// the first address found, as the source of a passive (RAI_PASSIVE)
-/// request or the destination of an active one. Answers 0, or -1 with
-/// errno (ENOENT when nothing resolves).
+/// Copies the `len` bytes of a socket address at `sa` into `to`: its
+/// length, or None when it is missing or larger than a sockaddr_storage.
 ///
 /// # Safety
 ///
-/// `node`, `service` NULL or NUL-terminated; `hints` NULL or readable;
-/// `res` writable.
+/// `sa` NULL or readable for `len` bytes.
+unsafe fn copy_addr(
+    to: &mut libc::sockaddr_storage,
+    sa: *const libc::sockaddr,
+    len: libc::socklen_t,
+) -> Option<libc::socklen_t> {
+    let n = len as usize;
+    if sa.is_null() || n == 0 || n > size_of::<libc::sockaddr_storage>() {
+        return None;
+    }
+    // SAFETY: `sa` readable for `n` bytes, `to` writable for more.
+    unsafe { std::ptr::copy_nonoverlapping(sa.cast::<u8>(), std::ptr::from_mut(to).cast(), n) };
+    Some(len)
+}
+
+#[unsafe(no_mangle)]
+/// Resolves `node` and `service` with the system's resolver, as
+/// rdma-core does: one entry, the first address found, as the source of a
+/// passive (RAI_PASSIVE) request or the destination of an active one.
+/// With neither, the addresses come from `hints`; a source in `hints`
+/// fills one the name did not. Answers 0, or -1 with errno (ENOENT when
+/// nothing resolves, EOPNOTSUPP for RAI_SA).
+///
+/// # Safety
+///
+/// `node`, `service` NULL or NUL-terminated; `hints` NULL or readable,
+/// its addresses readable for their lengths; `res` writable.
 pub unsafe extern "C" fn ernic_rdma_getaddrinfo(
     node: *const c_char,
     service: *const c_char,
     hints: *const ca::rdma_addrinfo,
     res: *mut *mut ca::rdma_addrinfo,
 ) -> c_int {
-    if res.is_null() || (node.is_null() && service.is_null()) {
-        return fail(libc::EINVAL);
-    }
     // SAFETY: `hints` NULL or readable.
     let h = unsafe { hints.as_ref() };
+    if res.is_null() || (node.is_null() && service.is_null() && h.is_none()) {
+        return fail(libc::EINVAL);
+    }
     let flags = h.map_or(0, |h| h.ai_flags);
-    let passive = flags & ca::RAI_PASSIVE != 0;
-    // SAFETY: plain C data; zero is valid.
-    let mut want: libc::addrinfo = unsafe { std::mem::zeroed() };
-    want.ai_family = h.map_or(libc::AF_UNSPEC, |h| h.ai_family);
-    want.ai_socktype = libc::SOCK_STREAM;
-    if passive {
-        want.ai_flags |= libc::AI_PASSIVE;
+    if flags & ca::RAI_SA != 0 {
+        return fail(libc::EOPNOTSUPP);
     }
-    if flags & ca::RAI_NUMERICHOST != 0 {
-        want.ai_flags |= libc::AI_NUMERICHOST;
-    }
-    let mut found: *mut libc::addrinfo = std::ptr::null_mut();
-    // SAFETY: the strings are the program's (NULL or NUL-terminated);
-    // `found` is written by getaddrinfo and freed below.
-    let r = unsafe { libc::getaddrinfo(node, service, &want, &mut found) };
-    if r != 0 || found.is_null() {
-        return fail(libc::ENOENT);
-    }
-    // SAFETY: a list getaddrinfo made; its first entry's address.
-    let addr = unsafe { sockaddr((*found).ai_addr) };
-    // SAFETY: freed once, after the copy above.
-    unsafe { libc::freeaddrinfo(found) };
-    let Some(addr) = addr else {
-        return fail(libc::ENOENT);
-    };
+    let qp_type = h.map_or(0, |h| h.ai_qp_type);
+    let port_space = h.map_or(0, |h| h.ai_port_space);
     // SAFETY: plain C data; zero is valid.
     let mut b: Box<AddrInfo> = Box::new(unsafe { std::mem::zeroed() });
-    b.c.ai_flags = flags;
-    b.c.ai_family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    b.c.ai_qp_type = h.map_or(0, |h| h.ai_qp_type);
-    if b.c.ai_qp_type == 0 {
-        b.c.ai_qp_type = abi::IBV_QPT_RC as c_int;
-    }
-    b.c.ai_port_space = h.map_or(0, |h| h.ai_port_space);
-    if b.c.ai_port_space == 0 {
-        b.c.ai_port_space = if b.c.ai_qp_type == abi::IBV_QPT_UD as c_int {
-            ca::RDMA_PS_UDP as c_int
-        } else {
-            ca::RDMA_PS_TCP as c_int
+    b.c.ai_qp_type = qp_type;
+    b.c.ai_port_space = port_space;
+    if !node.is_null() || !service.is_null() {
+        let passive = flags & ca::RAI_PASSIVE != 0;
+        // SAFETY: plain C data; zero is valid.
+        let mut want: libc::addrinfo = unsafe { std::mem::zeroed() };
+        if let Some(h) = h {
+            if passive {
+                want.ai_flags |= libc::AI_PASSIVE;
+            }
+            if flags & ca::RAI_NUMERICHOST != 0 {
+                want.ai_flags |= libc::AI_NUMERICHOST;
+            }
+            if h.ai_family != ca::AF_IB {
+                want.ai_family = h.ai_family;
+            }
+            want.ai_socktype = match h.ai_qp_type as u32 {
+                abi::IBV_QPT_UD => libc::SOCK_DGRAM,
+                0 => 0,
+                _ => libc::SOCK_STREAM,
+            };
+            want.ai_protocol = match h.ai_port_space as u32 {
+                ca::RDMA_PS_TCP => libc::IPPROTO_TCP,
+                ca::RDMA_PS_UDP | ca::RDMA_PS_IPOIB => libc::IPPROTO_UDP,
+                _ => 0,
+            };
+        }
+        let mut found: *mut libc::addrinfo = std::ptr::null_mut();
+        // SAFETY: the strings are the program's (NULL or NUL-terminated);
+        // `found` is written by getaddrinfo and freed below.
+        let r = unsafe { libc::getaddrinfo(node, service, &want, &mut found) };
+        if r != 0 || found.is_null() {
+            return fail(libc::ENOENT);
+        }
+        // SAFETY: a list getaddrinfo made, read before it is freed.
+        let (ai, addr) = unsafe { (*found, sockaddr((*found).ai_addr)) };
+        // SAFETY: freed once, after the reads above.
+        unsafe { libc::freeaddrinfo(found) };
+        let Some(addr) = addr else {
+            return fail(libc::ENOENT);
         };
+        if b.c.ai_qp_type == 0 {
+            b.c.ai_qp_type = if ai.ai_socktype == libc::SOCK_DGRAM {
+                abi::IBV_QPT_UD as c_int
+            } else {
+                abi::IBV_QPT_RC as c_int
+            };
+        }
+        if b.c.ai_port_space == 0 {
+            b.c.ai_port_space = if ai.ai_protocol == libc::IPPROTO_UDP {
+                ca::RDMA_PS_UDP as c_int
+            } else {
+                ca::RDMA_PS_TCP as c_int
+            };
+        }
+        b.c.ai_family = if addr.is_ipv4() {
+            libc::AF_INET
+        } else {
+            libc::AF_INET6
+        };
+        if passive {
+            b.c.ai_flags = ca::RAI_PASSIVE;
+            b.src = addr::to_storage(addr);
+            b.c.ai_src_len = sa_len(&addr);
+        } else {
+            b.dst = addr::to_storage(addr);
+            b.c.ai_dst_len = sa_len(&addr);
+        }
+    } else if let Some(h) = h {
+        b.c.ai_flags = h.ai_flags;
+        b.c.ai_family = h.ai_family;
+        if h.ai_dst_len != 0 {
+            // SAFETY: the hints' destination, readable for its length.
+            match unsafe { copy_addr(&mut b.dst, h.ai_dst_addr, h.ai_dst_len) } {
+                Some(n) => b.c.ai_dst_len = n,
+                None => return fail(libc::EINVAL),
+            }
+        }
     }
-    if passive {
-        b.src = addr::to_storage(addr);
-        b.c.ai_src_len = sa_len(&addr);
+    if let Some(h) = h
+        && b.c.ai_src_len == 0
+        && h.ai_src_len != 0
+    {
+        // SAFETY: the hints' source, readable for its length.
+        match unsafe { copy_addr(&mut b.src, h.ai_src_addr, h.ai_src_len) } {
+            Some(n) => b.c.ai_src_len = n,
+            None => return fail(libc::EINVAL),
+        }
+    }
+    if b.c.ai_src_len != 0 {
         b.c.ai_src_addr = std::ptr::from_mut(&mut b.src).cast();
-    } else {
-        b.dst = addr::to_storage(addr);
-        b.c.ai_dst_len = sa_len(&addr);
+    }
+    if b.c.ai_dst_len != 0 {
         b.c.ai_dst_addr = std::ptr::from_mut(&mut b.dst).cast();
     }
     // SAFETY: `res` writable.

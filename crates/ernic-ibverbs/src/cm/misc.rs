@@ -104,7 +104,6 @@ not_yet!(
     ernic_rdma_notify,
     ernic_rdma_join_multicast,
     ernic_rdma_leave_multicast,
-    ernic_rdma_migrate_id,
     ernic_rdma_create_srq,
     ernic_rdma_destroy_srq,
     ernic_rdma_create_srq_ex,
