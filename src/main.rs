@@ -23,6 +23,7 @@ mod nvme;
 mod p4;
 mod perf;
 mod progress;
+#[allow(unsafe_code)]
 mod run;
 mod s3;
 mod stats;

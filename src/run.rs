@@ -166,6 +166,24 @@ pub fn run(a: &RunArgs) -> Result<()> {
     if let Some(g) = &a.gid {
         cmd.env("ERNIC_GID", g);
     }
+    // The program ends with this run: killed, it takes the program with it
+    // (SIGTERM), rather than leave it on a mesh this run may have hosted.
+    let me = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec and
+    // makes only async-signal-safe calls (prctl, getppid, kill) on no
+    // shared state.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The run may have died before the prctl took.
+            if libc::getppid() != me {
+                libc::kill(libc::getpid(), libc::SIGTERM);
+            }
+            Ok(())
+        })
+    };
     let status = cmd
         .status()
         .with_context(|| format!("running {}", a.program[0].to_string_lossy()))?;

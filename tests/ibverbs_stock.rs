@@ -383,6 +383,31 @@ fn libfabric_verbs_provider_runs_over_it() {
     }
 }
 
+#[test]
+fn a_killed_ernic_run_takes_its_program_with_it() {
+    // A program that would outlive the test by far; its run hosts a mesh.
+    let mut r = run(19_720, &["sleep".to_string(), "300".to_string()])
+        .spawn()
+        .unwrap();
+    let child = |parent: u32| -> Option<u32> {
+        let kids =
+            std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+        kids.split_whitespace().next()?.parse().ok()
+    };
+    let prog = common::within("ernic run's program", Duration::from_secs(30), || {
+        child(r.id())
+    });
+    r.kill().unwrap();
+    r.wait().unwrap();
+    // Gone, or a zombie waiting for a reaper: either way not running.
+    common::within("the program to end", Duration::from_secs(10), || {
+        let stat = std::fs::read_to_string(format!("/proc/{prog}/stat")).unwrap_or_default();
+        let state = stat.rsplit(") ").next().and_then(|t| t.chars().next());
+        matches!(state, None | Some('Z' | 'X')).then_some(())
+    });
+    println!("SIGKILL to ernic run: its program ended too");
+}
+
 /// The VM lane's Debian sid chroot, whose rdma-core is 65.
 const SID: &str = "/var/cache/ernic-vm/sid";
 
