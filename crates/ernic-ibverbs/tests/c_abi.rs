@@ -15,7 +15,7 @@ use std::process::Command;
 
 /// The library cargo built beside the tests, under the name programs
 /// load, in a directory of its own.
-fn library_dir() -> PathBuf {
+fn library_dir(test: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test path");
     let deps = exe.parent().expect("deps dir");
     let built = [
@@ -25,12 +25,15 @@ fn library_dir() -> PathBuf {
     .into_iter()
     .find(|p| p.exists())
     .expect("cargo builds libibverbs.so with the tests");
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ibverbs-{}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ibverbs-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("libibverbs.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&built, &link).unwrap();
+    // One file under both names, as `ernic run` links it.
+    for name in ["libibverbs.so.1", "librdmacm.so.1"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&built, &link).unwrap();
+    }
     dir
 }
 
@@ -54,7 +57,7 @@ fn a_c_program_built_against_rdma_core_runs_over_ernic() {
     if !have_libibverbs_dev() {
         return;
     }
-    let lib = library_dir();
+    let lib = library_dir("verbs");
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/verbs_check.c");
     let bin = lib.join("verbs_check");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -102,6 +105,56 @@ fn a_c_program_built_against_rdma_core_runs_over_ernic() {
         "unsupported",
         "done",
     ] {
+        assert!(
+            text.lines().any(|l| l == format!("ok {case}")),
+            "case {case} did not pass:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_c_program_built_against_librdmacm_runs_over_ernic() {
+    if !have_libibverbs_dev() {
+        return;
+    }
+    if !std::path::Path::new("/usr/include/rdma/rdma_cma.h").exists() {
+        assert_ne!(
+            std::env::var("ERNIC_REQUIRE_VERBS_HEADERS").as_deref(),
+            Ok("1"),
+            "ERNIC_REQUIRE_VERBS_HEADERS=1 but /usr/include/rdma/rdma_cma.h is missing"
+        );
+        println!("skipped: no /usr/include/rdma/rdma_cma.h (apt-get install librdmacm-dev)");
+        return;
+    }
+    let lib = library_dir("cm");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/cm_check.c");
+    let bin = lib.join("cm_check");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-Wall", "-Werror", "-O1", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .args(["-lrdmacm", "-libverbs"])
+        .output()
+        .expect("a C compiler");
+    assert!(
+        built.status.success(),
+        "cm_check.c did not build:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(&bin)
+        .env("LD_LIBRARY_PATH", &lib)
+        .env_remove("ERNIC_MESH")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&lib);
+    assert!(
+        out.status.success(),
+        "cm_check failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for case in ["getaddrinfo", "migrate_id", "done"] {
         assert!(
             text.lines().any(|l| l == format!("ok {case}")),
             "case {case} did not pass:\n{text}"
