@@ -52,39 +52,51 @@ fn have_libibverbs_dev() -> bool {
     ok
 }
 
-#[test]
-fn a_c_program_built_against_rdma_core_runs_over_ernic() {
-    if !have_libibverbs_dev() {
-        return;
-    }
-    let lib = library_dir("verbs");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/verbs_check.c");
-    let bin = lib.join("verbs_check");
+/// Builds `tests/c/NAME.c` with `libs` against the system's headers and
+/// runs it over the library, with `env` and no mesh; answers its output,
+/// after asserting that it built and exited 0.
+fn build_and_run(name: &str, libs: &[&str], env: &[(&str, &str)]) -> String {
+    let lib = library_dir(name);
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let bin = lib.join(name);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let built = Command::new(&cc)
         .args(["-Wall", "-Werror", "-O1", "-o"])
         .arg(&bin)
         .arg(&src)
-        .arg("-libverbs")
+        .args(libs)
         .output()
         .expect("a C compiler");
     assert!(
         built.status.success(),
-        "verbs_check.c did not build:\n{}",
+        "{name}.c did not build:\n{}",
         String::from_utf8_lossy(&built.stderr)
     );
     let out = Command::new(&bin)
         .env("LD_LIBRARY_PATH", &lib)
         .env_remove("ERNIC_MESH")
-        .env("ERNIC_RNR_TIMEOUT_MS", "200")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let _ = std::fs::remove_dir_all(&lib);
     assert!(
         out.status.success(),
-        "verbs_check failed:\n{text}\n{}",
+        "{name} failed:\n{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn a_c_program_built_against_rdma_core_runs_over_ernic() {
+    if !have_libibverbs_dev() {
+        return;
+    }
+    let text = build_and_run(
+        "verbs_check",
+        &["-libverbs"],
+        &[("ERNIC_RNR_TIMEOUT_MS", "200")],
     );
     for case in [
         "device",
@@ -126,34 +138,7 @@ fn a_c_program_built_against_librdmacm_runs_over_ernic() {
         println!("skipped: no /usr/include/rdma/rdma_cma.h (apt-get install librdmacm-dev)");
         return;
     }
-    let lib = library_dir("cm");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/cm_check.c");
-    let bin = lib.join("cm_check");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(&cc)
-        .args(["-Wall", "-Werror", "-O1", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .args(["-lrdmacm", "-libverbs"])
-        .output()
-        .expect("a C compiler");
-    assert!(
-        built.status.success(),
-        "cm_check.c did not build:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let out = Command::new(&bin)
-        .env("LD_LIBRARY_PATH", &lib)
-        .env_remove("ERNIC_MESH")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let _ = std::fs::remove_dir_all(&lib);
-    assert!(
-        out.status.success(),
-        "cm_check failed:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = build_and_run("cm_check", &["-lrdmacm", "-libverbs"], &[]);
     for case in ["getaddrinfo", "migrate_id", "done"] {
         assert!(
             text.lines().any(|l| l == format!("ok {case}")),

@@ -8,10 +8,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use super::addr;
 use super::api::{
-    ernic_rdma_ack_cm_event, ernic_rdma_bind_addr, ernic_rdma_create_id, ernic_rdma_destroy_id,
-    ernic_rdma_get_cm_event, ernic_rdma_reject, ernic_rdma_resolve_addr, ernic_rdma_resolve_route,
-    fail, sockaddr,
+    ernic_rdma_bind_addr, ernic_rdma_create_id, ernic_rdma_destroy_id, ernic_rdma_reject,
+    ernic_rdma_resolve_addr, ernic_rdma_resolve_route, fail, sockaddr,
 };
+use super::channel::{ernic_rdma_ack_cm_event, ernic_rdma_get_cm_event};
 use super::id::Id;
 use super::qp::{ernic_rdma_create_qp, ernic_rdma_destroy_qp};
 use crate::{abi, cma_abi as ca};

@@ -566,7 +566,7 @@ pub(crate) fn child_of(
         // A synchronous listener's requests are synchronous ids too, each
         // waiting on a channel of its own; the request itself is for
         // rdma_get_request, on the listener's.
-        c.channel = super::api::new_channel().ok_or(RejReason::NoResources)?;
+        c.channel = super::channel::new_channel().ok_or(RejReason::NoResources)?;
     }
     Ok((c, sync))
 }

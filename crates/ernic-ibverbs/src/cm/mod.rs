@@ -8,7 +8,8 @@
 //! - [`agent`]: QP 1, the CM, and the thread that drives them.
 //! - [`id`]: ids, what each CM event becomes, and the connection steps.
 //! - [`ud`]: rdma_cm over UD (SIDR).
-//! - [`api`]: the C entry points.
+//! - [`api`]: the C entry points for ids.
+//! - [`channel`]: event channels and their events.
 //! - [`ep`]: synchronous endpoints and address lookup.
 //! - [`qp`]: an id's QP and its transitions.
 //! - [`misc`]: devices, event names, options, what is not offered.
@@ -16,6 +17,7 @@
 mod addr;
 mod agent;
 mod api;
+mod channel;
 mod ep;
 mod id;
 mod misc;
