@@ -99,6 +99,7 @@ mod sys;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ernic_core::inject::Event;
@@ -390,6 +391,14 @@ impl Mesh {
         self.shared.poller_active()
     }
 
+    /// How many replies have been queued to wait for a flush, ever: a
+    /// caller that compares it before and after a call knows whether that
+    /// call left any (and flushes only then, so replies an earlier pass
+    /// left go out with the next request, in one write, and not alone).
+    pub fn replies_queued(&self) -> u64 {
+        self.shared.replies_queued.load(Ordering::Relaxed)
+    }
+
     /// Whether messages wait.
     pub fn has_messages(&self) -> bool {
         self.shared.inbound.has_messages()
@@ -596,6 +605,9 @@ impl Remote for Carrier {
         conn.take_written(&mut |b| self.shared.recycle(b));
         match r {
             Ok(done) => {
+                if out.reply {
+                    self.shared.replies_queued.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Some(b) = done {
                     self.shared.recycle(b);
                 }

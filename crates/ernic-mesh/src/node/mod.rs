@@ -118,6 +118,8 @@ pub(crate) struct Shared {
     epoch: Instant,
     /// Calls of `poll_io`, to read the clock on a few of them only.
     poll_calls: AtomicU64,
+    /// Replies queued to wait for a flush, ever ([`crate::Mesh::replies_queued`]).
+    pub replies_queued: AtomicU64,
     /// Counts the times a poller stopped ([`Shared::poller_idle`]); receive
     /// threads standing aside for it wait on this.
     poller_gone: (Mutex<u64>, Condvar),
@@ -198,6 +200,7 @@ impl Shared {
             polled: AtomicU64::new(0),
             epoch: Instant::now(),
             poll_calls: AtomicU64::new(0),
+            replies_queued: AtomicU64::new(0),
             poller_gone: (Mutex::new(0), Condvar::new()),
             poller_in_pass: AtomicBool::new(false),
             handshaking: AtomicUsize::new(0),

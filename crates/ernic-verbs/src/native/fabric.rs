@@ -108,13 +108,21 @@ impl Shared {
         // One reading of the clock serves the call and its deadline: the
         // clock is a visible cost on every verbs call.
         let now = Instant::now();
+        let queued = self.mesh.as_ref().map(|m| m.replies_queued());
         let r = f(&mut st, now);
         st.distribute();
         if let Some(mesh) = &self.mesh {
             st.engine.take_released(|b| mesh.release(b));
             // Replies queued by this call (a receive that released a held
-            // SEND, say) go out now, with anything else that waits.
-            mesh.flush();
+            // SEND, say) go out now, with anything else that waits. A call
+            // that queued none leaves the replies of an earlier pass to the
+            // next request or poll: flushing them here would write them
+            // alone, one more segment and system call just before the
+            // request that takes them along (ib_send_lat posts a receive
+            // and then its SEND on each iteration).
+            if queued != Some(mesh.replies_queued()) {
+                mesh.flush();
+            }
         }
         // Written only on change: every spinning poller reads it, and a store
         // would pull its cache line away from them on each call.
