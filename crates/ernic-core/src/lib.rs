@@ -38,6 +38,7 @@ pub mod memory;
 pub mod mr;
 pub mod qp;
 mod remote;
+pub mod rnr;
 #[cfg(test)]
 mod testing;
 pub mod types;

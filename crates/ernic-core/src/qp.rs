@@ -154,6 +154,14 @@ pub struct QpAttr {
     pub rq_psn: Option<u32>,
     /// Send PSN (recorded only).
     pub sq_psn: Option<u32>,
+    /// How many times a SEND this QP requests may meet a peer with no
+    /// receive posted before it fails (verbs' `rnr_retry`, 0 to 7; 7 is
+    /// without limit). Unset, the engine's `rnr_timeout` bounds the wait.
+    pub rnr_retry: Option<u8>,
+    /// How long a peer is told to wait before it tries again when this
+    /// QP has no receive for it (verbs' `min_rnr_timer`, the 5-bit IB code
+    /// of [`crate::rnr::timer`]).
+    pub min_rnr_timer: Option<u8>,
 }
 
 /// Where a connected QP's peer lives.
@@ -386,6 +394,10 @@ pub(crate) struct Held {
     pub from: NodeId,
     pub msg: crate::remote::state::Msg,
     pub since: Instant,
+    /// How long it may wait for a receive from `since` ([`crate::rnr`]);
+    /// `None` without limit (and for a message that needs no receive, held
+    /// only behind one that does).
+    pub budget: Option<std::time::Duration>,
 }
 
 /// A queue pair.
@@ -415,6 +427,10 @@ pub(crate) struct Qp {
     pub counters: Counters,
     /// Since when the head send request has waited for a receive at its peer.
     pub rnr_since: Option<Instant>,
+    /// Its `rnr_retry`, as set ([`QpAttr::rnr_retry`]).
+    pub rnr_retry: Option<u8>,
+    /// Its `min_rnr_timer` code ([`QpAttr::min_rnr_timer`]; 0 until set).
+    pub min_rnr_timer: u8,
     /// A message arriving in pieces, between its first and last.
     pub open_recv: Option<OpenRecv>,
     /// Peers' messages waiting for a receive, in arrival order.

@@ -210,6 +210,10 @@ pub enum WireError {
         /// Total.
         total: u32,
     },
+    /// A SEND or WRITE_IMM request whose RNR retry count (operand 1) is
+    /// past 7.
+    #[error("RNR retry field {0} of a request is past 8 (7 retries, plus one)")]
+    BadRnrRetry(u64),
 }
 
 /// A view over a data message's bytes.
@@ -321,7 +325,9 @@ pub struct Repr {
     pub imm: u32,
     /// Atomic compare/add, old value in replies, or a datagram's Q_Key.
     pub operand0: u64,
-    /// Atomic swap.
+    /// Atomic swap. A SEND or WRITE_IMM request (a message that needs a
+    /// receive) carries the requester's `rnr_retry` here instead, plus one;
+    /// 0 says it gave none ([`Repr::rnr_retry`]).
     pub operand1: u64,
     /// Length of the whole request this message is part of.
     pub total: u32,
@@ -388,6 +394,9 @@ impl Repr {
         if op == Op::ReadReq && len as usize > MAX_PAYLOAD {
             return Err(WireError::ReadTooLong(len));
         }
+        if matches!(op, Op::Send | Op::WriteImm) && p.operand1() > 8 {
+            return Err(WireError::BadRnrRetry(p.operand1()));
+        }
         let (offset, total) = (p.offset(), p.total());
         if matches!(
             op,
@@ -414,6 +423,23 @@ impl Repr {
             sgid: p.sgid(),
             dgid: p.dgid(),
         })
+    }
+
+    /// The requester's `rnr_retry` a SEND or WRITE_IMM request carries,
+    /// if it gave one.
+    pub fn rnr_retry(&self) -> Option<u8> {
+        match self.op {
+            Op::Send | Op::WriteImm => (self.operand1 as u8).checked_sub(1),
+            _ => None,
+        }
+    }
+
+    /// Sets the `rnr_retry` a SEND or WRITE_IMM request carries (at most
+    /// 7); other messages carry none.
+    pub fn set_rnr_retry(&mut self, retry: Option<u8>) {
+        if matches!(self.op, Op::Send | Op::WriteImm) {
+            self.operand1 = retry.map_or(0, |r| u64::from(r.min(7)) + 1);
+        }
     }
 
     /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
@@ -499,6 +525,9 @@ mod tests {
             rkey in any::<u32>(), addr in any::<u64>(), len in 0u32..512, off in 0u32..1024, ops in (any::<u64>(), any::<u64>()),
         ) {
             let carries = matches!(op, Op::Send | Op::Write | Op::WriteImm | Op::ReadResp);
+            // A message that needs a receive carries an RNR retry count there.
+            let needs_recv = matches!(op, Op::Send | Op::WriteImm);
+            let ops = (ops.0, if needs_recv { ops.1 % 9 } else { ops.1 });
             let r = Repr {
                 flags: fl,
                 src_qpn: Qpn(qpns.0),
@@ -517,6 +546,32 @@ mod tests {
             r.emit(&mut b);
             prop_assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()), Ok(r));
         }
+    }
+
+    #[test]
+    fn a_request_that_needs_a_receive_carries_its_rnr_retry() {
+        let mut r = Repr::new(Op::Send);
+        assert_eq!(r.rnr_retry(), None, "none given");
+        for n in 0..=7 {
+            r.set_rnr_retry(Some(n));
+            assert_eq!(r.operand1, u64::from(n) + 1);
+            let mut b = vec![0u8; HEADER_LEN];
+            r.emit(&mut b);
+            let back = Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap();
+            assert_eq!(back.rnr_retry(), Some(n));
+        }
+        // A WRITE carries none: its operand 1 is not touched.
+        let mut w = Repr::new(Op::Write);
+        w.set_rnr_retry(Some(3));
+        assert_eq!((w.operand1, w.rnr_retry()), (0, None));
+        // Past 7 (plus one) is refused.
+        let mut b = vec![0u8; HEADER_LEN];
+        Repr::new(Op::WriteImm).emit(&mut b);
+        b[48] = 9;
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(WireError::BadRnrRetry(9))
+        );
     }
 
     static WRITE_BYTES: [u8; HEADER_LEN + 3] = [

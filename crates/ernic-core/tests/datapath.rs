@@ -348,6 +348,53 @@ fn rnr_waits_then_delivers_when_a_receive_is_posted() {
 }
 
 #[test]
+fn rnr_retry_and_the_peers_min_rnr_timer_bound_the_wait() {
+    let mut t = Bench::new();
+    let ka = t.mr(t.a, 0, 4096, RW);
+    let kb = t.mr(t.b, 65536, 4096, RW);
+    let set = |t: &mut Bench, qa: Qpn, qb: Qpn, retry: u8, timer: u8| {
+        let now = t.now;
+        let ra = QpAttr {
+            rnr_retry: Some(retry),
+            ..QpAttr::default()
+        };
+        t.e.modify_qp(t.a.dev, qa, &ra, now).unwrap();
+        let rb = QpAttr {
+            min_rnr_timer: Some(timer),
+            ..QpAttr::default()
+        };
+        t.e.modify_qp(t.b.dev, qb, &rb, now).unwrap();
+    };
+    // rnr_retry 0: the first refusal fails the SEND, with no wait.
+    let (qa, qb) = t.pair(QpType::Rc);
+    set(&mut t, qa, qb, 0, 14);
+    t.send_from_a(qa, 1, 0, 5, ka);
+    assert_eq!(t.take(t.a, qa, 1).status, WcStatus::RnrRetryExcErr);
+    // Three retries of the peer's timer 20 (10.24 ms): 30.72 ms, not the
+    // engine's 100.
+    let (qa, qb) = t.pair(QpType::Rc);
+    set(&mut t, qa, qb, 3, 20);
+    t.send_from_a(qa, 2, 0, 5, ka);
+    assert_eq!(
+        t.e.next_deadline(t.now),
+        Some(t.now + Duration::from_micros(30_720))
+    );
+    t.advance(Duration::from_micros(30_719));
+    assert!(t.none_for(t.a, qa, 2));
+    t.advance(Duration::from_micros(1));
+    assert_eq!(t.take(t.a, qa, 2).status, WcStatus::RnrRetryExcErr);
+    // 7 is without limit: past the engine's timeout it still waits, and a
+    // receive delivers it.
+    let (qa, qb) = t.pair(QpType::Rc);
+    set(&mut t, qa, qb, 7, 1);
+    t.send_from_a(qa, 3, 0, 5, ka);
+    t.advance(Duration::from_millis(500));
+    assert!(t.none_for(t.a, qa, 3));
+    t.recv(t.b, qb, 30, &[sge(t.addr(65536), 64, kb)]);
+    assert_eq!(t.take(t.a, qa, 3).status, WcStatus::Success);
+}
+
+#[test]
 fn rnr_retry_exceeded_after_the_timeout_and_the_rest_is_flushed() {
     let mut t = Bench::new();
     let (qa, _qb) = t.pair(QpType::Rc);

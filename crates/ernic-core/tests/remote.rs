@@ -510,6 +510,74 @@ fn rkeys_are_resolved_by_the_responder_and_key_0_is_refused() {
     assert_eq!(w.b.bytes(0, 8), &[0; 8]);
 }
 
+/// Sets the requester's `rnr_retry` on a's QP and the responder's
+/// `min_rnr_timer` on b's.
+fn set_rnr(w: &mut World, qa: Qpn, qb: Qpn, retry: u8, timer: u8) {
+    let now = w.now;
+    let ra = QpAttr {
+        rnr_retry: Some(retry),
+        ..QpAttr::default()
+    };
+    w.a.e.modify_qp(w.a.dev, qa, &ra, now).unwrap();
+    let rb = QpAttr {
+        min_rnr_timer: Some(timer),
+        ..QpAttr::default()
+    };
+    w.b.e.modify_qp(w.b.dev, qb, &rb, now).unwrap();
+}
+
+#[test]
+fn the_requesters_rnr_retry_and_the_responders_timer_bound_a_held_send() {
+    let mut w = World::new();
+    let ka = w.a.mr(0, 4096);
+    let kb = w.b.mr(0, 4096);
+    let one = |w: &mut World, qa: Qpn, id: u64| {
+        w.post(
+            qa,
+            &SendWr::new(id, SendOp::Send).sgl(&[sge(w.a.addr(0), 1, ka)]),
+        );
+        w.pump(10);
+    };
+    // rnr_retry 0: refused at once, nothing held.
+    let (qa, qb) = w.pair(QpType::Rc);
+    set_rnr(&mut w, qa, qb, 0, 14);
+    one(&mut w, qa, 1);
+    assert_eq!(w.a.take(qa, 1).status, WcStatus::RnrRetryExcErr);
+    assert!(!w.b.e.has_held());
+    // Two retries of timer 22 (20.48 ms): held 40.96 ms, not the
+    // responder's 100 ms default.
+    let (qa, qb) = w.pair(QpType::Rc);
+    set_rnr(&mut w, qa, qb, 2, 22);
+    one(&mut w, qa, 2);
+    assert!(w.b.e.has_held());
+    w.advance(Duration::from_micros(40_950));
+    w.pump(10);
+    assert!(w.a.none(qa, 2), "still held");
+    w.advance(Duration::from_micros(10));
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 2).status, WcStatus::RnrRetryExcErr);
+    // 7: held past the default; a receive delivers it.
+    let (qa, qb) = w.pair(QpType::Rc);
+    set_rnr(&mut w, qa, qb, 7, 1);
+    one(&mut w, qa, 3);
+    w.advance(Duration::from_millis(400));
+    w.pump(10);
+    assert!(w.a.none(qa, 3) && w.b.e.has_held());
+    w.recv(qb, 30, &[sge(w.b.addr(0), 1, kb)]);
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 3).status, WcStatus::Success);
+    // But never past the requester's patience (a 1 s request timeout
+    // here): refused at 0.9 s, so it cannot land after the requester gave
+    // up on it.
+    one(&mut w, qa, 4);
+    w.advance(Duration::from_millis(899));
+    w.pump(10);
+    assert!(w.a.none(qa, 4));
+    w.advance(Duration::from_millis(1));
+    w.pump(10);
+    assert_eq!(w.a.take(qa, 4).status, WcStatus::RnrRetryExcErr);
+}
+
 #[test]
 fn rnr_both_ways_holds_then_delivers_in_order_or_fails_after_the_timeout() {
     let mut w = World::new();

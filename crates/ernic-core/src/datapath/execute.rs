@@ -6,7 +6,7 @@
 //! receiver-not-ready (until the RNR timeout) or for room toward another
 //! node.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::count::tx_counter;
 use super::resolve::sgl_len;
@@ -22,7 +22,6 @@ impl<M: DmaMemory> Engine<M> {
     /// Executes what can run of a send queue, then emits completions in order.
     pub(crate) fn progress_sq(&mut self, dev: DeviceId, qpn: Qpn, now: Instant) {
         let enforce = self.cfg.enforce_qp_state;
-        let rnr_timeout = self.cfg.rnr_timeout;
         let mut fatal = false;
         let mut stalled = false;
         loop {
@@ -42,34 +41,33 @@ impl<M: DmaMemory> Engine<M> {
             }
             let ctr = qp.sq.exec;
             let idx = qp.sq.index(ctr);
-            let outcome = if qp
-                .rnr_since
-                .is_some_and(|t| now.saturating_duration_since(t) >= rnr_timeout)
-            {
-                Outcome::Done(WcStatus::RnrRetryExcErr, 0)
-            } else {
-                let retry = qp.rnr_since.is_some();
-                if retry {
-                    self.count_one(dev, qpn, Counter::RnrRetries);
+            let retry = qp.rnr_since.is_some();
+            if retry {
+                self.count_one(dev, qpn, Counter::RnrRetries);
+            }
+            let qp = self.qp_mut(dev, qpn).expect("counting never destroys a QP");
+            let slot = &mut qp.sq.slots[idx];
+            let req = Req {
+                op: slot.op,
+                flags: slot.flags,
+                ud: slot.ud,
+                decode_error: slot.decode_error,
+            };
+            let sgl = std::mem::take(&mut slot.sgl);
+            let inline = std::mem::take(&mut slot.inline);
+            let outcome = self.execute(dev, qpn, ctr, &req, &sgl, &inline, now);
+            let qp = self
+                .qp_mut(dev, qpn)
+                .expect("execution never destroys a QP");
+            let slot = &mut qp.sq.slots[idx];
+            slot.sgl = sgl;
+            slot.inline = inline;
+            let outcome = match outcome {
+                // Still no receive at the peer, and its time is up.
+                Outcome::Rnr if self.rnr_over(dev, qpn, now) => {
+                    Outcome::Done(WcStatus::RnrRetryExcErr, 0)
                 }
-                let qp = self.qp_mut(dev, qpn).expect("counting never destroys a QP");
-                let slot = &mut qp.sq.slots[idx];
-                let req = Req {
-                    op: slot.op,
-                    flags: slot.flags,
-                    ud: slot.ud,
-                    decode_error: slot.decode_error,
-                };
-                let sgl = std::mem::take(&mut slot.sgl);
-                let inline = std::mem::take(&mut slot.inline);
-                let outcome = self.execute(dev, qpn, ctr, &req, &sgl, &inline, now);
-                let qp = self
-                    .qp_mut(dev, qpn)
-                    .expect("execution never destroys a QP");
-                let slot = &mut qp.sq.slots[idx];
-                slot.sgl = sgl;
-                slot.inline = inline;
-                outcome
+                o => o,
             };
             let qp = self
                 .qp_mut(dev, qpn)
@@ -113,6 +111,37 @@ impl<M: DmaMemory> Engine<M> {
         if fatal {
             self.fail_qp(dev, qpn);
         }
+    }
+
+    /// How long a QP's head request may wait for a receive at its peer in
+    /// this engine: its `rnr_retry` times the peer's `min_rnr_timer`
+    /// ([`crate::rnr::budget`]); `None` without limit.
+    pub(crate) fn local_rnr_budget(&self, dev: DeviceId, qpn: Qpn) -> Option<Duration> {
+        let default = self.cfg.rnr_timeout;
+        let Ok(qp) = self.qp(dev, qpn) else {
+            return Some(default);
+        };
+        let code = match qp.dest {
+            Some(d) => match d.route {
+                Route::Local(pdev) => self.qp(pdev, d.qpn).map_or(0, |p| p.min_rnr_timer),
+                Route::Remote(_) => 0,
+            },
+            None => 0,
+        };
+        crate::rnr::budget(qp.rnr_retry, code, default)
+    }
+
+    /// Whether a QP's head request, refused for want of a receive now, has
+    /// waited as long as it may (since its first refusal; at once with
+    /// `rnr_retry` 0).
+    fn rnr_over(&self, dev: DeviceId, qpn: Qpn, now: Instant) -> bool {
+        let since = self
+            .qp(dev, qpn)
+            .ok()
+            .and_then(|q| q.rnr_since)
+            .unwrap_or(now);
+        self.local_rnr_budget(dev, qpn)
+            .is_some_and(|b| now.saturating_duration_since(since) >= b)
     }
 
     /// Moves a QP to ERROR after a failed request and flushes it.

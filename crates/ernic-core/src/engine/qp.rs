@@ -83,6 +83,8 @@ impl<M: DmaMemory> Engine<M> {
             rq,
             counters: Counters::default(),
             rnr_since: None,
+            rnr_retry: None,
+            min_rnr_timer: 0,
             open_recv: None,
             held: Default::default(),
         };
@@ -236,6 +238,12 @@ impl<M: DmaMemory> Engine<M> {
         }
         if let Some(p) = attr.sq_psn {
             qp.sq_psn = p;
+        }
+        if let Some(r) = attr.rnr_retry {
+            qp.rnr_retry = Some(r.min(crate::rnr::RETRY_FOREVER));
+        }
+        if let Some(t) = attr.min_rnr_timer {
+            qp.min_rnr_timer = t & 0x1f;
         }
         qp.state = to;
         match to {

@@ -36,8 +36,10 @@ impl<M: DmaMemory> Engine<M> {
         let rnr = self
             .stalled
             .iter()
-            .filter_map(|(d, q)| self.qp(*d, *q).ok()?.rnr_since)
-            .map(|t| t + self.cfg.rnr_timeout)
+            .filter_map(|(d, q)| {
+                let since = self.qp(*d, *q).ok()?.rnr_since?;
+                Some(since + self.local_rnr_budget(*d, *q)?)
+            })
             .min();
         [rnr, self.next_remote_deadline()]
             .into_iter()

@@ -102,7 +102,7 @@ impl<M: DmaMemory> Engine<M> {
                     .ok()?
                     .held
                     .front()
-                    .map(|h| h.since + self.cfg.rnr_timeout)
+                    .and_then(|h| Some(h.since + h.budget?))
             })
             .min();
         let req = self.remote.deadlines.front().map(|(t, _)| *t);

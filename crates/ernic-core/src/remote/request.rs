@@ -112,6 +112,7 @@ impl<M: DmaMemory> Engine<M> {
             .ok()
             .and_then(|d| d.gids.first().copied())
             .unwrap_or_default();
+        let rnr_retry = self.qp(dev, qpn).ok().and_then(|q| q.rnr_retry);
         let Some(mut carrier) = self.remote.carrier.take() else {
             return Outcome::Done(WcStatus::RetryExcErr, 0);
         };
@@ -222,6 +223,7 @@ impl<M: DmaMemory> Engine<M> {
                 }
                 _ => {}
             }
+            hdr.set_rnr_retry(rnr_retry);
             if op == Op::ReadReq {
                 let out = self.remote.reads_out.get(&node).copied().unwrap_or(0);
                 if out > 0 && out + piece > budget {

@@ -142,7 +142,7 @@ impl<M: DmaMemory> Engine<M> {
         };
         if !retrying && !qp.held.is_empty() {
             // Messages for a QP are applied in order: this one waits behind.
-            return self.hold(dev, r.dst_qpn, from, msg, now);
+            return self.hold(dev, r.dst_qpn, from, msg, r, now);
         }
         let enforce = self.cfg.enforce_qp_state;
         let from_peer = qp
@@ -206,7 +206,7 @@ impl<M: DmaMemory> Engine<M> {
                     unreliable,
                 };
                 match self.respond_receive(at, &inc) {
-                    Outcome::Rnr => return self.hold(dev, r.dst_qpn, from, msg, now),
+                    Outcome::Rnr => return self.hold(dev, r.dst_qpn, from, msg, r, now),
                     Outcome::Done(st, _) => {
                         if by_ref && st.is_ok() {
                             self.remote.stats.read_by_ref += u64::from(r.len);
