@@ -261,6 +261,12 @@ pub unsafe extern "C" fn ernic_ibv_modify_qp(
     if has(abi::IBV_QP_SQ_PSN) {
         m.sq_psn = Some(a.sq_psn & 0xff_ffff);
     }
+    if has(abi::IBV_QP_RNR_RETRY) {
+        m.rnr_retry = Some(a.rnr_retry & 7);
+    }
+    if has(abi::IBV_QP_MIN_RNR_TIMER) {
+        m.min_rnr_timer = Some(a.min_rnr_timer & 0x1f);
+    }
     if has(abi::IBV_QP_AV) || has(abi::IBV_QP_DEST_QPN) {
         let ah = if has(abi::IBV_QP_AV) {
             &a.ah_attr

@@ -10,9 +10,10 @@
 //! - `ERNIC_MESH_WAIT_MS` bounds the wait to register with the manager
 //!   (default 10000).
 //! - `ERNIC_RNR_TIMEOUT_MS` bounds how long a SEND waits for its peer to
-//!   post a receive before it completes with RNR retry exceeded (default
-//!   5000; the QP's own `rnr_retry` and `min_rnr_timer` are kept, not
-//!   applied).
+//!   post a receive before it completes with RNR retry exceeded, for a QP
+//!   that set no `rnr_retry` (default 5000). A QP that set one waits its
+//!   `rnr_retry` times the peer's `min_rnr_timer`, as on hardware (7:
+//!   without limit in one process, 27 s from another).
 //! - `ERNIC_LOG` sets what the library logs on stderr (default `warn`).
 //!
 //! A setting that is wrong, or a mesh that cannot be joined, leaves the

@@ -107,6 +107,7 @@ fn a_c_program_built_against_rdma_core_runs_over_ernic() {
         "out_of_range_rkey",
         "small_receive",
         "rnr",
+        "rnr_retry",
         "destroyed_peer",
         "flush",
         "bad_post",

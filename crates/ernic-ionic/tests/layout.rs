@@ -632,6 +632,8 @@ fn fw_pairs() -> Vec<(String, usize)> {
         ("sq_psn", mod_qp::SQ_PSN),
         ("qkey_dest_qpn", mod_qp::QKEY_DEST_QPN),
         ("pmtu", mod_qp::PMTU),
+        ("retry", mod_qp::RETRY),
+        ("rnr_timer", mod_qp::RNR_TIMER),
         ("ah_id_len", mod_qp::AH_ID_LEN),
         ("type_state", mod_qp::TYPE_STATE),
         ("dma_addr", mod_qp::DMA_ADDR),

@@ -98,6 +98,9 @@ static void make(struct side *s, enum ibv_qp_type type, int access)
 	CHECK(init.cap.max_send_wr >= DEPTH, "caps written back");
 }
 
+/* The rnr_retry the next QPs go to RTS with. */
+static uint8_t rnr_retry;
+
 static void to_rts(struct side *s, uint32_t dest_qpn, int qp_access)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0,
@@ -124,7 +127,7 @@ static void to_rts(struct side *s, uint32_t dest_qpn, int qp_access)
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
-	a.rnr_retry = 0;
+	a.rnr_retry = rnr_retry;
 	a.sq_psn = 7;
 	a.max_rd_atomic = 1;
 	CHECK(!ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
@@ -357,13 +360,50 @@ static void rc_errors(void)
 	unpair(&b);
 	pass();
 
+	/* The test runs with ERNIC_RNR_TIMEOUT_MS=200, the wait of a QP that
+	 * set no rnr_retry; these set it, and the peer's min_rnr_timer is 12
+	 * (0.64 ms). rnr_retry 0: the first refusal is the last. */
 	current = "rnr";
 	pair(&a, &b, IBV_QPT_RC);
+	double t0 = now_s();
 	CHECK(!post(&a, IBV_WR_SEND, 2, 0, 8, a.mr->lkey, 0, 0, 0), "SEND, no receive");
 	w = wait_one(a.cq);
 	CHECK(w.status == IBV_WC_RNR_RETRY_EXC_ERR, "got %s", ibv_wc_status_str(w.status));
+	CHECK(now_s() - t0 < 0.1, "rnr_retry 0 waited %.3f s", now_s() - t0);
 	unpair(&a);
 	unpair(&b);
+	pass();
+
+	/* Three retries of 0.64 ms: about 2 ms, not 200. */
+	current = "rnr_retry";
+	rnr_retry = 3;
+	pair(&a, &b, IBV_QPT_RC);
+	t0 = now_s();
+	CHECK(!post(&a, IBV_WR_SEND, 2, 0, 8, a.mr->lkey, 0, 0, 0), "SEND, no receive");
+	w = wait_one(a.cq);
+	CHECK(w.status == IBV_WC_RNR_RETRY_EXC_ERR, "got %s", ibv_wc_status_str(w.status));
+	double waited = now_s() - t0;
+	CHECK(waited >= 0.0019 && waited < 0.1, "rnr_retry 3 waited %.4f s", waited);
+	unpair(&a);
+	unpair(&b);
+	/* 7 retries without limit: past the 200 ms a receive still takes it. */
+	rnr_retry = 7;
+	pair(&a, &b, IBV_QPT_RC);
+	CHECK(!post(&a, IBV_WR_SEND, 3, 0, 8, a.mr->lkey, 0, 0, 0), "SEND, no receive");
+	t0 = now_s();
+	while (now_s() - t0 < 0.3)
+		CHECK(ibv_poll_cq(a.cq, 1, &w) == 0, "completed before a receive: %s",
+		      ibv_wc_status_str(w.status));
+	CHECK(!post_recv(&b, 4, 0, 64), "post_recv");
+	w = wait_one(a.cq);
+	CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 3, "got %s",
+	      ibv_wc_status_str(w.status));
+	w = wait_one(b.cq);
+	CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 4, "receiver got %s",
+	      ibv_wc_status_str(w.status));
+	unpair(&a);
+	unpair(&b);
+	rnr_retry = 0;
 	pass();
 
 	current = "destroyed_peer";

@@ -132,6 +132,8 @@ pub mod mod_qp {
     pub const SQ_PSN: usize = 12;
     pub const QKEY_DEST_QPN: usize = 16;
     pub const PMTU: usize = 24;
+    pub const RETRY: usize = 25;
+    pub const RNR_TIMER: usize = 26;
     pub const AH_ID_LEN: usize = 32;
     pub const TYPE_STATE: usize = 39;
     pub const DMA_ADDR: usize = 48;
@@ -149,6 +151,11 @@ pub mod mod_qp {
         qkey_dest_qpn / set_qkey_dest_qpn: u32 = QKEY_DEST_QPN..QKEY_DEST_QPN + 4;
         /// `pmtu`: the path MTU's log2 (`super::super::pmtu`).
         pmtu / set_pmtu: u8 = PMTU;
+        /// `retry`: the transport retry count in bits 0-2, `rnr_retry` in
+        /// bits 4-6.
+        retry / set_retry: u8 = RETRY;
+        /// `rnr_timer`: the QP's `min_rnr_timer` code.
+        rnr_timer / set_rnr_timer: u8 = RNR_TIMER;
         /// `ah_id_len`: the header template's bytes.
         ah_id_len / set_ah_id_len: u32 = AH_ID_LEN..AH_ID_LEN + 4;
         /// `type_state`: the new state (`super::super::qps`) in the low

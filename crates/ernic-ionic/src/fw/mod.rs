@@ -418,7 +418,9 @@ pub mod attr {
     pub const QKEY: u32 = 1 << 6;
     pub const AV: u32 = 1 << 7;
     pub const PATH_MTU: u32 = 1 << 8;
+    pub const RNR_RETRY: u32 = 1 << 11;
     pub const RQ_PSN: u32 = 1 << 12;
+    pub const MIN_RNR_TIMER: u32 = 1 << 15;
     pub const SQ_PSN: u32 = 1 << 16;
     pub const DEST_QPN: u32 = 1 << 20;
 }

@@ -173,6 +173,12 @@ impl RdmaDev {
         if mask & attr::SQ_PSN != 0 {
             a.sq_psn = Some(c.sq_psn());
         }
+        if mask & attr::RNR_RETRY != 0 {
+            a.rnr_retry = Some((c.retry() >> 4) & 7);
+        }
+        if mask & attr::MIN_RNR_TIMER != 0 {
+            a.min_rnr_timer = Some(c.rnr_timer() & 0x1f);
+        }
         if info.qp_type.is_connected() && mask & attr::AV != 0 {
             // The destination is in the packet header template.
             let Some((_, gid)) = self.template(dma, c.dma_addr(), c.ah_id_len()) else {
