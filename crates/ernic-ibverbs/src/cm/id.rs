@@ -73,6 +73,9 @@ pub(crate) struct IdState {
     /// The peer's first PSN, and ours.
     pub remote_psn: u32,
     pub psn: u32,
+    /// The `rnr_retry` our QP sends with: what the peer's REQ or REP asked
+    /// of this side (IB CM's rule; 7 until one arrives).
+    pub rnr_retry: u8,
     /// What the active side asked for (its connect parameters).
     pub params: ca::rdma_conn_param,
     pub private: [u8; REQ_DATA],
@@ -143,6 +146,7 @@ impl IdState {
             remote: None,
             remote_psn: 0,
             psn: 0,
+            rnr_retry: 7,
             // SAFETY: plain C data; zero is valid (a NULL pointer, zeros).
             params: unsafe { std::mem::zeroed() },
             private: [0; REQ_DATA],
@@ -307,7 +311,14 @@ pub(crate) fn on_event(agent: &Agent, st: &mut State, ev: Event) {
             let gid = s.candidates[at];
             s.remote = Some((gid, rep.local_qpn));
             s.remote_psn = rep.starting_psn;
-            let r = connect_qp(id.c.qp, (gid, rep.local_qpn), rep.starting_psn, s.psn);
+            s.rnr_retry = rep.rnr_retry_count.min(7);
+            let r = connect_qp(
+                id.c.qp,
+                (gid, rep.local_qpn),
+                rep.starting_psn,
+                s.psn,
+                s.rnr_retry,
+            );
             if r != 0 {
                 let _ = st
                     .cm
@@ -599,6 +610,7 @@ fn request(agent: &Agent, st: &mut State, conn: ConnId, from: Peer, r: &req::Rep
     s.conn = Some(conn);
     s.remote = Some((Gid(from.gid), r.local_qpn));
     s.remote_psn = r.starting_psn;
+    s.rnr_retry = r.rnr_retry_count.min(7);
     s.psn = psn();
     s.params.responder_resources = r.responder_resources;
     s.params.initiator_depth = r.initiator_depth;
@@ -657,7 +669,7 @@ pub(crate) fn accept(st: &mut State, id: &Id, param: Option<&ca::rdma_conn_param
     if id.c.qp.is_null() {
         return libc::EINVAL;
     }
-    let r = connect_qp(id.c.qp, remote, s.remote_psn, s.psn);
+    let r = connect_qp(id.c.qp, remote, s.remote_psn, s.psn, s.rnr_retry);
     if r != 0 {
         return r;
     }
@@ -665,7 +677,10 @@ pub(crate) fn accept(st: &mut State, id: &Id, param: Option<&ca::rdma_conn_param
     let qpn = unsafe { (*id.c.qp).qp_num };
     let mut data: &[u8] = &[];
     let (mut rr, mut id_) = (s.params.initiator_depth, s.params.responder_resources);
+    // What the peer's QP retries on RNR, told it in the REP.
+    let mut rnr_retry = 7;
     if let Some(p) = param {
+        rnr_retry = p.rnr_retry_count.min(7);
         if !p.private_data.is_null() && p.private_data_len > 0 {
             // SAFETY: the program's buffer of that length.
             data = unsafe {
@@ -686,7 +701,7 @@ pub(crate) fn accept(st: &mut State, id: &Id, param: Option<&ca::rdma_conn_param
             starting_psn: s.psn,
             responder_resources: rr,
             initiator_depth: id_,
-            rnr_retry_count: 7,
+            rnr_retry_count: rnr_retry,
             flow_control: true,
             srq: !id.c.srq.is_null(),
             private_data: data,

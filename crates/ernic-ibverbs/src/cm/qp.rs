@@ -140,12 +140,14 @@ pub unsafe extern "C" fn ernic_rdma_destroy_qp(id: *mut ca::rdma_cm_id) {
     }
 }
 
-/// Moves a QP through RTR to RTS towards `remote` (`ibv_modify_qp`).
+/// Moves a QP through RTR to RTS towards `remote` (`ibv_modify_qp`),
+/// retrying `rnr_retry` times on a peer with no receive.
 pub(crate) fn connect_qp(
     qp: *mut abi::ibv_qp,
     remote: (Gid, u32),
     rq_psn: u32,
     sq_psn: u32,
+    rnr_retry: u8,
 ) -> c_int {
     // SAFETY: plain C data; zero is valid.
     let mut a: abi::ibv_qp_attr = unsafe { std::mem::zeroed() };
@@ -177,7 +179,7 @@ pub(crate) fn connect_qp(
     a.sq_psn = sq_psn;
     a.timeout = 14;
     a.retry_cnt = 7;
-    a.rnr_retry = 7;
+    a.rnr_retry = rnr_retry;
     a.max_rd_atomic = 16;
     let mask = abi::IBV_QP_STATE
         | abi::IBV_QP_SQ_PSN
