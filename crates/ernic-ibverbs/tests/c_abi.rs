@@ -140,7 +140,7 @@ fn a_c_program_built_against_librdmacm_runs_over_ernic() {
         return;
     }
     let text = build_and_run("cm_check", &["-lrdmacm", "-libverbs"], &[]);
-    for case in ["getaddrinfo", "migrate_id", "done"] {
+    for case in ["getaddrinfo", "migrate_id", "ud_reject", "done"] {
         assert!(
             text.lines().any(|l| l == format!("ok {case}")),
             "case {case} did not pass:\n{text}"

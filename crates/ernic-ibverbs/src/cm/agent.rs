@@ -30,8 +30,11 @@ pub(crate) struct State {
     pub retries: Vec<(usize, Instant)>,
     /// SIDR MADs received in this pass, for the ids.
     sidr: Vec<(ernic_cm::conn::Peer, [u8; ernic_cm::mad::MAD_LEN])>,
-    /// Outstanding SIDR requests: request id → the id that sent it.
-    pub sidr_out: HashMap<u32, usize>,
+    /// Outstanding SIDR requests, by request id.
+    pub sidr_out: HashMap<u32, super::ud::SidrOut>,
+    /// SIDR requests a child id was made for, by the requester's port and
+    /// request id, with the answer once sent: a repeat is answered again.
+    pub sidr_in: HashMap<([u8; 16], u32), super::ud::SidrIn>,
     /// The next SIDR request id.
     pub sidr_next: u32,
 }
@@ -85,6 +88,7 @@ impl Agent {
                 retries: Vec::new(),
                 sidr: Vec::new(),
                 sidr_out: HashMap::new(),
+                sidr_in: HashMap::new(),
                 sidr_next: seed as u32 | 1,
             }),
             rt,
@@ -131,7 +135,7 @@ impl Agent {
             super::ud::on_sidr(self, st, *from, mad);
         }
         st.cm.poll(now);
-        let mut worked = got > 0;
+        let mut worked = super::ud::resend_sidr(self, st, now) || got > 0;
         let due: Vec<usize> = st
             .retries
             .iter()

@@ -150,7 +150,8 @@ pub unsafe extern "C" fn ernic_rdma_destroy_id(id: *mut ca::rdma_cm_id) -> c_int
         let mut st = a.lock();
         let s = i.lock();
         st.retries.retain(|(i, _)| *i != id as usize);
-        st.sidr_out.retain(|_, i| *i != id as usize);
+        st.sidr_out.retain(|_, o| o.id != id as usize);
+        st.sidr_in.retain(|_, x| x.id != id as usize);
         if let Some(c) = s.conn {
             st.conns.remove(&c.0);
             if s.phase == Phase::Connected {
@@ -507,14 +508,17 @@ pub unsafe extern "C" fn ernic_rdma_reject(
     };
     let mut st = a.lock();
     let mut s = i.lock();
-    let (Phase::Requested, Some(c)) = (s.phase, s.conn) else {
-        return fail(libc::EINVAL);
-    };
     let d: &[u8] = if data.is_null() || len == 0 {
         &[]
     } else {
         // SAFETY: the program's buffer of that length.
         unsafe { std::slice::from_raw_parts(data.cast::<u8>(), usize::from(len)) }
+    };
+    if i.c.qp_type == abi::IBV_QPT_UD && s.phase == Phase::Requested {
+        return result(super::ud::reject_ud(&mut st, &mut s, d));
+    }
+    let (Phase::Requested, Some(c)) = (s.phase, s.conn) else {
+        return fail(libc::EINVAL);
     };
     let r = st.cm.reject(
         std::time::Instant::now(),

@@ -91,6 +91,9 @@ pub(crate) struct IdState {
     pub ep_qp: Option<(*mut abi::ibv_pd, abi::ibv_qp_init_attr)>,
     /// The SIDR_REQ a passive UD id answers.
     pub sidr: Option<ernic_cm::sidr::Req>,
+    /// An active UD id's SIDR request id (0 until it first connects): the
+    /// same for every candidate and resend, so a peer knows a repeat.
+    pub sidr_request: u32,
 }
 
 // SAFETY: the raw pointers in `ep_qp` name the program's PD and CQs, only
@@ -156,6 +159,7 @@ impl IdState {
             sync: false,
             ep_qp: None,
             sidr: None,
+            sidr_request: 0,
         }
     }
 }

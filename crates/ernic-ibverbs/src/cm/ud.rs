@@ -4,13 +4,19 @@
 //! rdma_accept answers with a SIDR_REP naming its QP and rdma_cm's Q_Key;
 //! the requester's ESTABLISHED carries the AH, QP and Q_Key. SIDR has no
 //! connection state, so the agent hands these MADs here, past the CM.
+//!
+//! A SIDR MAD is a datagram and may be lost (a port whose QP 1 is not yet
+//! up, a GID the mesh has yet to tell a node of): as in the kernel's CM, an
+//! unanswered SIDR_REQ is sent again, and a repeat of one already answered
+//! gets the same answer; one never answered ends in UNREACHABLE.
 
 use std::ffi::{c_int, c_void};
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ernic_cm::conn::Peer;
+use ernic_cm::mad::MAD_LEN;
 use ernic_cm::private_data::cma;
 use ernic_cm::rej::RejReason;
 use ernic_cm::sidr;
@@ -23,7 +29,40 @@ use super::id::{
 };
 use crate::{abi, cma_abi as ca};
 
-/// Sends the SIDR_REQ of a UD id to its candidate `at`.
+/// How long a SIDR_REQ first waits for its SIDR_REP before it is sent
+/// again. The wait doubles with each resend up to rdma_cm's own,
+/// `1 << (CMA_CM_RESPONSE_TIMEOUT - 8)` ms: on one host a lost SIDR MAD is
+/// one the mesh was a moment late to route (or a port with no CM), and
+/// waiting 4 s for it would stall a program for nothing; a peer that never
+/// answers is still asked for about as long as rdma_cm asks (49 s).
+const SIDR_FIRST_TIMEOUT: Duration = Duration::from_millis(256);
+const SIDR_TIMEOUT: Duration = Duration::from_millis(4096);
+/// How many times it is sent again (rdma_cm's `CMA_MAX_CM_RETRIES`).
+const SIDR_RETRIES: u32 = 15;
+/// SIDR requests answered or awaiting an answer at once; more are refused
+/// with "no QP".
+const MAX_SIDR_IN: usize = 4096;
+
+/// A SIDR_REQ of ours not yet answered.
+pub(crate) struct SidrOut {
+    /// The id that sent it.
+    pub id: usize,
+    to: Gid,
+    due: Instant,
+    wait: Duration,
+    left: u32,
+}
+
+/// A peer's SIDR_REQ that a child id was made for.
+pub(crate) struct SidrIn {
+    /// The child id.
+    pub id: usize,
+    /// The SIDR_REP sent, once the program accepted or rejected.
+    answer: Option<[u8; MAD_LEN]>,
+}
+
+/// Sends the SIDR_REQ of a UD id to its candidate `at`. A resend (the
+/// request still outstanding) keeps its count and its wait.
 pub(crate) fn send_sidr_req(
     st: &mut State,
     id: &Id,
@@ -33,8 +72,11 @@ pub(crate) fn send_sidr_req(
     src: SocketAddr,
     dst: SocketAddr,
 ) -> c_int {
-    let request_id = st.sidr_next;
-    st.sidr_next = st.sidr_next.wrapping_add(1);
+    if s.sidr_request == 0 {
+        s.sidr_request = st.sidr_next;
+        st.sidr_next = st.sidr_next.wrapping_add(1).max(1);
+    }
+    let request_id = s.sidr_request;
     let mut private_data = [0u8; sidr::REQ_PRIVATE_DATA_LEN];
     private_data[..cma::LEN].copy_from_slice(&cma_header(src, dst));
     let n = s.private_len.min(sidr::REQ_PRIVATE_DATA_LEN - cma::LEN);
@@ -50,10 +92,72 @@ pub(crate) fn send_sidr_req(
         "rdma_connect (UD): SIDR_REQ for port {} to {gid}",
         dst.port()
     );
-    st.sidr_out.insert(request_id, id.ptr() as usize);
+    let now = Instant::now();
+    let out = st.sidr_out.entry(request_id).or_insert(SidrOut {
+        id: id.ptr() as usize,
+        to: gid,
+        due: now,
+        wait: SIDR_FIRST_TIMEOUT,
+        left: SIDR_RETRIES,
+    });
+    out.to = gid;
+    out.due = now + out.wait;
     s.phase = Phase::Connecting(at);
     super::agent::send_mad(st, gid, &m.emit());
     0
+}
+
+/// Sends again each SIDR_REQ whose answer is late, to the next candidate
+/// port (round to the first again, the candidates found afresh: a peer
+/// knows a repeat by its request id), and tells the id of one sent for the
+/// last time that its peer is unreachable. Answers whether any was due.
+pub(crate) fn resend_sidr(agent: &Agent, st: &mut State, now: Instant) -> bool {
+    let due: Vec<u32> = st
+        .sidr_out
+        .iter()
+        .filter(|(_, o)| o.due <= now)
+        .map(|(k, _)| *k)
+        .collect();
+    for k in &due {
+        let Some(o) = st.sidr_out.get_mut(k) else {
+            continue;
+        };
+        // SAFETY: ids in `sidr_out` are live (destroying one takes it out
+        // under the agent's lock).
+        let id = unsafe { &*(o.id as *const Id) };
+        if o.left > 0 {
+            o.left -= 1;
+            o.wait = (o.wait * 2).min(SIDR_TIMEOUT);
+            let mut s = id.lock();
+            let next = match s.phase {
+                Phase::Connecting(at) if at + 1 < s.candidates.len() => at + 1,
+                _ => {
+                    if let Some(dst) = id.addr(true) {
+                        s.candidates = agent.candidates(dst.ip());
+                    }
+                    0
+                }
+            };
+            tracing::debug!("rdma_connect (UD): no SIDR_REP yet; asking candidate {next}");
+            if send_req(agent, st, id, &mut s, next) == 0 {
+                continue;
+            }
+        }
+        st.sidr_out.remove(k);
+        id.lock().phase = Phase::Disconnected;
+        // SAFETY: live id and channel.
+        unsafe {
+            post(
+                id,
+                std::ptr::null_mut(),
+                ca::RDMA_CM_EVENT_UNREACHABLE,
+                -libc::ETIMEDOUT,
+                None,
+                &[],
+            )
+        };
+    }
+    !due.is_empty()
 }
 
 /// A SIDR MAD from `from`'s QP 1.
@@ -65,20 +169,38 @@ pub(crate) fn on_sidr(agent: &Agent, st: &mut State, from: Peer, mad: &[u8; 256]
     }
 }
 
-/// Answers a SIDR_REQ with status `status` (and no QP).
-fn sidr_refuse(st: &mut State, to: Gid, r: &sidr::Req, status: sidr::Status) {
+/// Answers a SIDR_REQ from `to` with `status`, naming QP `qpn` with Q_Key
+/// `qkey` (0 for none), with `data` as private data; returns the MAD sent.
+fn answer(
+    st: &mut State,
+    to: Gid,
+    r: &sidr::Req,
+    status: sidr::Status,
+    (qpn, qkey): (u32, u32),
+    data: &[u8],
+) -> [u8; MAD_LEN] {
+    let mut private_data = [0u8; sidr::REP_PRIVATE_DATA_LEN];
+    let n = data.len().min(private_data.len());
+    private_data[..n].copy_from_slice(&data[..n]);
     let rep = sidr::Rep {
         tid: r.tid,
         request_id: r.request_id,
         status,
         info_length: 0,
-        qpn: 0,
+        qpn,
         service_id: r.service_id,
-        qkey: 0,
+        qkey,
         info: [0; sidr::REP_INFO_LEN],
-        private_data: [0; sidr::REP_PRIVATE_DATA_LEN],
+        private_data,
     };
-    super::agent::send_mad(st, to, &rep.emit());
+    let mad = rep.emit();
+    super::agent::send_mad(st, to, &mad);
+    mad
+}
+
+/// Answers a SIDR_REQ with status `status` (and no QP).
+fn sidr_refuse(st: &mut State, to: Gid, r: &sidr::Req, status: sidr::Status) {
+    answer(st, to, r, status, (0, 0), &[]);
 }
 
 /// The UD address of a peer port, as `param.ud.ah_attr`.
@@ -95,10 +217,22 @@ fn ah_to(gid: Gid) -> abi::ibv_ah_attr {
 /// A peer's SIDR_REQ: a new UD id on the listener's channel, or a refusal.
 fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
     let gid = Gid(from.gid);
+    let key = (from.gid, r.request_id);
+    if let Some(seen) = st.sidr_in.get(&key) {
+        // A repeat: our answer was lost, or the program has yet to give it.
+        if let Some(mad) = seen.answer {
+            super::agent::send_mad(st, gid, &mad);
+        }
+        return;
+    }
     let Some(&lptr) = st.listeners.get(&r.service_id) else {
         sidr_refuse(st, gid, r, sidr::Status::Unsupported);
         return;
     };
+    if st.sidr_in.len() >= MAX_SIDR_IN {
+        sidr_refuse(st, gid, r, sidr::Status::NoQp);
+        return;
+    }
     // SAFETY: a listener in `listeners` is live (see `request`).
     let listener = unsafe { &*(lptr as *const Id) };
     let (c, sync) = match child_of(agent, listener, from, r.service_id, &r.private_data) {
@@ -121,6 +255,13 @@ fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
         c,
         st: Mutex::new(s),
     }));
+    st.sidr_in.insert(
+        key,
+        SidrIn {
+            id: child as usize,
+            answer: None,
+        },
+    );
     // SAFETY: the child was just made; the listener's channel is live.
     unsafe {
         post_ud(
@@ -139,9 +280,16 @@ fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
 
 /// The answer to our SIDR_REQ.
 fn sidr_reply(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Rep) {
-    let Some(ptr) = st.sidr_out.remove(&r.request_id) else {
+    let Some(out) = st.sidr_out.remove(&r.request_id) else {
         return;
     };
+    if out.to.0 != from.gid && r.status != sidr::Status::Success {
+        // A late refusal from a port asked before: the one asked now
+        // answers for itself.
+        st.sidr_out.insert(r.request_id, out);
+        return;
+    }
+    let ptr = out.id;
     // SAFETY: ids in `sidr_out` are live (destroying one takes it out
     // under the agent's lock).
     let id = unsafe { &*(ptr as *const Id) };
@@ -180,15 +328,21 @@ fn sidr_reply(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Rep) {
             s.phase = Phase::Disconnected;
             drop(s);
             tracing::debug!("rdma_connect (UD): SIDR_REP {other:?}");
+            // As the kernel's rdma_cm reports it: UNREACHABLE, with the
+            // SIDR status as the event's status and the reply's private
+            // data.
             // SAFETY: live id and channel.
             unsafe {
-                post(
+                post_ud(
+                    id.c.channel,
                     id,
                     std::ptr::null_mut(),
                     ca::RDMA_CM_EVENT_UNREACHABLE,
-                    -libc::ECONNREFUSED,
-                    None,
-                    &[],
+                    c_int::from(u8::from(other)),
+                    ah_to(Gid(from.gid)),
+                    0,
+                    0,
+                    &r.private_data,
                 )
             };
         }
@@ -203,24 +357,31 @@ pub(crate) fn accept_ud(st: &mut State, id: &Id, s: &mut IdState, data: &[u8]) -
     if id.c.qp.is_null() {
         return libc::EINVAL;
     }
-    let mut private_data = [0u8; sidr::REP_PRIVATE_DATA_LEN];
-    let n = data.len().min(private_data.len());
-    private_data[..n].copy_from_slice(&data[..n]);
-    let rep = sidr::Rep {
-        tid: r.tid,
-        request_id: r.request_id,
-        status: sidr::Status::Success,
-        info_length: 0,
-        // SAFETY: the id's QP is live.
-        qpn: unsafe { (*id.c.qp).qp_num },
-        service_id: r.service_id,
-        qkey: ca::RDMA_UDP_QKEY as u32,
-        info: [0; sidr::REP_INFO_LEN],
-        private_data,
-    };
-    super::agent::send_mad(st, gid, &rep.emit());
+    // SAFETY: the id's QP is live.
+    let qpn = unsafe { (*id.c.qp).qp_num };
+    let qp = (qpn, ca::RDMA_UDP_QKEY as u32);
+    let mad = answer(st, gid, &r, sidr::Status::Success, qp, data);
+    keep_answer(st, gid, &r, mad);
     s.phase = Phase::Connected;
     0
+}
+
+/// `rdma_reject` of a UD id: a SIDR_REP with status "rejected".
+pub(crate) fn reject_ud(st: &mut State, s: &mut IdState, data: &[u8]) -> c_int {
+    let (Some(r), Some((gid, _))) = (s.sidr, s.remote) else {
+        return libc::EINVAL;
+    };
+    let mad = answer(st, gid, &r, sidr::Status::Reject, (0, 0), data);
+    keep_answer(st, gid, &r, mad);
+    s.phase = Phase::Disconnected;
+    0
+}
+
+/// Keeps the answer to a peer's SIDR_REQ, for its repeats.
+fn keep_answer(st: &mut State, gid: Gid, r: &sidr::Req, mad: [u8; MAD_LEN]) {
+    if let Some(seen) = st.sidr_in.get_mut(&(gid.0, r.request_id)) {
+        seen.answer = Some(mad);
+    }
 }
 
 /// Queues a UD event (`param.ud`) for `id` on channel `chan`.

@@ -1,7 +1,8 @@
 /*
  * Checks ernic's librdmacm through the C API, as a program built against
  * rdma-core's <rdma/rdma_cma.h> calls it: rdma_getaddrinfo's rules (as
- * rdma-core's addrinfo.c applies them) and rdma_migrate_id. Each case
+ * rdma-core's addrinfo.c applies them), rdma_migrate_id, and a UD
+ * (SIDR) connect that the listener rejects. Each case
  * prints "ok NAME" when it holds; the first that does not prints
  * "FAIL NAME: why" and exits 1.
  *
@@ -159,11 +160,94 @@ static void migrate(void)
 	pass();
 }
 
+/* The next event on `ch`, which must be `type` (within 5 s). */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch,
+				    enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+	CHECK(poll(&p, 1, 5000) == 1, "no event (waiting for %s)",
+	      rdma_event_str(type));
+	CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event");
+	CHECK(ev->event == type, "%s, not %s (status %d)",
+	      rdma_event_str(ev->event), rdma_event_str(type), ev->status);
+	return ev;
+}
+
+static void ud_reject(void)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listener, *client, *child;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in at = {.sin_family = AF_INET,
+				 .sin_port = htons(7609)};
+	struct rdma_conn_param param = {.private_data = "hello",
+					.private_data_len = 5};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD,
+				      .cap = {.max_send_wr = 4,
+					      .max_recv_wr = 4,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	current = "ud_reject";
+	inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+	CHECK((ch = rdma_create_event_channel()), "channel");
+	CHECK(!rdma_create_id(ch, &listener, NULL, RDMA_PS_UDP), "listener id");
+	CHECK(!rdma_bind_addr(listener, (struct sockaddr *)&at), "bind");
+	CHECK(!rdma_listen(listener, 4), "listen");
+	CHECK(!rdma_create_id(ch, &client, NULL, RDMA_PS_UDP), "client id");
+	CHECK(!rdma_resolve_addr(client, NULL, (struct sockaddr *)&at, 2000),
+	      "rdma_resolve_addr");
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	CHECK(!rdma_resolve_route(client, 2000), "rdma_resolve_route");
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	CHECK((pd = ibv_alloc_pd(client->verbs)), "pd");
+	CHECK((cq = ibv_create_cq(client->verbs, 8, NULL, NULL, 0)), "cq");
+	qa.send_cq = qa.recv_cq = cq;
+	CHECK(!rdma_create_qp(client, pd, &qa), "rdma_create_qp");
+	CHECK(!rdma_connect(client, &param), "rdma_connect");
+
+	/* The listener hears the request, with the client's private data. */
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(ev->listen_id == listener, "listen_id");
+	child = ev->id;
+	CHECK(ev->param.ud.private_data &&
+		      !memcmp(ev->param.ud.private_data, "hello", 5),
+	      "the request's private data");
+	rdma_ack_cm_event(ev);
+	CHECK(!rdma_reject(child, "busy", 4), "rdma_reject");
+	CHECK(rdma_reject(child, NULL, 0) && errno == EINVAL,
+	      "a second rdma_reject");
+
+	/* As the kernel's rdma_cm tells it: UNREACHABLE, with the SIDR_REP's
+	 * status (IB_SIDR_REJECT, 2) and private data. */
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE);
+	CHECK(ev->id == client, "the client's event");
+	CHECK(ev->status == 2, "status %d", ev->status);
+	CHECK(ev->param.ud.private_data &&
+		      !memcmp(ev->param.ud.private_data, "busy", 4),
+	      "the reply's private data");
+	rdma_ack_cm_event(ev);
+
+	rdma_destroy_qp(client);
+	CHECK(!ibv_destroy_cq(cq), "destroy cq");
+	CHECK(!ibv_dealloc_pd(pd), "dealloc pd");
+	CHECK(!rdma_destroy_id(client), "destroy client");
+	CHECK(!rdma_destroy_id(child), "destroy child");
+	CHECK(!rdma_destroy_id(listener), "destroy listener");
+	rdma_destroy_event_channel(ch);
+	pass();
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	getaddrinfo_rules();
 	migrate();
+	ud_reject();
 	current = "done";
 	pass();
 	return 0;
