@@ -329,6 +329,66 @@ fn rdma_cm_programs_connect_through_it() {
 }
 
 #[test]
+fn a_port_without_rdma_cm_listeners_does_not_stall_a_connect() {
+    if !have(&["udaddy", "rping", "ibv_rc_pingpong"]) {
+        return;
+    }
+    // A verbs program with no rdma_cm (an ibv_rc_pingpong server, waiting
+    // on its socket) is a port at 127.0.0.1 that listens on nothing. It
+    // joins first, so a client joining last asks it before the real
+    // server (candidates go in node order): its answer, or the loss of a
+    // request sent before it could answer, must move the client on to
+    // the next port, not leave it waiting.
+    let mesh = 19_740;
+    let tcp = mesh + 1;
+    let quiet = run(
+        mesh,
+        &["ibv_rc_pingpong", "-g", "0", "-p", &tcp.to_string()].map(String::from),
+    )
+    .spawn()
+    .unwrap();
+    common::within("ibv_rc_pingpong's server", Duration::from_secs(30), || {
+        listening(tcp).then_some(())
+    });
+    let port = (mesh + 2).to_string();
+    for (server, client) in [
+        (vec!["udaddy"], vec!["udaddy", "-s", "127.0.0.1"]),
+        (
+            vec!["rping", "-s", "-C", "10", "-p", &port],
+            vec!["rping", "-c", "-C", "10", "-a", "127.0.0.1", "-p", &port],
+        ),
+    ] {
+        let server_args: Vec<String> = server.iter().map(|s| s.to_string()).collect();
+        let client_args: Vec<String> = client.iter().map(|s| s.to_string()).collect();
+        let s = run(mesh, &server_args).spawn().unwrap();
+        // Neither server has a socket to wait for: give it its start.
+        std::thread::sleep(Duration::from_millis(500));
+        let began = Instant::now();
+        let c = finish(
+            run(mesh, &client_args).spawn().unwrap(),
+            Duration::from_secs(30),
+        );
+        let took = began.elapsed();
+        let s = finish(s, Duration::from_secs(10));
+        for (who, o) in [("client", &c), ("server", &s)] {
+            assert!(
+                o.status.success(),
+                "{} {who}: {}\n{}{}",
+                server[0],
+                o.status,
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        println!(
+            "{} past a port with no listener: exit 0 in {took:?}",
+            server[0]
+        );
+    }
+    finish(quiet, Duration::ZERO);
+}
+
+#[test]
 fn libfabric_verbs_provider_runs_over_it() {
     if !have(&["fi_pingpong"]) {
         return;

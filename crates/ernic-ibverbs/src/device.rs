@@ -147,6 +147,15 @@ pub unsafe extern "C" fn ernic_ibv_open_device(dev: *mut abi::ibv_device) -> *mu
     if dev != ptr::from_ref(&rt.ibv.c).cast_mut() {
         return errno::null(libc::EINVAL);
     }
+    if rt.fabric.mesh().is_some() {
+        // On a mesh other processes' rdma_cm may ask this port (an address
+        // names every port at it): its CM answers even a program that
+        // never uses rdma_cm, with "no one listens", so theirs moves on to
+        // the next port instead of waiting out its timeouts.
+        if let Err(why) = crate::cm::serve() {
+            tracing::warn!("this port's connection manager: {why}");
+        }
+    }
     let (Some(async_fd), Some(cmd_fd)) = (crate::fd::eventfd(), crate::fd::eventfd()) else {
         return errno::null(libc::EMFILE);
     };

@@ -23,3 +23,9 @@ mod id;
 mod misc;
 mod qp;
 mod ud;
+
+/// Starts the process's CM (QP 1 and its thread), so this port answers
+/// other processes' rdma_cm even if the program never uses rdma_cm.
+pub(crate) fn serve() -> Result<(), &'static str> {
+    agent::get().map(|_| ())
+}
