@@ -341,12 +341,15 @@ fn a_port_without_rdma_cm_listeners_does_not_stall_a_connect() {
     // the next port, not leave it waiting.
     let mesh = 19_740;
     let tcp = mesh + 1;
-    let quiet = run(
-        mesh,
-        &["ibv_rc_pingpong", "-g", "0", "-p", &tcp.to_string()].map(String::from),
-    )
-    .spawn()
-    .unwrap();
+    // Stopped (with its mesh) however the test ends.
+    let quiet = Group(
+        run(
+            mesh,
+            &["ibv_rc_pingpong", "-g", "0", "-p", &tcp.to_string()].map(String::from),
+        )
+        .spawn()
+        .unwrap(),
+    );
     common::within("ibv_rc_pingpong's server", Duration::from_secs(30), || {
         listening(tcp).then_some(())
     });
@@ -385,7 +388,19 @@ fn a_port_without_rdma_cm_listeners_does_not_stall_a_connect() {
             server[0]
         );
     }
-    finish(quiet, Duration::ZERO);
+    drop(quiet);
+}
+
+/// A process group that is killed when dropped.
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .status();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
