@@ -4,7 +4,9 @@
 //! - `ERNIC_MESH=SPEC` joins a TCP mesh (`tcp:worker:HOST:PORT`, or
 //!   `tcp:manager:listen:PORT` to be the manager), so the device reaches
 //!   the devices of other processes and hosts; unset, the device reaches
-//!   only devices of this process.
+//!   only devices of this process. On a mesh, opening the device starts
+//!   the process's rdma_cm agent (QP 1 and a thread), so its port answers
+//!   other processes' connection requests.
 //! - `ERNIC_GID=ADDR` gives the device's GID (an IPv6 address); unset, it
 //!   is `fd00::1b:N+1` for mesh node N (`fd00::1b:1` off a mesh).
 //! - `ERNIC_MESH_WAIT_MS` bounds the wait to register with the manager
