@@ -4,7 +4,6 @@
 
 use std::ffi::c_int;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::Instant;
 
 use ernic_cm::private_data::cma;
 
@@ -56,8 +55,22 @@ pub(crate) fn to_storage(a: SocketAddr) -> libc::sockaddr_storage {
 
 /// A random 24-bit PSN.
 pub(crate) fn psn() -> u32 {
-    let t = Instant::now().elapsed().as_nanos() as u32;
-    (t ^ std::process::id().rotate_left(8) ^ 0x5a5a5a) & 0xff_ffff
+    random() as u32 & 0xff_ffff
+}
+
+/// 64 random bits from the kernel (`getrandom(2)`); should it fail, the
+/// clock and the process id, which still differ between processes.
+pub(crate) fn random() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: `b` is writable for its length.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == b.len() as isize {
+        return u64::from_ne_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ u64::from(std::process::id()).rotate_left(40)
 }
 
 /// rdma_cm's header for a REQ from `src` to `dst`.

@@ -33,8 +33,9 @@ pub(crate) struct State {
     /// Outstanding SIDR requests, by request id.
     pub sidr_out: HashMap<u32, super::ud::SidrOut>,
     /// SIDR requests a child id was made for, by the requester's port and
-    /// request id, with the answer once sent: a repeat is answered again.
-    pub sidr_in: HashMap<([u8; 16], u32), super::ud::SidrIn>,
+    /// the request's transaction id (its request id and process), with the
+    /// answer once sent: a repeat is answered again.
+    pub sidr_in: HashMap<([u8; 16], u64), super::ud::SidrIn>,
     /// The next SIDR request id.
     pub sidr_next: u32,
 }
@@ -68,7 +69,7 @@ impl Agent {
             .alloc_pd()
             .map_err(|e| format!("the CM's PD: {e}"))?;
         let gsi = Gsi::new(&rt.device, &pd).map_err(|e| format!("QP 1 for the CM: {e}"))?;
-        let seed = Instant::now().elapsed().as_nanos() as u64 ^ u64::from(std::process::id()) << 32;
+        let seed = super::addr::random();
         let cm = Cm::new(CmConfig {
             local_gid: rt.gid.0,
             ca_guid: rt.guid(),

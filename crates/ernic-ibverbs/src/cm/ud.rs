@@ -25,7 +25,7 @@ use ernic_verbs::Gid;
 use super::addr::cma_header;
 use super::agent::{Agent, State};
 use super::id::{
-    Id, IdState, Phase, RETRY_GAP, RETRY_ROUNDS, child_of, event_for, post, queue, send_req,
+    Id, IdState, Phase, RETRY_GAP, RETRY_ROUNDS, child_of, event_for, queue, send_req,
 };
 use crate::{abi, cma_abi as ca};
 
@@ -39,6 +39,9 @@ const SIDR_FIRST_TIMEOUT: Duration = Duration::from_millis(256);
 const SIDR_TIMEOUT: Duration = Duration::from_millis(4096);
 /// How many times it is sent again (rdma_cm's `CMA_MAX_CM_RETRIES`).
 const SIDR_RETRIES: u32 = 15;
+/// Sends to one candidate port left unanswered before the next is asked:
+/// a port that has not answered twice may have no CM yet.
+const SIDR_TRIES_PER_PORT: u32 = 2;
 /// SIDR requests answered or awaiting an answer at once; more are refused
 /// with "no QP".
 const MAX_SIDR_IN: usize = 4096;
@@ -48,9 +51,15 @@ pub(crate) struct SidrOut {
     /// The id that sent it.
     pub id: usize,
     to: Gid,
+    /// The candidate it went to, and how many times.
+    at: usize,
+    tries_here: u32,
     due: Instant,
     wait: Duration,
     left: u32,
+    /// Every candidate said "unsupported": waiting to ask them all again
+    /// (the candidates found afresh), which costs no resend.
+    parked: bool,
 }
 
 /// A peer's SIDR_REQ that a child id was made for.
@@ -62,7 +71,10 @@ pub(crate) struct SidrIn {
 }
 
 /// Sends the SIDR_REQ of a UD id to its candidate `at`. A resend (the
-/// request still outstanding) keeps its count and its wait.
+/// request still outstanding) keeps its count and its wait: one
+/// rdma_connect sends at most `SIDR_RETRIES` + 1 times for want of an
+/// answer, and asks each candidate at most `RETRY_ROUNDS` + 1 times that
+/// answer "unsupported".
 pub(crate) fn send_sidr_req(
     st: &mut State,
     id: &Id,
@@ -96,21 +108,29 @@ pub(crate) fn send_sidr_req(
     let out = st.sidr_out.entry(request_id).or_insert(SidrOut {
         id: id.ptr() as usize,
         to: gid,
+        at,
+        tries_here: 0,
         due: now,
         wait: SIDR_FIRST_TIMEOUT,
         left: SIDR_RETRIES,
+        parked: false,
     });
-    out.to = gid;
+    if out.at != at || out.to != gid {
+        out.tries_here = 0;
+    }
+    out.tries_here += 1;
+    (out.to, out.at) = (gid, at);
     out.due = now + out.wait;
     s.phase = Phase::Connecting(at);
     super::agent::send_mad(st, gid, &m.emit());
     0
 }
 
-/// Sends again each SIDR_REQ whose answer is late, to the next candidate
-/// port (round to the first again, the candidates found afresh: a peer
-/// knows a repeat by its request id), and tells the id of one sent for the
-/// last time that its peer is unreachable. Answers whether any was due.
+/// Sends again each SIDR_REQ whose answer is late: to the same candidate
+/// port, or the next once that one has missed `SIDR_TRIES_PER_PORT` (round
+/// to the first again, the candidates found afresh; a peer knows a repeat
+/// by the request's transaction id); tells the id of one sent for the last
+/// time that its peer is unreachable. Answers whether any was due.
 pub(crate) fn resend_sidr(agent: &Agent, st: &mut State, now: Instant) -> bool {
     let due: Vec<u32> = st
         .sidr_out
@@ -125,19 +145,28 @@ pub(crate) fn resend_sidr(agent: &Agent, st: &mut State, now: Instant) -> bool {
         // SAFETY: ids in `sidr_out` are live (destroying one takes it out
         // under the agent's lock).
         let id = unsafe { &*(o.id as *const Id) };
-        if o.left > 0 {
+        let (parked, left, tries_here, at) = (o.parked, o.left, o.tries_here, o.at);
+        if parked {
+            o.parked = false;
+        } else if left > 0 {
             o.left -= 1;
             o.wait = (o.wait * 2).min(SIDR_TIMEOUT);
+        }
+        if parked || left > 0 {
             let mut s = id.lock();
-            let next = match s.phase {
-                Phase::Connecting(at) if at + 1 < s.candidates.len() => at + 1,
-                _ => {
-                    if let Some(dst) = id.addr(true) {
-                        s.candidates = agent.candidates(dst.ip());
-                    }
-                    0
-                }
+            let next = if parked || tries_here < SIDR_TRIES_PER_PORT {
+                if parked { 0 } else { at }
+            } else if at + 1 < s.candidates.len() {
+                at + 1
+            } else {
+                0
             };
+            if next == 0
+                && (parked || tries_here >= SIDR_TRIES_PER_PORT)
+                && let Some(dst) = id.addr(true)
+            {
+                s.candidates = agent.candidates(dst.ip());
+            }
             tracing::debug!("rdma_connect (UD): no SIDR_REP yet; asking candidate {next}");
             if send_req(agent, st, id, &mut s, next) == 0 {
                 continue;
@@ -146,18 +175,34 @@ pub(crate) fn resend_sidr(agent: &Agent, st: &mut State, now: Instant) -> bool {
         st.sidr_out.remove(k);
         id.lock().phase = Phase::Disconnected;
         // SAFETY: live id and channel.
-        unsafe {
-            post(
-                id,
-                std::ptr::null_mut(),
-                ca::RDMA_CM_EVENT_UNREACHABLE,
-                -libc::ETIMEDOUT,
-                None,
-                &[],
-            )
-        };
+        unsafe { unreachable(id, -libc::ETIMEDOUT, None, &[]) };
     }
     !due.is_empty()
+}
+
+/// Tells `id` its UD connect ended: UNREACHABLE with `status`, from the
+/// port at `from` (if one answered) with `data` as private data.
+///
+/// # Safety
+///
+/// `id` live, its channel live.
+unsafe fn unreachable(id: &Id, status: c_int, from: Option<Gid>, data: &[u8]) {
+    // SAFETY: plain C data; zero is valid.
+    let ah = from.map_or_else(|| unsafe { std::mem::zeroed() }, ah_to);
+    // SAFETY: the caller's contract.
+    unsafe {
+        post_ud(
+            id.c.channel,
+            id,
+            std::ptr::null_mut(),
+            ca::RDMA_CM_EVENT_UNREACHABLE,
+            status,
+            ah,
+            0,
+            0,
+            data,
+        )
+    };
 }
 
 /// A SIDR MAD from `from`'s QP 1.
@@ -217,7 +262,7 @@ fn ah_to(gid: Gid) -> abi::ibv_ah_attr {
 /// A peer's SIDR_REQ: a new UD id on the listener's channel, or a refusal.
 fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
     let gid = Gid(from.gid);
-    let key = (from.gid, r.request_id);
+    let key = (from.gid, r.tid);
     if let Some(seen) = st.sidr_in.get(&key) {
         // A repeat: our answer was lost, or the program has yet to give it.
         if let Some(mad) = seen.answer {
@@ -280,12 +325,12 @@ fn sidr_request(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Req) {
 
 /// The answer to our SIDR_REQ.
 fn sidr_reply(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Rep) {
-    let Some(out) = st.sidr_out.remove(&r.request_id) else {
+    let Some(mut out) = st.sidr_out.remove(&r.request_id) else {
         return;
     };
-    if out.to.0 != from.gid && r.status != sidr::Status::Success {
-        // A late refusal from a port asked before: the one asked now
-        // answers for itself.
+    if out.to.0 != from.gid && r.status == sidr::Status::Unsupported {
+        // A late "not here" from a port asked before: the one asked now
+        // answers for itself. (Any other answer comes from a listener.)
         st.sidr_out.insert(r.request_id, out);
         return;
     }
@@ -297,7 +342,7 @@ fn sidr_reply(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Rep) {
     let Phase::Connecting(at) = s.phase else {
         return;
     };
-    match r.status {
+    let status = match r.status {
         sidr::Status::Success => {
             s.phase = Phase::Connected;
             s.remote = Some((Gid(from.gid), r.qpn));
@@ -316,37 +361,36 @@ fn sidr_reply(agent: &Agent, st: &mut State, from: Peer, r: &sidr::Rep) {
                     &r.private_data,
                 )
             };
+            return;
         }
         sidr::Status::Unsupported if at + 1 < s.candidates.len() => {
-            let _ = send_req(agent, st, id, &mut s, at + 1);
+            // Not listening there: the next port, with what is left of
+            // this request's resends.
+            st.sidr_out.insert(r.request_id, out);
+            if send_req(agent, st, id, &mut s, at + 1) == 0 {
+                return;
+            }
+            st.sidr_out.remove(&r.request_id);
+            -libc::EHOSTUNREACH
         }
         sidr::Status::Unsupported if s.rounds < RETRY_ROUNDS => {
+            // No one listens yet, or this node's view of the mesh is
+            // behind: ask them all again in a moment.
             s.rounds += 1;
-            st.retries.push((ptr, Instant::now() + RETRY_GAP));
+            out.parked = true;
+            out.due = Instant::now() + RETRY_GAP;
+            st.sidr_out.insert(r.request_id, out);
+            return;
         }
-        other => {
-            s.phase = Phase::Disconnected;
-            drop(s);
-            tracing::debug!("rdma_connect (UD): SIDR_REP {other:?}");
-            // As the kernel's rdma_cm reports it: UNREACHABLE, with the
-            // SIDR status as the event's status and the reply's private
-            // data.
-            // SAFETY: live id and channel.
-            unsafe {
-                post_ud(
-                    id.c.channel,
-                    id,
-                    std::ptr::null_mut(),
-                    ca::RDMA_CM_EVENT_UNREACHABLE,
-                    c_int::from(u8::from(other)),
-                    ah_to(Gid(from.gid)),
-                    0,
-                    0,
-                    &r.private_data,
-                )
-            };
-        }
-    }
+        // As the kernel's rdma_cm reports it: UNREACHABLE, with the SIDR
+        // status as the event's status and the reply's private data.
+        other => c_int::from(u8::from(other)),
+    };
+    s.phase = Phase::Disconnected;
+    drop(s);
+    tracing::debug!("rdma_connect (UD): SIDR_REP {:?}", r.status);
+    // SAFETY: live id and channel.
+    unsafe { unreachable(id, status, Some(Gid(from.gid)), &r.private_data) };
 }
 
 /// `rdma_accept` of a UD id: the SIDR_REP naming its QP.
@@ -379,7 +423,7 @@ pub(crate) fn reject_ud(st: &mut State, s: &mut IdState, data: &[u8]) -> c_int {
 
 /// Keeps the answer to a peer's SIDR_REQ, for its repeats.
 fn keep_answer(st: &mut State, gid: Gid, r: &sidr::Req, mad: [u8; MAD_LEN]) {
-    if let Some(seen) = st.sidr_in.get_mut(&(gid.0, r.request_id)) {
+    if let Some(seen) = st.sidr_in.get_mut(&(gid.0, r.tid)) {
         seen.answer = Some(mad);
     }
 }
