@@ -478,7 +478,7 @@ pub unsafe extern "C" fn ernic_rdma_accept(
     };
     let mut st = a.lock();
     // SAFETY: the caller's contract.
-    let r = id::accept(&mut st, i, unsafe { param.as_ref() });
+    let r = super::passive::accept(&mut st, i, unsafe { param.as_ref() });
     drop(st);
     if r != 0 {
         return fail(r);

@@ -7,6 +7,7 @@
 //! - [`addr`]: socket addresses, rdma_cm's header, PSNs.
 //! - [`agent`]: QP 1, the CM, and the thread that drives them.
 //! - [`id`]: ids, what each CM event becomes, and the connection steps.
+//! - [`passive`]: a peer's REQ to a listener, and `rdma_accept`.
 //! - [`ud`]: rdma_cm over UD (SIDR).
 //! - [`api`]: the C entry points for ids.
 //! - [`channel`]: event channels and their events.
@@ -21,6 +22,7 @@ mod channel;
 mod ep;
 mod id;
 mod misc;
+mod passive;
 mod qp;
 mod ud;
 

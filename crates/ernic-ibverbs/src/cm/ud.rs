@@ -24,9 +24,8 @@ use ernic_verbs::Gid;
 
 use super::addr::cma_header;
 use super::agent::{Agent, State};
-use super::id::{
-    Id, IdState, Phase, RETRY_GAP, RETRY_ROUNDS, child_of, event_for, queue, send_req,
-};
+use super::id::{Id, IdState, Phase, RETRY_GAP, RETRY_ROUNDS, event_for, queue, send_req};
+use super::passive::child_of;
 use crate::{abi, cma_abi as ca};
 
 /// How long a SIDR_REQ first waits for its SIDR_REP before it is sent
