@@ -354,6 +354,20 @@ fn delayed_messages_arrive_late_intact_and_in_order() {
     assert_eq!(doc.counter("remote", &[], "request_timeouts"), Some(0));
 }
 
+/// Waits (at most `T`) until `node` has a direct link to node `peer`.
+fn direct(node: &mut Node, peer: u64, why: &str) {
+    let end = Instant::now() + T;
+    loop {
+        let info = node.call(json!({"op": "info"}));
+        let peers = info["peers"].as_array().unwrap();
+        if peers.iter().any(|p| p["id"] == peer && p["direct"] == true) {
+            return;
+        }
+        assert!(Instant::now() < end, "{why}: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_cut_connection_costs_only_its_request_and_comes_back() {
     // Twice, and the same WR fails each time.
@@ -362,21 +376,12 @@ fn a_cut_connection_costs_only_its_request_and_comes_back() {
         let p = path.to_str().unwrap();
         let extra: [&[&str]; 3] = [&[], &["--inject", "mesh_cut:at=4", "--stats-file", p], &[]];
         let [_m, mut a, mut b] = mesh(&[], extra);
+        // The cut must fall on the direct link, not on the manager's
+        // (which relays until the direct one is up).
+        direct(&mut a, 2, "the direct link never came up");
         assert_eq!(one_at_a_time(&mut a, &mut b, 8, 64 << 10), expect(8, &[3]));
         // The direct link comes back (worker 1 connects to the higher id).
-        let end = Instant::now() + T;
-        loop {
-            let info = a.call(json!({"op": "info"}));
-            let peers = info["peers"].as_array().unwrap();
-            if peers.iter().any(|p| p["id"] == 2 && p["direct"] == true) {
-                break;
-            }
-            assert!(
-                Instant::now() < end,
-                "the direct link never came back: {info}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        direct(&mut a, 2, "the direct link never came back");
         let doc = exit_and_read(a, &path);
         let _ = std::fs::remove_file(&path);
         assert_eq!(fault(&doc, "mesh_cut"), (8, 1));
