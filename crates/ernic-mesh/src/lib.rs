@@ -90,6 +90,8 @@ pub mod key;
 mod node;
 pub mod pump;
 #[allow(unsafe_code)]
+pub mod ring;
+#[allow(unsafe_code)]
 mod same_host;
 pub mod spec;
 mod stats;

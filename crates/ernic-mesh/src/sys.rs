@@ -238,3 +238,112 @@ pub fn random16() -> io::Result<[u8; 16]> {
     }
     Ok(b)
 }
+
+/// Most file descriptors one message carries (`send_fds`, `recv_fds`).
+pub const MAX_FDS: usize = 4;
+
+/// Sends `data` with the descriptors `fds` (`SCM_RIGHTS`, at most
+/// [`MAX_FDS`]) on a Unix stream socket, blocking as the socket does.
+pub fn send_fds(
+    sock: &impl AsRawFd,
+    data: &[u8],
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> io::Result<usize> {
+    if fds.len() > MAX_FDS || data.is_empty() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // u64s keep the control buffer aligned for its cmsghdr.
+    let mut space = [0u64; 8];
+    // SAFETY: CMSG_SPACE is arithmetic on a length.
+    let cmsg_len = unsafe { libc::CMSG_SPACE((fds.len() * size_of::<RawFd>()) as u32) } as usize;
+    debug_assert!(cmsg_len <= size_of_val(&space));
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: a zeroed msghdr is a valid "no name, no control" header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        msg.msg_control = space.as_mut_ptr().cast();
+        msg.msg_controllen = cmsg_len as _;
+        // SAFETY: the control buffer is `cmsg_len` bytes, aligned, and
+        // holds one header with room for `fds.len()` descriptors (checked
+        // above), which CMSG_FIRSTHDR and CMSG_DATA point into.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN((fds.len() * size_of::<RawFd>()) as u32) as _;
+            let p = libc::CMSG_DATA(c).cast::<RawFd>();
+            for (i, f) in fds.iter().enumerate() {
+                p.add(i).write_unaligned(std::os::fd::AsRawFd::as_raw_fd(f));
+            }
+        }
+    }
+    // SAFETY: `msg` points at one iovec over `data` and the control buffer,
+    // both live for the call; MSG_NOSIGNAL keeps a closed peer from
+    // raising SIGPIPE.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Receives into `buf` with any descriptors that come along (at most
+/// [`MAX_FDS`]; a message with more, or cut short, has all of them
+/// closed and is an error), blocking as the socket does. Answers the bytes
+/// read; the descriptors go to `fds`, close-on-exec.
+pub fn recv_fds(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+    fds: &mut Vec<std::os::fd::OwnedFd>,
+) -> io::Result<usize> {
+    use std::os::fd::FromRawFd;
+    let mut space = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: a zeroed msghdr is a valid "no name, no control" header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = size_of_val(&space) as _;
+    // SAFETY: `msg` points at one iovec over `buf` and the control buffer,
+    // both writable and live for the call.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut got = Vec::new();
+    // SAFETY: the kernel filled the control buffer up to msg_controllen;
+    // CMSG_FIRSTHDR/NXTHDR walk only within it, and each SCM_RIGHTS
+    // header's data holds (cmsg_len - CMSG_LEN(0)) / 4 descriptors the
+    // kernel installed for us, which we now own.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let bytes = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let p = libc::CMSG_DATA(c).cast::<RawFd>();
+                for i in 0..bytes / size_of::<RawFd>() {
+                    got.push(std::os::fd::OwnedFd::from_raw_fd(p.add(i).read_unaligned()));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 || got.len() > MAX_FDS {
+        // Dropping `got` closes what did come.
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a message carried more descriptors than allowed",
+        ));
+    }
+    fds.extend(got);
+    Ok(n as usize)
+}

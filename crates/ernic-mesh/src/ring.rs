@@ -1,0 +1,583 @@
+//! A ring of records in shared memory: one direction of a same-host
+//! connection's shared-memory channel. The writer makes it (a sealed
+//! memfd, so no one can shrink it under a mapping), hands the fd to its
+//! peer over the proven Unix socket, and is its only producer; the peer
+//! maps it and is its only consumer.
+//!
+//! The layout (`HEADER` bytes, then the data, `cap` bytes, a power of two):
+//!
+//! | offset | what | written by |
+//! |---|---|---|
+//! | 0 | magic, then `cap` (u64 each) | the maker, once |
+//! | 64 | `head`: bytes ever written (u64), then `writer_waiting` (u32) | the writer |
+//! | 128 | `tail`: bytes ever read (u64), then `reader_waiting` (u32) | the reader |
+//! | 192 | `closed` (u32) | either side |
+//!
+//! A record is its length (u32, little-endian) and its bytes, wrapping
+//! around the end of the data. Positions only grow; a position's byte is at
+//! `pos % cap`. The writer publishes a record by storing `head` (Release)
+//! after its bytes; the reader frees it by storing `tail` after copying
+//! it out.
+//!
+//! The peer is the same user, proven, but its memory is not ours to trust:
+//! every position and length read from the header is checked (the writer
+//! checks `tail` too), and a ring that does not add up is an error for the
+//! caller to close the connection on, never a panic or a read outside the
+//! mapping.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// "ernicrng", little-endian.
+const MAGIC: u64 = u64::from_le_bytes(*b"ernicrng");
+/// Bytes before the data.
+const HEADER: usize = 256;
+const HEAD_AT: usize = 64;
+const WRITER_WAITING_AT: usize = 72;
+const TAIL_AT: usize = 128;
+const READER_WAITING_AT: usize = 136;
+const CLOSED_AT: usize = 192;
+/// Bytes of a record's length.
+const LEN: usize = 4;
+/// The smallest ring one may make or map.
+pub const MIN_CAP: usize = 4096;
+/// The largest ring one may make or map (a peer's fd names its size).
+pub const MAX_CAP: usize = 64 << 20;
+
+/// What is wrong with a ring.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RingError {
+    /// The memfd's size is no ring's (`HEADER` plus a power of two within
+    /// the limits).
+    #[error("a ring of {0} bytes is not HEADER plus a power of two from MIN_CAP to MAX_CAP")]
+    BadSize(u64),
+    /// The memfd may still be shrunk, which would fault a mapping of it.
+    #[error("the ring's memfd is not sealed against shrinking")]
+    NotSealed,
+    /// The header names no ernic ring of this size.
+    #[error("the ring's header is not an ernic ring's")]
+    BadHeader,
+    /// The positions do not add up.
+    #[error("the ring's positions do not add up (head {head}, tail {tail})")]
+    Corrupt {
+        /// The writer's position.
+        head: u64,
+        /// The reader's position.
+        tail: u64,
+    },
+    /// A record longer than the ring allows (or than the reader takes).
+    #[error("a record of {0} bytes is longer than allowed")]
+    TooLong(u64),
+}
+
+/// One direction's ring, mapped.
+pub struct Ring {
+    base: *mut u8,
+    len: usize,
+    cap: u64,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is plain shared memory that lives as long as the
+// Ring; the header is accessed only through atomics, and the data only
+// by copies into and out of it in the ranges the positions give each side
+// (one producer, one consumer, which callers guarantee by owning the
+// writer's and the reader's end in one place each).
+unsafe impl Send for Ring {}
+// SAFETY: as above.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    /// Makes a ring with `cap` bytes of data (a power of two from
+    /// [`MIN_CAP`] to [`MAX_CAP`]), for this side to write.
+    pub fn create(cap: usize) -> io::Result<Ring> {
+        if !cap.is_power_of_two() || !(MIN_CAP..=MAX_CAP).contains(&cap) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                RingError::BadSize((HEADER + cap) as u64),
+            ));
+        }
+        // SAFETY: a NUL-terminated name and flags; the call returns an fd
+        // we own, or -1.
+        let raw = unsafe {
+            libc::memfd_create(
+                c"ernic-ring".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh fd of ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let len = HEADER + cap;
+        // SAFETY: plain calls on our own fd.
+        let sized = unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) };
+        if sized != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let ring = Ring::map(fd, len)?;
+        // SAFETY: offsets 0 and 8 are inside the header; the memfd starts
+        // zeroed, and no one else has the fd yet.
+        unsafe {
+            ring.base.cast::<u64>().write(MAGIC.to_le());
+            ring.base.add(8).cast::<u64>().write((cap as u64).to_le());
+        }
+        Ok(ring)
+    }
+
+    /// Maps a ring the peer made (its fd, received over the Unix socket),
+    /// for this side to read, after checking its size, seals and header.
+    pub fn open(fd: OwnedFd) -> io::Result<Ring> {
+        // SAFETY: a zeroed stat is valid to be written by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is writable; the fd is ours.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let size = st.st_size as u64;
+        let cap = size.saturating_sub(HEADER as u64);
+        if (st.st_mode & libc::S_IFMT) != libc::S_IFREG
+            || !cap.is_power_of_two()
+            || !(MIN_CAP as u64..=MAX_CAP as u64).contains(&cap)
+        {
+            return Err(bad(RingError::BadSize(size)));
+        }
+        // SAFETY: a plain call on our own fd.
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(bad(RingError::NotSealed));
+        }
+        let ring = Ring::map(fd, size as usize)?;
+        // SAFETY: offsets 0 and 8 are inside the mapped header.
+        let (magic, named) = unsafe {
+            (
+                u64::from_le(ring.base.cast::<u64>().read_volatile()),
+                u64::from_le(ring.base.add(8).cast::<u64>().read_volatile()),
+            )
+        };
+        if magic != MAGIC || named != cap {
+            return Err(bad(RingError::BadHeader));
+        }
+        Ok(ring)
+    }
+
+    fn map(fd: OwnedFd, len: usize) -> io::Result<Ring> {
+        // SAFETY: a fresh shared mapping of `len` bytes of our fd, which is
+        // at least that long (made so, or checked by fstat) and sealed
+        // against shrinking; no existing memory is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Ring {
+            base: p.cast(),
+            len,
+            cap: (len - HEADER) as u64,
+            fd,
+        })
+    }
+
+    /// The memfd, to hand to the peer.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Bytes of data.
+    pub fn capacity(&self) -> usize {
+        self.cap as usize
+    }
+
+    fn atomic64(&self, at: usize) -> &AtomicU64 {
+        // SAFETY: `at` is an 8-aligned offset inside the header of a
+        // page-aligned mapping that lives as long as `self`; the peer
+        // touches it only atomically (or, if it misbehaves, with plain
+        // stores of whole values, which the checks below survive).
+        unsafe { &*self.base.add(at).cast::<AtomicU64>() }
+    }
+
+    fn atomic32(&self, at: usize) -> &AtomicU32 {
+        // SAFETY: as `atomic64`, 4-aligned.
+        unsafe { &*self.base.add(at).cast::<AtomicU32>() }
+    }
+
+    /// The writer's flag: it sleeps until the reader frees room.
+    pub fn writer_waiting(&self) -> &AtomicU32 {
+        self.atomic32(WRITER_WAITING_AT)
+    }
+
+    /// The reader's flag: it sleeps until the writer publishes a record.
+    pub fn reader_waiting(&self) -> &AtomicU32 {
+        self.atomic32(READER_WAITING_AT)
+    }
+
+    /// Marks the ring closed (either side: no more records will come or be
+    /// read).
+    pub fn close(&self) {
+        self.atomic32(CLOSED_AT).store(1, Ordering::Release);
+    }
+
+    /// Whether either side closed the ring.
+    pub fn is_closed(&self) -> bool {
+        self.atomic32(CLOSED_AT).load(Ordering::Acquire) != 0
+    }
+
+    /// The positions, checked: the tail is not past the head, nor the
+    /// head more than the ring ahead of it.
+    fn positions(&self) -> Result<(u64, u64), RingError> {
+        let head = self.atomic64(HEAD_AT).load(Ordering::Acquire);
+        let tail = self.atomic64(TAIL_AT).load(Ordering::Acquire);
+        if tail > head || head - tail > self.cap {
+            return Err(RingError::Corrupt { head, tail });
+        }
+        Ok((head, tail))
+    }
+
+    /// Bytes a record may hold in this ring.
+    pub fn max_record(&self) -> usize {
+        self.capacity() - LEN
+    }
+
+    /// Writes one record of the bytes of `parts` (in order), if it fits
+    /// now; answers whether it did. The writer's side only.
+    pub fn push(&self, parts: &[&[u8]]) -> Result<bool, RingError> {
+        let n: usize = parts.iter().map(|p| p.len()).sum();
+        if n > self.max_record() {
+            return Err(RingError::TooLong(n as u64));
+        }
+        let (head, tail) = self.positions()?;
+        if self.cap - (head - tail) < (LEN + n) as u64 {
+            return Ok(false);
+        }
+        self.copy_in(head, &(n as u32).to_le_bytes());
+        let mut at = head + LEN as u64;
+        for p in parts {
+            self.copy_in(at, p);
+            at += p.len() as u64;
+        }
+        self.atomic64(HEAD_AT).store(at, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Bytes free for records now (the writer's view).
+    pub fn free(&self) -> Result<usize, RingError> {
+        let (head, tail) = self.positions()?;
+        Ok((self.cap - (head - tail)) as usize)
+    }
+
+    /// Whether a record waits (the reader's view; a ring that does not add
+    /// up counts as one, for `pop` to report).
+    pub fn readable(&self) -> bool {
+        self.positions().map_or(true, |(head, tail)| head != tail)
+    }
+
+    /// Takes the next record into `out` (cleared first), if one waits;
+    /// answers whether one did. A record longer than `max` is an error, so
+    /// `out` never grows past what the caller allows. The reader's side
+    /// only.
+    pub fn pop(&self, out: &mut Vec<u8>, max: usize) -> Result<bool, RingError> {
+        let (head, tail) = self.positions()?;
+        if head == tail {
+            return Ok(false);
+        }
+        let ready = head - tail;
+        if ready < LEN as u64 {
+            return Err(RingError::Corrupt { head, tail });
+        }
+        let mut len = [0u8; LEN];
+        self.copy_out(tail, &mut len);
+        let n = u64::from(u32::from_le_bytes(len));
+        if n > max as u64 || n > self.max_record() as u64 {
+            return Err(RingError::TooLong(n));
+        }
+        if n + LEN as u64 > ready {
+            return Err(RingError::Corrupt { head, tail });
+        }
+        out.clear();
+        out.resize(n as usize, 0);
+        self.copy_out(tail + LEN as u64, out);
+        self.atomic64(TAIL_AT)
+            .store(tail + LEN as u64 + n, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Writes `bytes` at `offset` of the mapping (header included), as a
+    /// misbehaving peer may; for the fuzz target. Out of range is ignored.
+    #[doc(hidden)]
+    pub fn scribble(&self, offset: usize, bytes: &[u8]) {
+        if offset
+            .checked_add(bytes.len())
+            .is_some_and(|end| end <= self.len)
+        {
+            // SAFETY: the range was just checked to lie inside the mapping.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.add(offset), bytes.len())
+            };
+        }
+    }
+
+    /// Copies `src` into the data at position `pos`, wrapping.
+    fn copy_in(&self, pos: u64, src: &[u8]) {
+        let at = (pos % self.cap) as usize;
+        let first = src.len().min(self.cap as usize - at);
+        // SAFETY: `at + first <= cap` and `src.len() - first <= cap` (a
+        // record is at most `cap`), so both copies stay inside the data,
+        // which the positions reserve for the writer alone.
+        unsafe {
+            let data = self.base.add(HEADER);
+            std::ptr::copy_nonoverlapping(src.as_ptr(), data.add(at), first);
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), data, src.len() - first);
+        }
+    }
+
+    /// Copies the data at position `pos` into `dst`, wrapping.
+    fn copy_out(&self, pos: u64, dst: &mut [u8]) {
+        let at = (pos % self.cap) as usize;
+        let first = dst.len().min(self.cap as usize - at);
+        // SAFETY: as `copy_in`: both ranges inside the data, which the
+        // positions hand to the reader; a misbehaving writer can change
+        // the bytes under the copy, never its bounds.
+        unsafe {
+            let data = self.base.add(HEADER);
+            std::ptr::copy_nonoverlapping(data.add(at), dst.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(data, dst.as_mut_ptr().add(first), dst.len() - first);
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this Ring made, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+fn bad(e: RingError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// A doorbell: an eventfd one side rings and the other waits on.
+pub struct Bell {
+    fd: OwnedFd,
+}
+
+impl Bell {
+    /// A new bell.
+    pub fn new() -> io::Result<Bell> {
+        // SAFETY: a plain call; it returns an fd we own, or -1.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh fd of ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(Bell { fd })
+    }
+
+    /// The peer's bell (its fd, received over the Unix socket). Anything
+    /// but an eventfd is refused: a write to it must not block or reach a
+    /// file.
+    pub fn from_fd(fd: OwnedFd) -> io::Result<Bell> {
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        if link.as_os_str() != "anon_inode:[eventfd]" {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the peer's doorbell is not an eventfd",
+            ));
+        }
+        // SAFETY: a plain call on our own fd.
+        let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        if fl < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: as above.
+        let set = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) };
+        if set != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Bell { fd })
+    }
+
+    /// The fd, to hand to the peer or to wait on.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Rings it (a full counter still wakes the waiter: nothing is lost).
+    pub fn ring(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte buffer to a non-blocking eventfd of ours.
+        let _ = unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr().cast(), 8) };
+    }
+
+    /// Clears it after a wake.
+    pub fn drain(&self) {
+        let mut b = [0u8; 8];
+        // SAFETY: an 8-byte buffer from a non-blocking eventfd of ours.
+        let _ = unsafe { libc::read(self.fd.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+    }
+}
+
+/// The tag of the message that hands a direction over.
+const HAND_OVER: u8 = b'R';
+
+/// One direction of a shared-memory channel: the ring and its two bells,
+/// `data` (the writer rings it for a sleeping reader) and `room` (the
+/// reader rings it for a sleeping writer). Made by its writer, and handed
+/// to the reader over the Unix socket.
+pub struct Direction {
+    /// The records.
+    pub ring: Ring,
+    data: Bell,
+    room: Bell,
+}
+
+impl Direction {
+    /// A new direction with `cap` bytes of ring, for this side to write.
+    pub fn create(cap: usize) -> io::Result<Direction> {
+        Ok(Direction {
+            ring: Ring::create(cap)?,
+            data: Bell::new()?,
+            room: Bell::new()?,
+        })
+    }
+
+    /// Hands the direction to the peer (the ring's memfd and both bells,
+    /// in one message on `sock`).
+    pub fn hand_over(&self, sock: &impl AsRawFd) -> io::Result<()> {
+        let fds = [self.ring.fd(), self.data.fd(), self.room.fd()];
+        crate::sys::send_fds(sock, &[HAND_OVER], &fds).map(|_| ())
+    }
+
+    /// Takes the direction the peer hands over on `sock`, for this side
+    /// to read: exactly a ring and two eventfds, each checked.
+    pub fn take(sock: &impl AsRawFd) -> io::Result<Direction> {
+        let mut tag = [0u8; 1];
+        let mut fds = Vec::new();
+        let n = crate::sys::recv_fds(sock, &mut tag, &mut fds)?;
+        if n != 1 || tag[0] != HAND_OVER || fds.len() != 3 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the peer's hand-over is not a ring and two bells",
+            ));
+        }
+        let mut fds = fds.into_iter();
+        let (ring, data, room) = (
+            fds.next().expect("three"),
+            fds.next().expect("three"),
+            fds.next().expect("three"),
+        );
+        Ok(Direction {
+            ring: Ring::open(ring)?,
+            data: Bell::from_fd(data)?,
+            room: Bell::from_fd(room)?,
+        })
+    }
+
+    /// Writes one record (the writer's side), waking a sleeping reader;
+    /// answers whether it fitted.
+    pub fn send(&self, parts: &[&[u8]]) -> Result<bool, RingError> {
+        if !self.ring.push(parts)? {
+            return Ok(false);
+        }
+        // The reader sets its flag and then looks again: with the flag
+        // read after the head is stored (SeqCst on both sides), one of the
+        // two sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.ring.reader_waiting().load(Ordering::Relaxed) != 0 {
+            self.data.ring();
+        }
+        Ok(true)
+    }
+
+    /// Takes the next record (the reader's side), waking a writer that
+    /// sleeps for room; answers whether one was there.
+    pub fn recv(&self, out: &mut Vec<u8>, max: usize) -> Result<bool, RingError> {
+        if !self.ring.pop(out, max)? {
+            return Ok(false);
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.ring.writer_waiting().load(Ordering::Relaxed) != 0 {
+            self.room.ring();
+        }
+        Ok(true)
+    }
+
+    /// The reader sleeps until a record is there, `also` is readable, or
+    /// `timeout` passes.
+    pub fn sleep_for_data(&self, also: Option<BorrowedFd<'_>>, timeout: std::time::Duration) {
+        self.sleep(
+            self.ring.reader_waiting(),
+            &self.data,
+            also,
+            timeout,
+            &|| self.ring.readable(),
+        );
+    }
+
+    /// The writer sleeps until `need` bytes are free, `also` is readable,
+    /// or `timeout` passes.
+    pub fn sleep_for_room(
+        &self,
+        need: usize,
+        also: Option<BorrowedFd<'_>>,
+        timeout: std::time::Duration,
+    ) {
+        self.sleep(
+            self.ring.writer_waiting(),
+            &self.room,
+            also,
+            timeout,
+            &|| self.ring.free().map_or(true, |f| f >= need),
+        );
+    }
+
+    fn sleep(
+        &self,
+        flag: &AtomicU32,
+        bell: &Bell,
+        also: Option<BorrowedFd<'_>>,
+        timeout: std::time::Duration,
+        ready: &dyn Fn() -> bool,
+    ) {
+        flag.store(1, Ordering::SeqCst);
+        if !ready() && !self.ring.is_closed() {
+            let mut p = [
+                libc::pollfd {
+                    fd: bell.fd().as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: also.map_or(-1, |f| f.as_raw_fd()),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: two pollfds in a live array (a negative fd is
+            // ignored by poll).
+            unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
+        }
+        flag.store(0, Ordering::SeqCst);
+        bell.drain();
+    }
+}
+
+#[cfg(test)]
+mod tests;
