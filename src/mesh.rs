@@ -424,7 +424,7 @@ impl Node {
                             "id": p.id.0,
                             "alive": p.alive,
                             "direct": direct,
-                            "same_host": {"reads_me": l.reads_me, "read_by_me": l.read_by_me},
+                            "same_host": {"reads_me": l.reads_me, "read_by_me": l.read_by_me, "shm_out": l.shm_out, "shm_in": l.shm_in},
                         })
                     })
                     .collect();

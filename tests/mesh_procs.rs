@@ -363,6 +363,51 @@ fn a_peer_that_stops_reading_is_cut_off_after_the_send_timeout() {
     b.signal("-CONT");
 }
 
+/// Waits until `node`'s data frames to peer `id` take the shared-memory
+/// ring, and the peer's come back through one.
+fn shm_up(node: &mut Node, id: u64) {
+    let end = Instant::now() + T;
+    loop {
+        let info = node.call(json!({"op": "info"}));
+        let up = info["peers"].as_array().unwrap().iter().any(|p| {
+            p["id"] == id && p["same_host"]["shm_out"] == true && p["same_host"]["shm_in"] == true
+        });
+        if up {
+            return;
+        }
+        assert!(Instant::now() < end, "the rings never came up: {info}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_peer_killed_mid_ring_fails_what_was_in_flight_and_the_sender_goes_on() {
+    let extra = ["--request-timeout-ms", "2000"];
+    let port = free_port();
+    let _m = start(&format!("tcp:manager:listen:{port}"), &[], &extra);
+    let w = format!("tcp:worker:127.0.0.1:{port}");
+    let (mut a, mut b) = (start(&w, &[], &extra), start(&w, &[], &extra));
+    let (qa, _) = pair(&mut a, &mut b);
+    shm_up(&mut a, b.id);
+    let (ma, _, _) = a.mr(4096);
+    let (_, addr, rkey) = b.mr(4096);
+    // Small WRITEs, 64 in flight, far more than can finish: the ring is
+    // busy both ways when the peer is killed.
+    let t0 = Instant::now();
+    writeln!(a.stdin, "{}", json!({"op": "flood", "qp": qa, "mr": ma, "len": 64, "count": 2_000_000u64, "raddr": addr, "rkey": rkey, "depth": 64, "timeout_ms": 25_000})).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    b.signal("-KILL");
+    let r: Value = serde_json::from_str(&a.out.recv_timeout(T).unwrap()).unwrap();
+    let took = t0.elapsed();
+    // The flood ends on the failed requests, not on its own timeout.
+    assert!(r["errors"].as_u64().is_some_and(|e| e > 0), "{r}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    // And the sender still serves.
+    let info = a.call(json!({"op": "info"}));
+    assert_eq!(info["node"], a.id, "{info}");
+    eprintln!("killed mid-ring: the flood ended in {took:?}: {r}");
+}
+
 #[test]
 fn a_flood_from_two_nodes_keeps_memory_bounded_and_loses_nothing() {
     let (mut m, mut w, _) = mesh(2, &[]);

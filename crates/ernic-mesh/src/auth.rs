@@ -238,6 +238,14 @@ impl Deadline {
 
     /// Time left (at least a millisecond: a zero timeout means "none" to
     /// the socket), or the deadline's error.
+    /// What is left of it (at least a millisecond, as a socket timeout
+    /// may not be zero).
+    pub fn remaining(&self) -> Duration {
+        self.end
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    }
+
     fn left(&self) -> Result<Duration, HandshakeError> {
         let left = self.end.saturating_duration_since(Instant::now());
         if left < Duration::from_millis(1) {

@@ -55,6 +55,10 @@ pub enum Kind {
     /// The first frame of every connection, each way: a nonce and whether
     /// the sender has a mesh key (the answer adds its proof; see `auth`).
     Auth,
+    /// The last data-carrying frame a sender puts on the connection's TCP
+    /// stream: its later data frames come through the shared-memory ring
+    /// it handed over (see `same_host`). No body.
+    Ring,
     /// Anything else.
     Unknown(u8),
 }
@@ -74,6 +78,7 @@ impl From<u8> for Kind {
             10 => Kind::Data,
             11 => Kind::SameHost,
             12 => Kind::Auth,
+            13 => Kind::Ring,
             v => Kind::Unknown(v),
         }
     }
@@ -94,6 +99,7 @@ impl From<Kind> for u8 {
             Kind::Data => 10,
             Kind::SameHost => 11,
             Kind::Auth => 12,
+            Kind::Ring => 13,
             Kind::Unknown(v) => v,
         }
     }
@@ -117,6 +123,10 @@ pub enum FrameError {
     /// A control body of the wrong shape.
     #[error("malformed {0:?} body")]
     Body(Kind),
+    /// The peer's shared-memory ring does not add up, or holds something
+    /// that is not a whole frame.
+    #[error("the peer's shared-memory ring is inconsistent")]
+    Ring,
 }
 
 /// A checked frame header.

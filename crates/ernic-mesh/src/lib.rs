@@ -180,6 +180,11 @@ pub struct MeshConfig {
     /// memory instead of through TCP (`ERNIC_TCP_SAME_HOST=0` turns it off;
     /// see the `same_host` module).
     pub same_host: bool,
+    /// Bytes of each direction's shared-memory ring on a same-host
+    /// connection, which then carries its data frames instead of TCP
+    /// (`ERNIC_TCP_SHM_RING`: a power of two from 4 KiB to 64 MiB; 0 turns
+    /// the rings off; 256 KiB by default; off with `same_host`).
+    pub shm_ring: usize,
     /// Faults to inject into the data messages this node sends (none
     /// unless said): `mesh_drop` (the message is not sent), `mesh_delay=MS`
     /// (the message, and what its connection carries after it, goes MS
@@ -232,10 +237,17 @@ impl MeshConfig {
                 .map_or(64, |n| n.clamp(2, 1024)),
             direct: std::env::var("ERNIC_TCP_DIRECT").map_or(true, |v| v != "0"),
             same_host: std::env::var("ERNIC_TCP_SAME_HOST").map_or(true, |v| v != "0"),
+            shm_ring: std::env::var("ERNIC_TCP_SHM_RING")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(DEFAULT_SHM_RING),
             injector: Arc::default(),
         }
     }
 }
+
+/// Bytes of each direction's shared-memory ring by default.
+pub const DEFAULT_SHM_RING: usize = 256 << 10;
 
 /// A mesh node: its threads, connections and queues.
 pub struct Mesh {
@@ -535,6 +547,10 @@ pub struct SameHostLink {
     pub reads_me: bool,
     /// This node reads the peer's memory.
     pub read_by_me: bool,
+    /// Data frames to the peer go through a shared-memory ring.
+    pub shm_out: bool,
+    /// Data frames from the peer come through a shared-memory ring.
+    pub shm_in: bool,
 }
 
 fn send_error(e: QueueError) -> SendError {

@@ -286,14 +286,12 @@ impl Ring {
         self.positions().map_or(true, |(head, tail)| head != tail)
     }
 
-    /// Takes the next record into `out` (cleared first), if one waits;
-    /// answers whether one did. A record longer than `max` is an error, so
-    /// `out` never grows past what the caller allows. The reader's side
-    /// only.
-    pub fn pop(&self, out: &mut Vec<u8>, max: usize) -> Result<bool, RingError> {
+    /// The length of the next record, if one waits (checked as `pop`
+    /// checks it, against `max`).
+    pub fn next_len(&self, max: usize) -> Result<Option<usize>, RingError> {
         let (head, tail) = self.positions()?;
         if head == tail {
-            return Ok(false);
+            return Ok(None);
         }
         let ready = head - tail;
         if ready < LEN as u64 {
@@ -308,6 +306,65 @@ impl Ring {
         if n + LEN as u64 > ready {
             return Err(RingError::Corrupt { head, tail });
         }
+        Ok(Some(n as usize))
+    }
+
+    /// Copies the first `dst.len()` bytes of the next record into `dst`
+    /// without taking it; answers whether a record of at least that many
+    /// bytes waits (an error when a shorter one does).
+    pub fn peek(&self, dst: &mut [u8]) -> Result<bool, RingError> {
+        let Some(n) = self.next_len(self.max_record())? else {
+            return Ok(false);
+        };
+        if n < dst.len() {
+            return Err(RingError::Corrupt {
+                head: self.atomic64(HEAD_AT).load(Ordering::Acquire),
+                tail: self.atomic64(TAIL_AT).load(Ordering::Acquire),
+            });
+        }
+        let tail = self.atomic64(TAIL_AT).load(Ordering::Acquire);
+        self.copy_out(tail + LEN as u64, dst);
+        Ok(true)
+    }
+
+    /// Takes the next record into the front of `dst`, if one waits;
+    /// answers its length. A record longer than `dst` is an error.
+    pub fn pop_to(&self, dst: &mut [u8]) -> Result<Option<usize>, RingError> {
+        let Some(n) = self.next_len(dst.len())? else {
+            return Ok(None);
+        };
+        let tail = self.atomic64(TAIL_AT).load(Ordering::Acquire);
+        self.copy_out(tail + LEN as u64, &mut dst[..n]);
+        self.atomic64(TAIL_AT)
+            .store(tail + (LEN + n) as u64, Ordering::Release);
+        Ok(Some(n))
+    }
+
+    /// Writes one record of as much of `bytes` as fits now (nothing when
+    /// less than `min` of it would); answers how many bytes went.
+    pub fn push_some(&self, bytes: &[u8], min: usize) -> Result<usize, RingError> {
+        let free = self.free()?;
+        let n = bytes
+            .len()
+            .min(free.saturating_sub(LEN))
+            .min(self.max_record());
+        if n == 0 || n < min.min(bytes.len()) {
+            return Ok(0);
+        }
+        let pushed = self.push(&[&bytes[..n]])?;
+        Ok(if pushed { n } else { 0 })
+    }
+
+    /// Takes the next record into `out` (cleared first), if one waits;
+    /// answers whether one did. A record longer than `max` is an error, so
+    /// `out` never grows past what the caller allows. The reader's side
+    /// only.
+    pub fn pop(&self, out: &mut Vec<u8>, max: usize) -> Result<bool, RingError> {
+        let Some(n) = self.next_len(max)? else {
+            return Ok(false);
+        };
+        let tail = self.atomic64(TAIL_AT).load(Ordering::Acquire);
+        let n = n as u64;
         out.clear();
         out.resize(n as usize, 0);
         self.copy_out(tail + LEN as u64, out);
@@ -435,6 +492,8 @@ impl Bell {
 
 /// The tag of the message that hands a direction over.
 const HAND_OVER: u8 = b'R';
+/// The tag of the message that says there is none.
+const DECLINE: u8 = b'N';
 
 /// One direction of a shared-memory channel: the ring and its two bells,
 /// `data` (the writer rings it for a sleeping reader) and `room` (the
@@ -464,12 +523,22 @@ impl Direction {
         crate::sys::send_fds(sock, &[HAND_OVER], &fds).map(|_| ())
     }
 
+    /// Tells the peer, where a hand-over would go, that this side has no
+    /// ring for it.
+    pub fn decline(sock: &impl AsRawFd) -> io::Result<()> {
+        crate::sys::send_fds(sock, &[DECLINE], &[]).map(|_| ())
+    }
+
     /// Takes the direction the peer hands over on `sock`, for this side
-    /// to read: exactly a ring and two eventfds, each checked.
-    pub fn take(sock: &impl AsRawFd) -> io::Result<Direction> {
+    /// to read: exactly a ring and two eventfds, each checked; `None` when
+    /// the peer declined.
+    pub fn take(sock: &impl AsRawFd) -> io::Result<Option<Direction>> {
         let mut tag = [0u8; 1];
         let mut fds = Vec::new();
         let n = crate::sys::recv_fds(sock, &mut tag, &mut fds)?;
+        if n == 1 && tag[0] == DECLINE && fds.is_empty() {
+            return Ok(None);
+        }
         if n != 1 || tag[0] != HAND_OVER || fds.len() != 3 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -482,11 +551,11 @@ impl Direction {
             fds.next().expect("three"),
             fds.next().expect("three"),
         );
-        Ok(Direction {
+        Ok(Some(Direction {
             ring: Ring::open(ring)?,
             data: Bell::from_fd(data)?,
             room: Bell::from_fd(room)?,
-        })
+        }))
     }
 
     /// Writes one record (the writer's side), waking a sleeping reader;
@@ -503,6 +572,37 @@ impl Direction {
             self.data.ring();
         }
         Ok(true)
+    }
+
+    /// Writes as much of `bytes` as fits now, as one record (none smaller
+    /// than `min`, unless that is all there is), waking a sleeping reader;
+    /// answers how many bytes went.
+    pub fn send_some(&self, bytes: &[u8], min: usize) -> Result<usize, RingError> {
+        let n = self.ring.push_some(bytes, min)?;
+        if n > 0 {
+            self.wake(&self.data, self.ring.reader_waiting());
+        }
+        Ok(n)
+    }
+
+    /// Takes the next record into the front of `dst` (the reader's side),
+    /// waking a writer that sleeps for room; answers its length.
+    pub fn recv_to(&self, dst: &mut [u8]) -> Result<Option<usize>, RingError> {
+        let n = self.ring.pop_to(dst)?;
+        if n.is_some() {
+            self.wake(&self.room, self.ring.writer_waiting());
+        }
+        Ok(n)
+    }
+
+    /// Rings `bell` if the other side said it sleeps (`flag`): with the
+    /// flag read after the positions are stored (SeqCst on both sides),
+    /// one of the two sees the other.
+    fn wake(&self, bell: &Bell, flag: &AtomicU32) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if flag.load(Ordering::Relaxed) != 0 {
+            bell.ring();
+        }
     }
 
     /// Takes the next record (the reader's side), waking a writer that

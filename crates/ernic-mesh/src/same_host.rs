@@ -48,6 +48,7 @@ use crate::auth::{self, Deadline, HandshakeError};
 use crate::conn::Conn;
 use crate::frame::{self, FrameError, Kind, Reader, Writer};
 use crate::node::Shared;
+use crate::ring::Direction;
 use crate::sys;
 
 /// Bytes of an offer's token.
@@ -62,6 +63,9 @@ const PREFIX: &str = "ernic-mesh-";
 /// Proofs checked at once; a local process that opens more connections to
 /// the socket has them closed.
 const MAX_CHECKS: usize = 16;
+/// How long a ring taken by the peer waits for its connection to be idle
+/// for the switch.
+const SWITCH_WAIT: Duration = Duration::from_secs(5);
 
 /// This node's listening socket.
 pub(crate) struct Listener {
@@ -106,6 +110,16 @@ pub(crate) struct Link {
     peer: OnceLock<Proc>,
     /// An offer from the peer was taken (one per connection).
     offer_taken: AtomicBool,
+    /// The ring this side writes (made after the peer read this process's
+    /// token), once the peer took it.
+    pub ring_out: OnceLock<crate::ring::Direction>,
+    /// Data frames go through `ring_out` (the switch is on the socket).
+    pub tx_on: AtomicBool,
+    /// The ring the peer writes, once this side took it.
+    pub ring_in: OnceLock<crate::ring::Direction>,
+    /// The peer's switch has been read: its data frames come through
+    /// `ring_in`.
+    pub rx_on: AtomicBool,
 }
 
 impl Link {
@@ -115,6 +129,10 @@ impl Link {
             reads_me: AtomicBool::new(false),
             peer: OnceLock::new(),
             offer_taken: AtomicBool::new(false),
+            ring_out: OnceLock::new(),
+            tx_on: AtomicBool::new(false),
+            ring_in: OnceLock::new(),
+            rx_on: AtomicBool::new(false),
         }
     }
 
@@ -202,6 +220,8 @@ impl Shared {
         crate::SameHostLink {
             reads_me: c.is_some_and(|c| c.same_host.reads_me()),
             read_by_me: c.is_some_and(|c| c.same_host.proved()),
+            shm_out: c.is_some_and(|c| c.same_host.tx_on.load(Ordering::Relaxed)),
+            shm_in: c.is_some_and(|c| c.same_host.rx_on.load(Ordering::Relaxed)),
         }
     }
 
@@ -278,7 +298,54 @@ impl Shared {
         drop(copy);
         let ok = answer[0] == 1 && !c.is_closed();
         c.same_host.reads_me.store(ok, Ordering::Relaxed);
+        if ok {
+            self.hand_over_ring(c, &mut s, d);
+        }
         Ok(ok)
+    }
+
+    /// After a proof the peer accepted: hands it this side's ring (or says
+    /// there is none), and once it took the ring, puts the switch on the
+    /// connection. A refusal, or a failure of any step, leaves the data
+    /// on TCP.
+    fn hand_over_ring(&self, c: &Conn, s: &mut UnixStream, d: Deadline) {
+        let ring = match self.cfg.shm_ring {
+            0 => None,
+            cap => match Direction::create(cap) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    tracing::info!(node = %self.who(), "no shared-memory ring ({e}): data stays on TCP");
+                    None
+                }
+            },
+        };
+        let sent = match &ring {
+            Some(r) => r.hand_over(s),
+            None => Direction::decline(s),
+        };
+        let Some(ring) = ring.filter(|_| sent.is_ok()) else {
+            return;
+        };
+        let mut taken = [0u8; 1];
+        if auth::read_exact(s, &mut taken, d).is_err() || taken[0] != 1 {
+            tracing::info!(node = %self.who(), "node {} did not take the shared-memory ring: data stays on TCP", c.peer.0);
+            return;
+        }
+        if c.same_host.ring_out.set(ring).is_err() {
+            return;
+        }
+        // The switch goes when nothing else is queued on the connection:
+        // almost at once, or between two bursts.
+        let marker = frame::frame(Kind::Ring, frame::node(self.me()), c.peer.0, &[]);
+        let end = std::time::Instant::now() + SWITCH_WAIT;
+        while !c.try_switch(&marker) {
+            if c.is_closed() || std::time::Instant::now() >= end {
+                tracing::info!(node = %self.who(), "the connection to node {} was never idle: data stays on TCP", c.peer.0);
+                return;
+            }
+            thread::sleep(Duration::from_micros(200));
+        }
+        tracing::info!(node = %self.who(), "node {}: data goes through shared memory", c.peer.0);
     }
 
     /// The same-host listener's thread: checks each proof in a thread of its
@@ -345,10 +412,24 @@ impl Shared {
             .map_err(|_| HandshakeError::Frame(FrameError::Body(Kind::SameHost)))?;
         let verdict = self.judge(&s, proof);
         auth::write_all(&mut s, &[u8::from(verdict.is_ok())], d)?;
-        verdict.map_err(HandshakeError::Io)
+        let c = verdict.map_err(HandshakeError::Io)?;
+        // The prover's ring, or its word that there is none.
+        let _ = s.set_read_timeout(Some(d.remaining()));
+        match Direction::take(&s) {
+            Ok(Some(ring)) => {
+                let took = self.cfg.shm_ring > 0 && c.same_host.ring_in.set(ring).is_ok();
+                auth::write_all(&mut s, &[u8::from(took)], d)?;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::info!(node = %self.who(), "node {}'s shared-memory ring refused: {e}", c.peer.0);
+                let _ = auth::write_all(&mut s, &[0], d);
+            }
+        }
+        Ok(())
     }
 
-    fn judge(&self, s: &UnixStream, proof: &[u8; PROOF]) -> io::Result<()> {
+    fn judge(&self, s: &UnixStream, proof: &[u8; PROOF]) -> io::Result<Arc<Conn>> {
         let token = &proof[..TOKEN];
         let addr = u64::from_le_bytes(proof[TOKEN..].try_into().expect("8 bytes"));
         let c = self
@@ -384,7 +465,7 @@ impl Shared {
             "node {} is process {pid} on this host: reading its payloads",
             c.peer.0
         );
-        Ok(())
+        Ok(c)
     }
 }
 

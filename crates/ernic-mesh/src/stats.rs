@@ -17,6 +17,8 @@
 //!   rest (heartbeats, topology, GIDs, same-host offers);
 //! - `by_ref_reads`, `by_ref_read_bytes`: payloads this node read straight
 //!   from the peer's memory (the same-host path);
+//! - `shm_frames_sent`, `shm_frames_received`: the data frames of those
+//!   counts that went through the connection's shared-memory rings;
 //! - `reconnects`: connections to the peer after the first;
 //! - `relay_drops`: frames from the peer the manager could not relay;
 //! - `heartbeats_missed`: heartbeat intervals past the first that the peer
@@ -57,6 +59,8 @@ pub(crate) struct PeerStats {
     pub control_received: AtomicU64,
     pub by_ref_reads: AtomicU64,
     pub by_ref_bytes: AtomicU64,
+    pub shm_sent: AtomicU64,
+    pub shm_received: AtomicU64,
     pub queue_depth_max: AtomicU64,
     pub connections: AtomicU64,
     pub heartbeats_missed: AtomicU64,
@@ -214,6 +218,8 @@ impl MeshStats {
                     .counter("control_frames_received", r(&s.control_received))
                     .counter("by_ref_reads", r(&s.by_ref_reads))
                     .counter("by_ref_read_bytes", r(&s.by_ref_bytes))
+                    .counter("shm_frames_sent", r(&s.shm_sent))
+                    .counter("shm_frames_received", r(&s.shm_received))
                     .counter("reconnects", r(&s.connections).saturating_sub(1))
                     .counter("relay_drops", r(&s.relay_drops))
                     .counter("heartbeats_missed", r(&s.heartbeats_missed))

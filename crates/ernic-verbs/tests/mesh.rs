@@ -324,11 +324,8 @@ fn large_payloads_between_nodes_on_one_host_are_read_from_the_sender() {
     let (ma, mb) = (fa.mesh().unwrap(), fb.mesh().unwrap());
     // Both links prove themselves soon after the connection is up.
     let end = Instant::now() + T;
-    let both = SameHostLink {
-        reads_me: true,
-        read_by_me: true,
-    };
-    while ma.same_host(NodeId(1)) != both || mb.same_host(NodeId(0)) != both {
+    let both = |l: SameHostLink| l.reads_me && l.read_by_me;
+    while !both(ma.same_host(NodeId(1))) || !both(mb.same_host(NodeId(0))) {
         assert!(Instant::now() < end, "the same-host path never came up");
         std::thread::sleep(Duration::from_millis(5));
     }

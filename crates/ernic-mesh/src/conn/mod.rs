@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use ernic_core::NodeId;
 
 mod read;
+mod shm;
 
 pub(crate) use read::{ReadState, ReadStep};
 
@@ -163,6 +164,9 @@ pub(crate) struct Conn {
     pub stats: Arc<PeerStats>,
     /// Heartbeat intervals of the current silence already counted missed.
     silent: AtomicU64,
+    /// How long a write may make no progress before the connection is
+    /// closed.
+    send_timeout: Duration,
 }
 
 impl Conn {
@@ -193,6 +197,7 @@ impl Conn {
             same_host: crate::same_host::Link::new(),
             stats,
             silent: AtomicU64::new(0),
+            send_timeout,
         })
     }
 
@@ -358,7 +363,24 @@ impl Conn {
         }
         let mut offset = 0;
         let inline = !deferred && not_before.is_none();
-        if inline && q.idle() {
+        if inline
+            && q.idle()
+            && let Some(ring) = self.tx_ring()
+        {
+            match self.ring_push(ring, &frame, &mut offset) {
+                Ok(true) => {
+                    self.stats.sent(frame.len());
+                    return Ok(Some(frame));
+                }
+                // The rest waits, as a socket's would.
+                Ok(false) => {}
+                Err(()) => {
+                    drop(q);
+                    self.close();
+                    return Err((QueueError::Closed, frame));
+                }
+            }
+        } else if inline && q.idle() {
             match sys::send_now(&self.stream, &frame) {
                 Ok(n) if n == frame.len() => {
                     self.stats.sent(n);
@@ -426,6 +448,9 @@ impl Conn {
         extra: &[u8],
         done: &mut dyn FnMut(Vec<u8>),
     ) -> Result<(bool, usize), ()> {
+        if let Some(ring) = self.tx_ring() {
+            return self.push_batch(ring, q, extra, done);
+        }
         const MAX: usize = 16;
         let mut bufs: [&[u8]; MAX] = [&[]; MAX];
         // `extra` goes only behind every queued frame, never ahead of one.
@@ -607,7 +632,13 @@ impl Conn {
             };
             // A write that makes no progress for the send timeout fails and
             // shuts the connection down.
-            let wrote = w.write_all(&frame[offset..]);
+            let wrote = match self.tx_ring().filter(|_| data.is_some()) {
+                // A data frame after the switch: whole, into the ring.
+                Some(ring) => self
+                    .ring_write(ring, &frame, offset)
+                    .map_err(|()| io::Error::from(io::ErrorKind::TimedOut)),
+                None => w.write_all(&frame[offset..]),
+            };
             let ok = wrote.is_ok();
             match &wrote {
                 Ok(()) if data.is_some() => self.stats.sent(frame.len()),

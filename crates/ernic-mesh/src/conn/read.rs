@@ -31,6 +31,9 @@ pub(crate) struct ReadState {
     /// A complete frame that could not be handed on yet (no room); it goes
     /// before anything read after it.
     pub ready: Option<(Header, Vec<u8>)>,
+    /// A frame begun in the peer's shared-memory ring: its header, its
+    /// buffer, and the bytes of it come so far.
+    pub ring_part: Option<(Header, Vec<u8>, usize)>,
 }
 
 impl Default for ReadState {
@@ -44,6 +47,7 @@ impl Default for ReadState {
             body: None,
             body_got: 0,
             ready: None,
+            ring_part: None,
         }
     }
 }

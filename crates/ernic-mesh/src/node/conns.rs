@@ -135,7 +135,7 @@ impl Shared {
                 continue;
             }
             let leftover = c.try_reader().is_some_and(|rs| rs.has_pending());
-            if !leftover && !c.wait_readable(Duration::from_millis(100)) {
+            if !leftover && !c.ring_readable() && !c.wait_any(Duration::from_millis(100)) {
                 continue;
             }
             if self.poller_active() {
@@ -157,11 +157,31 @@ impl Shared {
         rs: &mut ReadState,
         blocking: bool,
     ) -> bool {
+        // Frames taken from the peer's ring in a row before the socket is
+        // looked at (heartbeats and control frames come that way).
+        const RING_RUN: u32 = 64;
+        let mut run = 0;
         loop {
-            // A frame left from before goes first.
-            let (h, buf) = match rs.ready.take() {
-                Some(f) => f,
+            // A frame left from before goes first, then the ring's (once
+            // the peer switched to it: everything before the switch came
+            // over the socket, and has been read).
+            let from_ring = match rs.ready.take() {
+                Some(f) => Some(f),
+                None if run < RING_RUN => match c.ring_frame(rs, &|n| self.buffer(n)) {
+                    Ok(f) => f,
+                    Err(e) => return self.drop_conn(c, e),
+                },
+                None => None,
+            };
+            run = if from_ring.is_some() { run + 1 } else { 0 };
+            let (h, buf) = match from_ring {
+                Some((h, buf)) => {
+                    c.heard();
+                    c.stats.received(buf.len());
+                    (h, buf)
+                }
                 None => match c.read_step(rs, &|n| self.buffer(n)) {
+                    ReadStep::Pending if c.ring_readable() => continue,
                     ReadStep::Pending => return true,
                     ReadStep::Eof => {
                         c.close();

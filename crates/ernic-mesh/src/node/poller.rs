@@ -116,7 +116,8 @@ impl Shared {
             crate::sys::readable_now(&fds[..chunk.len()], &mut ready[..chunk.len()]);
             for (c, r) in chunk.iter().zip(ready) {
                 c.flush_now(&mut |b| self.recycle(b));
-                let leftover = r || c.try_reader().is_some_and(|rs| rs.has_pending());
+                let leftover =
+                    r || c.ring_readable() || c.try_reader().is_some_and(|rs| rs.has_pending());
                 if !leftover {
                     continue;
                 }

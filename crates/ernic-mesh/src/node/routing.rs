@@ -137,6 +137,15 @@ impl Shared {
                 self.recycle(buf);
                 r?;
             }
+            Kind::Ring => {
+                self.recycle(buf);
+                // Only a peer that handed this side a ring may switch to it.
+                if c.same_host.ring_in.get().is_none() {
+                    return Err(FrameError::Body(Kind::Ring));
+                }
+                c.same_host.rx_on.store(true, Ordering::Release);
+                tracing::debug!(node = %self.who(), "node {} sends through shared memory", c.peer.0);
+            }
             Kind::Refuse => {
                 let mut r = Reader::new(Kind::Refuse, body);
                 let _code = r.u16()?;

@@ -241,7 +241,7 @@ fn a_direction_handed_over_a_unix_socket_carries_records_and_wakes_its_reader() 
     let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
     let w = Direction::create(MIN_CAP).unwrap();
     w.hand_over(&a).unwrap();
-    let r = Direction::take(&b).unwrap();
+    let r = Direction::take(&b).unwrap().expect("a ring");
     // A reader asleep is woken by the record, long before its timeout.
     let reader = std::thread::spawn(move || {
         let t0 = std::time::Instant::now();
@@ -279,9 +279,12 @@ fn a_hand_over_of_anything_else_is_refused() {
     // The wrong tag.
     crate::sys::send_fds(&a, b"X", &[w.ring.fd(), bell.fd(), bell.fd()]).unwrap();
     assert!(Direction::take(&b).is_err());
+    // A decline is no ring, and no error.
+    Direction::decline(&a).unwrap();
+    assert!(Direction::take(&b).unwrap().is_none());
     // And then a good one still goes through.
     w.hand_over(&a).unwrap();
-    assert!(Direction::take(&b).is_ok());
+    assert!(Direction::take(&b).unwrap().is_some());
 }
 
 #[test]
@@ -311,7 +314,7 @@ fn records_cross_to_another_process_in_order_through_a_full_ring() {
         // SAFETY: ends the child at once.
         unsafe { libc::_exit(code) };
     }
-    let r = Direction::take(&b).unwrap();
+    let r = Direction::take(&b).unwrap().expect("a ring");
     let mut out = Vec::new();
     let mut next = 0u32;
     let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
