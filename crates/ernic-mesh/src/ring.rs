@@ -135,6 +135,13 @@ impl Ring {
     /// Maps a ring the peer made (its fd, received over the Unix socket),
     /// for this side to read, after checking its size, seals and header.
     pub fn open(fd: OwnedFd) -> io::Result<Ring> {
+        // The seals first: a file still shrinkable when its size is read
+        // could be shrunk under the mapping after.
+        // SAFETY: a plain call on our own fd.
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(bad(RingError::NotSealed));
+        }
         // SAFETY: a zeroed stat is valid to be written by fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `st` is writable; the fd is ours.
@@ -148,11 +155,6 @@ impl Ring {
             || !(MIN_CAP as u64..=MAX_CAP as u64).contains(&cap)
         {
             return Err(bad(RingError::BadSize(size)));
-        }
-        // SAFETY: a plain call on our own fd.
-        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
-        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
-            return Err(bad(RingError::NotSealed));
         }
         let ring = Ring::map(fd, size as usize)?;
         // SAFETY: offsets 0 and 8 are inside the mapped header.
@@ -265,10 +267,11 @@ impl Ring {
             return Ok(false);
         }
         self.copy_in(head, &(n as u32).to_le_bytes());
-        let mut at = head + LEN as u64;
+        // Positions come from shared memory: wrapping, never a panic.
+        let mut at = head.wrapping_add(LEN as u64);
         for p in parts {
             self.copy_in(at, p);
-            at += p.len() as u64;
+            at = at.wrapping_add(p.len() as u64);
         }
         self.atomic64(HEAD_AT).store(at, Ordering::Release);
         Ok(true)
@@ -323,7 +326,7 @@ impl Ring {
             });
         }
         let tail = self.atomic64(TAIL_AT).load(Ordering::Acquire);
-        self.copy_out(tail + LEN as u64, dst);
+        self.copy_out(tail.wrapping_add(LEN as u64), dst);
         Ok(true)
     }
 
@@ -334,9 +337,9 @@ impl Ring {
             return Ok(None);
         };
         let tail = self.atomic64(TAIL_AT).load(Ordering::Acquire);
-        self.copy_out(tail + LEN as u64, &mut dst[..n]);
+        self.copy_out(tail.wrapping_add(LEN as u64), &mut dst[..n]);
         self.atomic64(TAIL_AT)
-            .store(tail + (LEN + n) as u64, Ordering::Release);
+            .store(tail.wrapping_add((LEN + n) as u64), Ordering::Release);
         Ok(Some(n))
     }
 
@@ -367,9 +370,9 @@ impl Ring {
         let n = n as u64;
         out.clear();
         out.resize(n as usize, 0);
-        self.copy_out(tail + LEN as u64, out);
+        self.copy_out(tail.wrapping_add(LEN as u64), out);
         self.atomic64(TAIL_AT)
-            .store(tail + LEN as u64 + n, Ordering::Release);
+            .store(tail.wrapping_add(LEN as u64 + n), Ordering::Release);
         Ok(true)
     }
 
@@ -428,65 +431,105 @@ fn bad(e: RingError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// A doorbell: an eventfd one side rings and the other waits on.
+/// A doorbell: one end of a Unix datagram socket pair, the peer holding
+/// the other. Ringing sends a byte to the peer (`MSG_DONTWAIT` on each
+/// call, so however the peer sets the shared file's flags, ringing never
+/// blocks: a full socket means the peer has a ring waiting already); the
+/// fd is readable while the peer's rings wait.
 pub struct Bell {
     fd: OwnedFd,
 }
 
 impl Bell {
-    /// A new bell.
-    pub fn new() -> io::Result<Bell> {
-        // SAFETY: a plain call; it returns an fd we own, or -1.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if raw < 0 {
+    /// A pair of bells: this side's, and the peer's to hand over.
+    pub fn pair() -> io::Result<(Bell, OwnedFd)> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two fds the call returns, which
+        // are ours.
+        let r = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        if r != 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: `raw` is a fresh fd of ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        Ok(Bell { fd })
+        // SAFETY: both fds are fresh and ours.
+        let (mine, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok((Bell { fd: mine }, theirs))
     }
 
-    /// The peer's bell (its fd, received over the Unix socket). Anything
-    /// but an eventfd is refused: a write to it must not block or reach a
-    /// file.
+    /// The peer's end of a pair (received over the Unix socket); anything
+    /// but a Unix datagram socket is refused.
     pub fn from_fd(fd: OwnedFd) -> io::Result<Bell> {
-        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-        if link.as_os_str() != "anon_inode:[eventfd]" {
+        let int = |opt| {
+            let mut v: libc::c_int = 0;
+            let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: `v` and `len` are writable and sized for an int.
+            let r = unsafe {
+                libc::getsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&raw mut v).cast(),
+                    &mut len,
+                )
+            };
+            (r == 0).then_some(v)
+        };
+        if int(libc::SO_DOMAIN) != Some(libc::AF_UNIX)
+            || int(libc::SO_TYPE) != Some(libc::SOCK_DGRAM)
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "the peer's doorbell is not an eventfd",
+                "the peer's doorbell is not a Unix datagram socket",
             ));
-        }
-        // SAFETY: a plain call on our own fd.
-        let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-        if fl < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: as above.
-        let set = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) };
-        if set != 0 {
-            return Err(io::Error::last_os_error());
         }
         Ok(Bell { fd })
     }
 
-    /// The fd, to hand to the peer or to wait on.
+    /// The fd, to wait on.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
 
-    /// Rings it (a full counter still wakes the waiter: nothing is lost).
+    /// Rings the peer's end.
     pub fn ring(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte buffer to a non-blocking eventfd of ours.
-        let _ = unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr().cast(), 8) };
+        // SAFETY: a one-byte buffer to our own socket; MSG_DONTWAIT makes
+        // this call non-blocking whatever the file's flags.
+        let _ = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                [1u8].as_ptr().cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
     }
 
-    /// Clears it after a wake.
+    /// Takes the peer's rings after a wake (a bounded number, so a peer
+    /// that rings without end does not hold this side here).
     pub fn drain(&self) {
-        let mut b = [0u8; 8];
-        // SAFETY: an 8-byte buffer from a non-blocking eventfd of ours.
-        let _ = unsafe { libc::read(self.fd.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+        let mut b = [0u8; 16];
+        for _ in 0..64 {
+            // SAFETY: a writable buffer of its length from our own socket,
+            // non-blocking for this call.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    b.as_mut_ptr().cast(),
+                    b.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+        }
     }
 }
 
@@ -495,31 +538,37 @@ const HAND_OVER: u8 = b'R';
 /// The tag of the message that says there is none.
 const DECLINE: u8 = b'N';
 
-/// One direction of a shared-memory channel: the ring and its two bells,
-/// `data` (the writer rings it for a sleeping reader) and `room` (the
-/// reader rings it for a sleeping writer). Made by its writer, and handed
-/// to the reader over the Unix socket.
+/// One direction of a shared-memory channel: the ring and this side's
+/// end of its doorbell (the writer rings it for a sleeping reader, the
+/// reader for a sleeping writer). Made by its writer, and handed to the
+/// reader over the Unix socket.
 pub struct Direction {
     /// The records.
     pub ring: Ring,
-    data: Bell,
-    room: Bell,
+    bell: Bell,
+    /// The reader's end of the bell, until it is handed over.
+    theirs: Option<OwnedFd>,
 }
 
 impl Direction {
     /// A new direction with `cap` bytes of ring, for this side to write.
     pub fn create(cap: usize) -> io::Result<Direction> {
+        let (bell, theirs) = Bell::pair()?;
         Ok(Direction {
             ring: Ring::create(cap)?,
-            data: Bell::new()?,
-            room: Bell::new()?,
+            bell,
+            theirs: Some(theirs),
         })
     }
 
-    /// Hands the direction to the peer (the ring's memfd and both bells,
-    /// in one message on `sock`).
+    /// Hands the direction to the peer (the ring's memfd and the bell's
+    /// other end, in one message on `sock`).
     pub fn hand_over(&self, sock: &impl AsRawFd) -> io::Result<()> {
-        let fds = [self.ring.fd(), self.data.fd(), self.room.fd()];
+        let theirs = self
+            .theirs
+            .as_ref()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let fds = [self.ring.fd(), theirs.as_fd()];
         crate::sys::send_fds(sock, &[HAND_OVER], &fds).map(|_| ())
     }
 
@@ -530,8 +579,8 @@ impl Direction {
     }
 
     /// Takes the direction the peer hands over on `sock`, for this side
-    /// to read: exactly a ring and two eventfds, each checked; `None` when
-    /// the peer declined.
+    /// to read: exactly a ring and a bell, each checked; `None` when the
+    /// peer declined.
     pub fn take(sock: &impl AsRawFd) -> io::Result<Option<Direction>> {
         let mut tag = [0u8; 1];
         let mut fds = Vec::new();
@@ -539,22 +588,18 @@ impl Direction {
         if n == 1 && tag[0] == DECLINE && fds.is_empty() {
             return Ok(None);
         }
-        if n != 1 || tag[0] != HAND_OVER || fds.len() != 3 {
+        if n != 1 || tag[0] != HAND_OVER || fds.len() != 2 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "the peer's hand-over is not a ring and two bells",
+                "the peer's hand-over is not a ring and a bell",
             ));
         }
         let mut fds = fds.into_iter();
-        let (ring, data, room) = (
-            fds.next().expect("three"),
-            fds.next().expect("three"),
-            fds.next().expect("three"),
-        );
+        let (ring, bell) = (fds.next().expect("two"), fds.next().expect("two"));
         Ok(Some(Direction {
             ring: Ring::open(ring)?,
-            data: Bell::from_fd(data)?,
-            room: Bell::from_fd(room)?,
+            bell: Bell::from_fd(bell)?,
+            theirs: None,
         }))
     }
 
@@ -569,7 +614,7 @@ impl Direction {
         // two sees the other.
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.ring.reader_waiting().load(Ordering::Relaxed) != 0 {
-            self.data.ring();
+            self.bell.ring();
         }
         Ok(true)
     }
@@ -580,7 +625,7 @@ impl Direction {
     pub fn send_some(&self, bytes: &[u8], min: usize) -> Result<usize, RingError> {
         let n = self.ring.push_some(bytes, min)?;
         if n > 0 {
-            self.wake(&self.data, self.ring.reader_waiting());
+            self.wake(&self.bell, self.ring.reader_waiting());
         }
         Ok(n)
     }
@@ -590,7 +635,7 @@ impl Direction {
     pub fn recv_to(&self, dst: &mut [u8]) -> Result<Option<usize>, RingError> {
         let n = self.ring.pop_to(dst)?;
         if n.is_some() {
-            self.wake(&self.room, self.ring.writer_waiting());
+            self.wake(&self.bell, self.ring.writer_waiting());
         }
         Ok(n)
     }
@@ -613,7 +658,7 @@ impl Direction {
         }
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.ring.writer_waiting().load(Ordering::Relaxed) != 0 {
-            self.room.ring();
+            self.bell.ring();
         }
         Ok(true)
     }
@@ -623,7 +668,7 @@ impl Direction {
     pub fn sleep_for_data(&self, also: Option<BorrowedFd<'_>>, timeout: std::time::Duration) {
         self.sleep(
             self.ring.reader_waiting(),
-            &self.data,
+            &self.bell,
             also,
             timeout,
             &|| self.ring.readable(),
@@ -640,7 +685,7 @@ impl Direction {
     ) {
         self.sleep(
             self.ring.writer_waiting(),
-            &self.room,
+            &self.bell,
             also,
             timeout,
             &|| self.ring.free().map_or(true, |f| f >= need),
@@ -656,7 +701,9 @@ impl Direction {
         ready: &dyn Fn() -> bool,
     ) {
         flag.store(1, Ordering::SeqCst);
-        if !ready() && !self.ring.is_closed() {
+        // The store before the look again (the waker fences the other way).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !ready() {
             let mut p = [
                 libc::pollfd {
                     fd: bell.fd().as_raw_fd(),

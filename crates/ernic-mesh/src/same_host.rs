@@ -63,9 +63,6 @@ const PREFIX: &str = "ernic-mesh-";
 /// Proofs checked at once; a local process that opens more connections to
 /// the socket has them closed.
 const MAX_CHECKS: usize = 16;
-/// How long a ring taken by the peer waits for its connection to be idle
-/// for the switch.
-const SWITCH_WAIT: Duration = Duration::from_secs(5);
 
 /// This node's listening socket.
 pub(crate) struct Listener {
@@ -334,17 +331,14 @@ impl Shared {
         if c.same_host.ring_out.set(ring).is_err() {
             return;
         }
-        // The switch goes when nothing else is queued on the connection:
-        // almost at once, or between two bursts.
-        let marker = frame::frame(Kind::Ring, frame::node(self.me()), c.peer.0, &[]);
-        let end = std::time::Instant::now() + SWITCH_WAIT;
-        while !c.try_switch(&marker) {
-            if c.is_closed() || std::time::Instant::now() >= end {
-                tracing::info!(node = %self.who(), "the connection to node {} was never idle: data stays on TCP", c.peer.0);
-                return;
-            }
-            thread::sleep(Duration::from_micros(200));
-        }
+        // The send thread puts the switch on the socket behind what is
+        // queued now.
+        c.queue_switch(frame::frame(
+            Kind::Ring,
+            frame::node(self.me()),
+            c.peer.0,
+            &[],
+        ));
         tracing::info!(node = %self.who(), "node {}: data goes through shared memory", c.peer.0);
     }
 

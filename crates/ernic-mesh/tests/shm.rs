@@ -175,3 +175,17 @@ fn with_the_rings_off_every_message_still_arrives_by_tcp() {
     assert!(!worker.same_host(NodeId(0)).shm_out);
     assert_eq!(shm_frames(&worker, "0", "shm_frames_sent"), 0);
 }
+
+#[test]
+fn the_smallest_ring_still_carries_frames_far_larger_than_itself() {
+    // 4 KiB: every message past 2 KiB goes in several records.
+    let (manager, worker) = pair(4096);
+    until("the ring carries the worker's data", || {
+        worker.same_host(NodeId(0)).shm_out && manager.same_host(NodeId(1)).shm_in
+    });
+    std::thread::scope(|s| {
+        s.spawn(|| send_all(&worker, 300));
+        receive_all(&manager, 300);
+    });
+    assert_eq!(shm_frames(&manager, "1", "shm_frames_received"), 300);
+}

@@ -45,6 +45,10 @@ struct Item {
     /// A held frame (an injected `mesh_delay`) does not go out before
     /// this, nor does anything queued behind it.
     not_before: Option<Instant>,
+    /// The switch to the shared-memory ring (`shm.rs`): the send thread
+    /// writes it on the socket, and what is queued behind it takes the
+    /// ring.
+    switch: bool,
 }
 
 impl Item {
@@ -68,6 +72,9 @@ struct Queue {
     /// Data frames queued with a `not_before` (held ones, or ones whose
     /// hold just ended): while any is queued nothing is written inline.
     held: usize,
+    /// The switch to the ring waits in `data`: nothing behind it is
+    /// written ahead of it, nor on the socket.
+    switch_queued: bool,
 }
 
 impl Queue {
@@ -393,7 +400,7 @@ impl Conn {
                     return Err((QueueError::Closed, frame));
                 }
             }
-        } else if inline && q.only_data() && q.data.len() < 16 && q.held == 0 {
+        } else if inline && q.only_data() && q.data.len() < 16 && q.held == 0 && !q.switch_queued {
             // Deferred replies wait ahead: they go out together with this
             // frame, in one sendmsg.
             match self.send_with_queued(&mut q, &frame) {
@@ -417,6 +424,7 @@ impl Conn {
             reply,
             offset,
             not_before,
+            switch: false,
         });
         self.stats
             .queue_depth_max
@@ -454,7 +462,7 @@ impl Conn {
         const MAX: usize = 16;
         let mut bufs: [&[u8]; MAX] = [&[]; MAX];
         // `extra` goes only behind every queued frame, never ahead of one.
-        let extra = if q.data.len() < MAX && q.held == 0 {
+        let extra = if q.data.len() < MAX && q.held == 0 && !q.switch_queued {
             extra
         } else {
             &[]
@@ -466,7 +474,7 @@ impl Conn {
         let free = q
             .data
             .iter()
-            .take_while(|it| now.is_none_or(|now| !it.held(now)));
+            .take_while(|it| !it.switch && now.is_none_or(|now| !it.held(now)));
         for (b, it) in bufs[..room].iter_mut().zip(free) {
             *b = &it.frame[it.offset..];
             n += 1;
@@ -587,7 +595,7 @@ impl Conn {
             Err(_) => return self.close(),
         };
         loop {
-            let (frame, offset, data) = {
+            let (frame, offset, data, switch) = {
                 let mut q = self.lock();
                 let item = loop {
                     if self.is_closed() {
@@ -598,17 +606,17 @@ impl Conn {
                     if q.data.front().is_some_and(|it| it.offset > 0) {
                         let it = q.data.pop_front().expect("front exists");
                         q.unhold(&it);
-                        break (it.frame, it.offset, Some(it.reply));
+                        break (it.frame, it.offset, Some(it.reply), false);
                     }
                     if let Some(f) = q.heartbeat.take() {
-                        break (f, 0, None);
+                        break (f, 0, None, false);
                     }
                     if let Some(f) = q.answer.take() {
-                        break (f, 0, None);
+                        break (f, 0, None, false);
                     }
                     if let Some(f) = q.control.pop_front() {
                         q.control_bytes -= f.len();
-                        break (f, 0, None);
+                        break (f, 0, None, false);
                     }
                     if let Some(until) = q.front_held() {
                         // A held frame: wait out its hold (heartbeats and
@@ -623,7 +631,10 @@ impl Conn {
                     }
                     if let Some(it) = q.data.pop_front() {
                         q.unhold(&it);
-                        break (it.frame, it.offset, Some(it.reply));
+                        if it.switch {
+                            break (it.frame, 0, None, true);
+                        }
+                        break (it.frame, it.offset, Some(it.reply), false);
                     }
                     q = self.cv.wait(q).unwrap_or_else(|p| p.into_inner());
                 };
@@ -656,6 +667,11 @@ impl Conn {
                 Err(_) => {}
             }
             let mut q = self.lock();
+            if switch && ok {
+                // Under the lock the queue's writers look at it with.
+                self.same_host.tx_on.store(true, Ordering::Release);
+                q.switch_queued = false;
+            }
             q.writing = false;
             if let Some(reply) = data {
                 q.account(frame.len(), reply, false);

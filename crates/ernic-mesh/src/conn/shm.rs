@@ -15,7 +15,6 @@
 //!
 //! [`Kind::Ring`]: crate::frame::Kind::Ring
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -23,9 +22,15 @@ use super::{Conn, Queue, ReadState};
 use crate::frame::{self, FrameError, Header};
 use crate::ring::Direction;
 
-/// The smallest record a frame is cut into (but its last): a frame's
-/// first record holds at least its header.
+/// The smallest record a frame is cut into (but its last), in a ring of
+/// 8 KiB or more: a frame's first record holds at least its header.
 const MIN_CHUNK: usize = 4096;
+
+/// The smallest record for `ring`: [`MIN_CHUNK`], or half a smaller ring
+/// (so a record always fits an empty one).
+fn chunk(ring: &Direction) -> usize {
+    MIN_CHUNK.min(ring.ring.capacity() / 2)
+}
 
 impl Conn {
     /// The ring data frames go through now, if the switch happened.
@@ -36,38 +41,32 @@ impl Conn {
         self.same_host.ring_out.get()
     }
 
-    /// Puts the switch on the socket if the connection is idle: answers
-    /// whether data frames now take the ring (false: try again later).
-    pub(crate) fn try_switch(&self, marker: &[u8]) -> bool {
-        if self.same_host.ring_out.get().is_none() || self.tx_ring().is_some() {
-            return self.tx_ring().is_some();
+    /// Queues the switch (`marker`, a [`Kind::Ring`] frame) behind what
+    /// is queued: the send thread writes it on the socket, and from then
+    /// on data frames take the ring this side handed over.
+    ///
+    /// [`Kind::Ring`]: crate::frame::Kind::Ring
+    pub(crate) fn queue_switch(&self, marker: Vec<u8>) {
+        if self.same_host.ring_out.get().is_none() || self.is_closed() {
+            return;
         }
-        let q = self.lock();
-        if !q.idle() || self.is_closed() {
-            return false;
+        let mut q = self.lock();
+        if q.switch_queued || self.same_host.tx_on.load(Ordering::Relaxed) {
+            return;
         }
-        match crate::sys::send_now(&self.stream, marker) {
-            Ok(0) => return false,
-            Ok(n) if n < marker.len() => {
-                // Committed: the rest goes before anything else can (the
-                // queue's lock is held, and the send thread is idle).
-                if (&self.stream).write_all(&marker[n..]).is_err() {
-                    drop(q);
-                    self.close();
-                    return false;
-                }
-            }
-            Ok(_) => {}
-            Err(_) => {
-                drop(q);
-                self.close();
-                return false;
-            }
-        }
-        self.stats.control_sent.fetch_add(1, Ordering::Relaxed);
-        self.same_host.tx_on.store(true, Ordering::Release);
+        q.switch_queued = true;
+        // A reply, so that cancel() never takes it back; not counted
+        // against the queue's bounds.
+        q.data.push_back(super::Item {
+            frame: marker,
+            tag: 0,
+            reply: true,
+            offset: 0,
+            not_before: None,
+            switch: true,
+        });
         drop(q);
-        true
+        self.cv.notify_all();
     }
 
     /// Pushes what is left of `frame` (from `offset`) into the ring as
@@ -79,10 +78,9 @@ impl Conn {
         frame: &[u8],
         offset: &mut usize,
     ) -> Result<bool, ()> {
+        let min = chunk(ring);
         while *offset < frame.len() {
-            let n = ring
-                .send_some(&frame[*offset..], MIN_CHUNK)
-                .map_err(|_| ())?;
+            let n = ring.send_some(&frame[*offset..], min).map_err(|_| ())?;
             if n == 0 {
                 return Ok(false);
             }
@@ -134,20 +132,25 @@ impl Conn {
         frame: &[u8],
         mut offset: usize,
     ) -> Result<(), ()> {
-        let end = Instant::now() + self.send_timeout;
+        // As a socket's timeout: no progress for the send timeout.
+        let mut end = Instant::now() + self.send_timeout;
         loop {
             if self.is_closed() {
                 return Err(());
             }
+            let before = offset;
             if self.ring_push(ring, frame, &mut offset)? {
                 return Ok(());
             }
             let now = Instant::now();
+            if offset > before {
+                end = now + self.send_timeout;
+            }
             if now >= end {
                 return Err(());
             }
             let wait = (end - now).min(Duration::from_millis(100));
-            let need = (frame.len() - offset).min(MIN_CHUNK) + 4;
+            let need = (frame.len() - offset).min(chunk(ring)) + 4;
             ring.sleep_for_room(need, None, wait);
         }
     }

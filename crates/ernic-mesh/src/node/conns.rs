@@ -165,8 +165,9 @@ impl Shared {
             // A frame left from before goes first, then the ring's (once
             // the peer switched to it: everything before the switch came
             // over the socket, and has been read).
-            let from_ring = match rs.ready.take() {
-                Some(f) => Some(f),
+            let earlier = rs.ready.take();
+            let from_ring = match earlier {
+                Some(_) => None,
                 None if run < RING_RUN => match c.ring_frame(rs, &|n| self.buffer(n)) {
                     Ok(f) => f,
                     Err(e) => return self.drop_conn(c, e),
@@ -174,13 +175,18 @@ impl Shared {
                 None => None,
             };
             run = if from_ring.is_some() { run + 1 } else { 0 };
-            let (h, buf) = match from_ring {
-                Some((h, buf)) => {
+            let (h, buf) = match (earlier, from_ring) {
+                (Some(f), _) => f,
+                (None, Some((h, buf))) => {
                     c.heard();
-                    c.stats.received(buf.len());
+                    if h.kind == crate::frame::Kind::Data {
+                        c.stats.received(buf.len());
+                    } else {
+                        c.stats.control_received.fetch_add(1, Ordering::Relaxed);
+                    }
                     (h, buf)
                 }
-                None => match c.read_step(rs, &|n| self.buffer(n)) {
+                (None, None) => match c.read_step(rs, &|n| self.buffer(n)) {
                     ReadStep::Pending if c.ring_readable() => continue,
                     ReadStep::Pending => return true,
                     ReadStep::Eof => {

@@ -152,24 +152,44 @@ fn only_a_sealed_ring_of_a_ring_size_with_a_ring_header_is_mapped() {
         "no magic"
     );
     // Not a file at all.
-    let bell = Bell::new().unwrap();
+    let (bell, _) = Bell::pair().unwrap();
     assert!(Ring::open(bell.fd().try_clone_to_owned().unwrap()).is_err());
     // And one cannot make a ring of no ring size.
     assert!(Ring::create(MIN_CAP + 1).is_err());
     assert!(Ring::create(MAX_CAP * 2).is_err());
 }
 
+fn readable(b: &Bell) -> bool {
+    let mut p = libc::pollfd {
+        fd: b.fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
 #[test]
-fn a_bell_takes_only_an_eventfd() {
-    let b = Bell::new().unwrap();
-    let peer = Bell::from_fd(b.fd().try_clone_to_owned().unwrap()).unwrap();
+fn a_bell_rings_its_peer_never_blocks_and_takes_only_a_datagram_socket() {
+    let (b, theirs) = Bell::pair().unwrap();
+    let peer = Bell::from_fd(theirs).unwrap();
+    assert!(!readable(&b));
     peer.ring();
     peer.ring();
+    assert!(readable(&b), "rung");
+    assert!(!readable(&peer), "a ring goes to the other end only");
     b.drain();
-    // Drained: a second drain does not block (non-blocking) and finds 0.
-    b.drain();
-    let f = memfd(4096, false);
-    assert!(Bell::from_fd(f).is_err());
+    assert!(!readable(&b), "drained");
+    // Far more rings than the socket holds: none blocks, and the bell
+    // still wakes its waiter.
+    for _ in 0..100_000 {
+        peer.ring();
+    }
+    assert!(readable(&b));
+    // A memfd or a stream socket is no bell.
+    assert!(Bell::from_fd(memfd(4096, false)).is_err());
+    let (s, _t) = std::os::unix::net::UnixStream::pair().unwrap();
+    assert!(Bell::from_fd(OwnedFd::from(s)).is_err());
 }
 
 #[test]
@@ -268,16 +288,19 @@ fn a_direction_handed_over_a_unix_socket_carries_records_and_wakes_its_reader() 
 #[test]
 fn a_hand_over_of_anything_else_is_refused() {
     let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-    let bell = Bell::new().unwrap();
-    // Three fds, but the "ring" is an eventfd.
-    crate::sys::send_fds(&a, &[HAND_OVER], &[bell.fd(), bell.fd(), bell.fd()]).unwrap();
+    let (bell, _theirs) = Bell::pair().unwrap();
+    // Two fds, but the "ring" is a socket.
+    crate::sys::send_fds(&a, &[HAND_OVER], &[bell.fd(), bell.fd()]).unwrap();
     assert!(Direction::take(&b).is_err());
     // One fd only.
     let w = Direction::create(MIN_CAP).unwrap();
     crate::sys::send_fds(&a, &[HAND_OVER], &[w.ring.fd()]).unwrap();
     assert!(Direction::take(&b).is_err());
     // The wrong tag.
-    crate::sys::send_fds(&a, b"X", &[w.ring.fd(), bell.fd(), bell.fd()]).unwrap();
+    crate::sys::send_fds(&a, b"X", &[w.ring.fd(), bell.fd()]).unwrap();
+    assert!(Direction::take(&b).is_err());
+    // Three fds.
+    crate::sys::send_fds(&a, &[HAND_OVER], &[w.ring.fd(), bell.fd(), bell.fd()]).unwrap();
     assert!(Direction::take(&b).is_err());
     // A decline is no ring, and no error.
     Direction::decline(&a).unwrap();
