@@ -177,15 +177,7 @@ impl Shared {
             run = if from_ring.is_some() { run + 1 } else { 0 };
             let (h, buf) = match (earlier, from_ring) {
                 (Some(f), _) => f,
-                (None, Some((h, buf))) => {
-                    c.heard();
-                    if h.kind == crate::frame::Kind::Data {
-                        c.stats.received(buf.len());
-                    } else {
-                        c.stats.control_received.fetch_add(1, Ordering::Relaxed);
-                    }
-                    (h, buf)
-                }
+                (None, Some((h, buf))) => arrived(c, h, buf),
                 (None, None) => match c.read_step(rs, &|n| self.buffer(n)) {
                     ReadStep::Pending if c.ring_readable() => continue,
                     ReadStep::Pending => return true,
@@ -194,15 +186,7 @@ impl Shared {
                         return false;
                     }
                     ReadStep::Bad(e) => return self.drop_conn(c, e),
-                    ReadStep::Frame(h, buf) => {
-                        c.heard();
-                        if h.kind == crate::frame::Kind::Data {
-                            c.stats.received(buf.len());
-                        } else {
-                            c.stats.control_received.fetch_add(1, Ordering::Relaxed);
-                        }
-                        (h, buf)
-                    }
+                    ReadStep::Frame(h, buf) => arrived(c, h, buf),
                 },
             };
             match self.handle(c, h, buf, blocking) {
@@ -222,4 +206,16 @@ impl Shared {
         c.close();
         false
     }
+}
+
+/// A frame just read (from the socket or the ring): the peer was heard,
+/// and the frame is counted.
+fn arrived(c: &Conn, h: crate::frame::Header, buf: Vec<u8>) -> (crate::frame::Header, Vec<u8>) {
+    c.heard();
+    if h.kind == crate::frame::Kind::Data {
+        c.stats.received(buf.len());
+    } else {
+        c.stats.control_received.fetch_add(1, Ordering::Relaxed);
+    }
+    (h, buf)
 }
