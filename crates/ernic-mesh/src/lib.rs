@@ -362,6 +362,15 @@ impl Mesh {
         self.shared.poll_io();
     }
 
+    /// Whether, at the last poll, every connection's data came through a
+    /// shared-memory ring: polling then costs memory reads, and a thread
+    /// may poll as often as it likes.
+    pub fn all_rings(&self) -> bool {
+        self.shared
+            .all_rings
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Writes what the sockets take now of the queued data (replies deferred
     /// during a device pass), without reading.
     pub fn flush(&self) {

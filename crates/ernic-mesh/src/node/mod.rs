@@ -118,6 +118,9 @@ pub(crate) struct Shared {
     epoch: Instant,
     /// Calls of `poll_io`, to read the clock on a few of them only.
     poll_calls: AtomicU64,
+    /// At the last poll, every connection's data came through a ring (a
+    /// poll then costs memory reads, not a system call).
+    pub(crate) all_rings: AtomicBool,
     /// Replies queued to wait for a flush, ever ([`crate::Mesh::replies_queued`]).
     pub replies_queued: AtomicU64,
     /// Counts the times a poller stopped ([`Shared::poller_idle`]); receive
@@ -200,6 +203,7 @@ impl Shared {
             polled: AtomicU64::new(0),
             epoch: Instant::now(),
             poll_calls: AtomicU64::new(0),
+            all_rings: AtomicBool::new(false),
             replies_queued: AtomicU64::new(0),
             poller_gone: (Mutex::new(0), Condvar::new()),
             poller_in_pass: AtomicBool::new(false),

@@ -118,10 +118,12 @@ impl Shared {
         // call).
         let mut fds = [0; 64];
         let mut ready = [false; 64];
+        let mut all_rings = !conns.is_empty();
         for chunk in conns.chunks(64) {
             let rings = chunk
                 .iter()
                 .all(|c| c.same_host.rx_on.load(Ordering::Relaxed));
+            all_rings &= rings;
             if rings && calls % SOCKET_EVERY != 0 {
                 ready = [false; 64];
             } else {
@@ -142,5 +144,6 @@ impl Shared {
                 }
             }
         }
+        self.all_rings.store(all_rings, Ordering::Relaxed);
     }
 }

@@ -161,7 +161,10 @@ impl Shared {
         // A caller polling several CQs in a row (a transport's rails) asks
         // again within a microsecond: the sockets were just looked at, and
         // looking costs a system call.
-        if now.saturating_sub(self.io_polled.load(Ordering::Relaxed)) >= IO_GAP_NS {
+        // With every connection on a ring there is no system call to save.
+        if mesh.all_rings()
+            || now.saturating_sub(self.io_polled.load(Ordering::Relaxed)) >= IO_GAP_NS
+        {
             self.io_polled.store(now, Ordering::Relaxed);
             mesh.poll_io();
         }
