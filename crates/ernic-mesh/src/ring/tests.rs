@@ -3,6 +3,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use proptest::prelude::*;
 
+use super::direction::HAND_OVER;
 use super::*;
 
 /// The same ring mapped twice, as the writer and the reader hold it.
