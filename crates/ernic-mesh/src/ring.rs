@@ -11,7 +11,7 @@
 //! | 0 | magic, then `cap` (u64 each) | the maker, once |
 //! | 64 | `head`: bytes ever written (u64), then `writer_waiting` (u32) | the writer |
 //! | 128 | `tail`: bytes ever read (u64), then `reader_waiting` (u32) | the reader |
-//! | 192 | `closed` (u32) | either side |
+//! | 192 | reserved | |
 //!
 //! A record is its length (u32, little-endian) and its bytes, wrapping
 //! around the end of the data. Positions only grow; a position's byte is at
@@ -37,7 +37,6 @@ const HEAD_AT: usize = 64;
 const WRITER_WAITING_AT: usize = 72;
 const TAIL_AT: usize = 128;
 const READER_WAITING_AT: usize = 136;
-const CLOSED_AT: usize = 192;
 /// Bytes of a record's length.
 const LEN: usize = 4;
 /// The smallest ring one may make or map.
@@ -226,17 +225,6 @@ impl Ring {
     /// The reader's flag: it sleeps until the writer publishes a record.
     pub fn reader_waiting(&self) -> &AtomicU32 {
         self.atomic32(READER_WAITING_AT)
-    }
-
-    /// Marks the ring closed (either side: no more records will come or be
-    /// read).
-    pub fn close(&self) {
-        self.atomic32(CLOSED_AT).store(1, Ordering::Release);
-    }
-
-    /// Whether either side closed the ring.
-    pub fn is_closed(&self) -> bool {
-        self.atomic32(CLOSED_AT).load(Ordering::Acquire) != 0
     }
 
     /// The positions, checked: the tail is not past the head, nor the

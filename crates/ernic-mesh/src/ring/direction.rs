@@ -185,13 +185,7 @@ impl Direction {
         if !self.ring.push(parts)? {
             return Ok(false);
         }
-        // The reader sets its flag and then looks again: with the flag
-        // read after the head is stored (SeqCst on both sides), one of the
-        // two sees the other.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.ring.reader_waiting().load(Ordering::Relaxed) != 0 {
-            self.bell.ring();
-        }
+        self.wake(&self.bell, self.ring.reader_waiting());
         Ok(true)
     }
 
@@ -232,10 +226,7 @@ impl Direction {
         if !self.ring.pop(out, max)? {
             return Ok(false);
         }
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.ring.writer_waiting().load(Ordering::Relaxed) != 0 {
-            self.bell.ring();
-        }
+        self.wake(&self.bell, self.ring.writer_waiting());
         Ok(true)
     }
 
