@@ -168,10 +168,19 @@ fn three_nodes_every_opcode_with_checksums_at_the_far_end() {
             N,
             "counted per peer"
         );
-        // READ it back into the other half.
+        // READ it back into the other half: A reads the answer's bytes
+        // from the peer's memory itself.
+        let a_read_before = read_by_ref(&mut a);
+        let from_peer_before = by_ref_from(&mut a, peer.id);
         a.call(json!({"op": "send", "qp": qa, "kind": "read", "mr": ma, "offset": N, "len": N, "raddr": addr_b, "rkey": rkey_b, "wr_id": 2}));
         assert_eq!(a.wcs(1)[0]["status"], "Success");
         assert_eq!(a.sum(ma, N, N), want);
+        assert_eq!(
+            read_by_ref(&mut a) - a_read_before,
+            N,
+            "read from the peer's memory"
+        );
+        assert_eq!(by_ref_from(&mut a, peer.id) - from_peer_before, N);
         // SEND_IMM and WRITE_IMM into posted receives.
         peer.call(json!({"op": "recv", "qp": qb, "mr": mb, "offset": N, "len": N, "wr_id": 10}));
         a.call(json!({"op": "send", "qp": qa, "kind": "send_imm", "imm": 77, "mr": ma, "offset": 0, "len": 1000, "wr_id": 3}));

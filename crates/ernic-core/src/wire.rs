@@ -123,11 +123,13 @@ pub mod flags {
     pub const DATAGRAM: u8 = 1 << 3;
     /// The last message of a request carried in several.
     pub const LAST: u8 = 1 << 4;
-    /// The payload is not the data but where it lies in the requester's
-    /// own memory: operand 0 runs of [`REF_RUN_LEN`](super::REF_RUN_LEN)
+    /// The payload is not the data but where it lies in the sender's own
+    /// memory: operand 0 runs of [`REF_RUN_LEN`](super::REF_RUN_LEN)
     /// bytes, each a little-endian address and length, that together hold
-    /// `len` bytes. Only a responder on the same host, which has proved who
-    /// the requester is, reads them (see [`Remote`](crate::Remote)).
+    /// `len` bytes. Only a node on the same host that has proved who the
+    /// sender is reads them (see [`Remote`](crate::Remote)): a responder,
+    /// the requester's SEND or WRITE payload; a requester, the bytes its
+    /// READ asked for (a READ response).
     pub const BY_REF: u8 = 1 << 5;
     /// Bits this version knows.
     pub const KNOWN: u8 = IMM | INVALIDATE | SOLICITED | DATAGRAM | LAST | BY_REF;
@@ -191,8 +193,8 @@ pub enum WireError {
     /// A status number that is not a completion status.
     #[error("unknown completion status {0}")]
     UnknownStatus(u16),
-    /// A by-reference payload of the wrong shape: not a SEND or WRITE, no
-    /// runs or too many, or runs that do not add up to `len`.
+    /// A by-reference payload of the wrong shape: not a SEND, WRITE or READ
+    /// response, no runs or too many, or runs that do not add up to `len`.
     #[error("malformed by-reference payload")]
     BadReference,
     /// A READ request for more than one reply can carry: its answer would
@@ -483,7 +485,7 @@ impl Repr {
 /// Checks a by-reference payload: a SEND or WRITE that is not a datagram,
 /// 1 to [`MAX_REF_RUNS`] whole runs, none wrapping, adding up to `len`.
 fn check_refs(op: Op, fl: u8, runs: u64, len: u32, payload: &[u8]) -> Result<(), WireError> {
-    let shape_ok = matches!(op, Op::Send | Op::Write | Op::WriteImm)
+    let shape_ok = matches!(op, Op::Send | Op::Write | Op::WriteImm | Op::ReadResp)
         && fl & flags::DATAGRAM == 0
         && (1..=MAX_REF_RUNS as u64).contains(&runs)
         && payload.len() == runs as usize * REF_RUN_LEN;
@@ -717,7 +719,7 @@ mod tests {
         assert_eq!(r.buffer_len(), b.len());
         assert!(is_by_ref(&b));
         assert_eq!(ref_runs(&b[HEADER_LEN..]).collect::<Vec<_>>(), runs);
-        for op in [Op::Send, Op::WriteImm] {
+        for op in [Op::Send, Op::WriteImm, Op::ReadResp] {
             assert!(parse(&by_ref(op, 0, 128, &runs, 2)).is_ok());
         }
 
@@ -725,7 +727,9 @@ mod tests {
             by_ref(Op::Write, 0, 127, &runs, 2),   // runs hold 128
             by_ref(Op::Write, 0, 128, &runs, 3),   // says 3 runs, has 2
             by_ref(Op::Write, 0, 0, &[], 0),       // no runs
-            by_ref(Op::ReadReq, 0, 128, &runs, 2), // not a SEND or WRITE
+            by_ref(Op::ReadReq, 0, 128, &runs, 2), // a request, not data
+            by_ref(Op::AtomicResp, 0, 128, &runs, 2),
+            by_ref(Op::Ack, 0, 128, &runs, 2),
             by_ref(Op::Send, flags::DATAGRAM, 128, &runs, 2),
             by_ref(Op::Write, 0, 1, &[(u64::MAX, 1)], 1), // wraps
             by_ref(Op::Write, 0, 65, &[(0, 1); 65], 65),  // too many

@@ -1,9 +1,11 @@
 //! The same-host path: a node on this host reads a requester's large
 //! payloads straight from the requester's memory (`process_vm_readv(2)`),
 //! so a WRITE or SEND crosses once instead of through two socket copies and
-//! the kernel's loopback. Everything else (headers, replies, small payloads,
-//! READ data) still goes over the TCP connection, in order with the
-//! references.
+//! the kernel's loopback; a READ's requester reads the answer's bytes from
+//! the responder's memory the same way. Nothing is ever written into a
+//! peer's memory. Everything else (headers, replies, small payloads) goes
+//! over the connection (its socket, or its shared-memory rings), in order
+//! with the references.
 //!
 //! Who may read whom is proved, never claimed. Each node listens on an
 //! abstract Unix socket; abstract names belong to a network namespace, so

@@ -21,6 +21,12 @@ fn two_nodes(cfg: Config) -> (Fabric, Fabric) {
 
 /// Two nodes, with or without the same-host path.
 fn two_nodes_on(cfg: Config, same_host: bool) -> (Fabric, Fabric) {
+    two_nodes_with(cfg, same_host, "")
+}
+
+/// Two nodes; the worker (B) injects the faults of `faults` (an
+/// `--inject` spec) into what it sends.
+fn two_nodes_with(cfg: Config, same_host: bool, faults: &str) -> (Fabric, Fabric) {
     let mut mc = MeshConfig::new("tcp:manager:listen:1".parse().unwrap());
     mc.spec = MeshSpec::Manager { port: 0 };
     // Port 0 is not a valid spec port; bind it directly for the test.
@@ -31,9 +37,11 @@ fn two_nodes_on(cfg: Config, same_host: bool) -> (Fabric, Fabric) {
     })
     .unwrap();
     let port = manager.listen_addr().port();
+    let injector = ernic_core::inject::parse_spec(faults).unwrap();
     let wc = MeshConfig {
         heartbeat: Duration::from_millis(100),
         same_host,
+        injector: std::sync::Arc::new(ernic_core::Injector::new(injector)),
         ..MeshConfig::new(MeshSpec::Worker {
             host: "127.0.0.1".into(),
             port,
@@ -63,7 +71,11 @@ fn rc_pair(ga: &str, gb: &str, depth: u32) -> RcPair {
 }
 
 fn rc_pair_on(ga: &str, gb: &str, depth: u32, same_host: bool) -> RcPair {
-    let (fa, fb) = two_nodes_on(Config::default(), same_host);
+    rc_pair_with(ga, gb, depth, same_host, "")
+}
+
+fn rc_pair_with(ga: &str, gb: &str, depth: u32, same_host: bool, faults: &str) -> RcPair {
+    let (fa, fb) = two_nodes_with(Config::default(), same_host, faults);
     let a = fa.open_device(ga.parse().unwrap()).unwrap();
     let b = fb.open_device(gb.parse().unwrap()).unwrap();
     wait_owner(&fa, b.gid());
@@ -338,6 +350,95 @@ fn large_payloads_between_nodes_on_one_host_are_read_from_the_sender() {
     let pieces = len.div_ceil(piece) + (len / 2).div_ceil(piece);
     assert_eq!(sa.sent_by_ref, pieces as u64, "{sa:?}");
     assert_eq!(sb.read_by_ref, (len + len / 2) as u64, "{sb:?}");
+}
+
+/// Waits until both nodes of `p` read each other's memory.
+fn wait_same_host(p: &RcPair) {
+    let (fa, fb) = &p._fabrics;
+    let (ma, mb) = (fa.mesh().unwrap(), fb.mesh().unwrap());
+    let end = Instant::now() + T;
+    let both = |l: SameHostLink| l.reads_me && l.read_by_me;
+    while !both(ma.same_host(NodeId(1))) || !both(mb.same_host(NodeId(0))) {
+        assert!(Instant::now() < end, "the same-host path never came up");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A READ of `len` bytes of B's `mb` (from `from`) into A's `ma` at `at`.
+fn read_into(p: &RcPair, ma: &Mr, at: usize, mb: &Mr, from: usize, len: usize, id: u64) {
+    p.qa.post_send(
+        &SendWr::new(id, SendOp::Read(mb.remote(from).unwrap()))
+            .sgl(&[ma.sge(at, len as u32).unwrap()]),
+    )
+    .unwrap();
+}
+
+#[test]
+fn large_reads_between_nodes_on_one_host_are_read_by_the_requester() {
+    let p = rc_pair_on("fd00::5a", "fd00::5b", 16, true);
+    wait_same_host(&p);
+    let (fa, fb) = &p._fabrics;
+    // Three pieces of max_piece (1 MiB) and a short one over by_ref_min
+    // (64 KiB); then a READ under by_ref_min, which carries its bytes.
+    let len = (3 << 20) + 100_000;
+    let small = 1000;
+    let ma = p.pa.reg_mr(len + small, Access::ALL).unwrap();
+    let mb = p.pb.reg_mr(len + 64, Access::ALL).unwrap();
+    let data = pattern(len + 64, 99);
+    mb.write(0, &data).unwrap();
+    read_into(&p, &ma, 0, &mb, 0, len, 1);
+    read_into(&p, &ma, len, &mb, 17, small, 2);
+    for id in [1, 2] {
+        let r = p.ca.wait_one(T).unwrap().unwrap();
+        assert_eq!((r.wr_id, r.status), (id, WcStatus::Success));
+    }
+    let mut got = vec![0u8; len + small];
+    ma.read(0, &mut got).unwrap();
+    assert!(got[..len] == data[..len], "the large READ landed whole");
+    assert!(
+        got[len..] == data[17..17 + small],
+        "the small READ landed whole"
+    );
+    // B answered each large piece with where its bytes lie, and A read
+    // exactly the large READ's bytes from B's memory.
+    let pieces = len.div_ceil(Config::default().max_piece as usize);
+    assert_eq!(fb.remote_stats().sent_by_ref, pieces as u64);
+    assert_eq!(fa.remote_stats().read_by_ref, len as u64);
+}
+
+/// The hazard a READ that the responder writes into the requester's memory
+/// has: an answer that comes after the request ended lands in memory the
+/// program has taken back. Here B holds back everything it sends, A's QP
+/// is flushed while the READ waits, A reuses the buffer, and the answers
+/// that come late (by reference) change nothing.
+#[test]
+fn a_late_read_answer_cannot_touch_memory_the_requester_took_back() {
+    let p = rc_pair_with("fd00::6a", "fd00::6b", 16, true, "mesh_delay=700:every=1");
+    wait_same_host(&p);
+    let (fa, fb) = &p._fabrics;
+    let len = 2 << 20;
+    let ma = p.pa.reg_mr(len, Access::ALL).unwrap();
+    let mb = p.pb.reg_mr(len, Access::ALL).unwrap();
+    mb.write(0, &pattern(len, 5)).unwrap();
+    read_into(&p, &ma, 0, &mb, 0, len, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    p.qa.set_error().unwrap();
+    let r = p.ca.wait_one(T).unwrap().unwrap();
+    assert_eq!((r.wr_id, r.status), (1, WcStatus::WrFlushErr));
+    // The buffer is the program's again: it writes its own bytes.
+    let mine = vec![0xa5u8; len];
+    ma.write(0, &mine).unwrap();
+    // B's answers (held 700 ms) arrive and are dropped unread.
+    let end = Instant::now() + T;
+    while fa.remote_stats().stale_replies < 2 {
+        assert!(Instant::now() < end, "the late answers never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(fb.remote_stats().sent_by_ref, 2, "answered by reference");
+    assert_eq!(fa.remote_stats().read_by_ref, 0, "nothing read for them");
+    let mut got = vec![0u8; len];
+    ma.read(0, &mut got).unwrap();
+    assert!(got == mine, "the program's bytes were overwritten");
 }
 
 #[test]

@@ -28,7 +28,11 @@ pub trait Remote: Send {
     /// read, instead of through two socket copies. The peer reads it any
     /// time until it answers, as a NIC's DMA reads a posted buffer: memory
     /// freed or remapped before the request completes is the same misuse
-    /// it is on hardware.
+    /// it is on hardware. A READ's answer to it may name the bytes too: the
+    /// requester reads them when it takes the answer, which is before its
+    /// READ completes, so a responder changes that memory safely once the
+    /// requester says (after its completion) that it is done, as with any
+    /// NIC.
     fn reads_from_me(&self, _to: NodeId) -> bool {
         false
     }

@@ -8,17 +8,23 @@ use std::time::Instant;
 use crate::datapath::{SegArray, resolve_sgl_after};
 use crate::engine::Engine;
 use crate::memory::DmaMemory;
-use crate::types::{DeviceId, Qpn};
-use crate::wire::{Op, Repr};
+use crate::types::{DeviceId, NodeId, Qpn};
+use crate::wire::{Op, Repr, flags};
 use crate::wr::{Access, WcStatus};
 
 impl<M: DmaMemory> Engine<M> {
-    pub(super) fn handle_reply(&mut self, r: &Repr, payload: &[u8], now: Instant) {
+    pub(super) fn handle_reply(&mut self, from: NodeId, r: &Repr, payload: &[u8], now: Instant) {
         let Some(p) = self.remote.pending.get(&r.req_id) else {
             self.remote.stats.stale_replies += 1;
             return;
         };
         let (dev, qpn, incarnation, ctr, node) = (p.dev, p.qpn, p.incarnation, p.ctr, p.node);
+        if node != from {
+            // Only the node asked answers: another that names this request
+            // (a stale id, or a guess) changes nothing.
+            self.remote.stats.stale_replies += 1;
+            return;
+        }
         let live = self
             .qp(dev, qpn)
             .is_ok_and(|q| q.incarnation == incarnation);
@@ -36,12 +42,32 @@ impl<M: DmaMemory> Engine<M> {
                 if let Some(out) = self.remote.reads_out.get_mut(&node) {
                     *out = out.saturating_sub(n);
                 }
+                let by_ref = r.flags & flags::BY_REF != 0;
                 if status.is_ok() {
                     status =
                         self.scatter_into_slot(dev, qpn, ctr, u64::from(r.offset), |this, sink| {
-                            crate::copy::copy(&this.mem, sink, crate::copy::Src::Bytes(payload), n)
-                                .map_err(|_| WcStatus::LocProtErr)
+                            // Bytes named by reference are read from the
+                            // responder's memory now, while the request is
+                            // pending and its buffers are this engine's.
+                            let src = match this.remote.carrier.as_deref() {
+                                Some(carrier) if by_ref => crate::copy::Src::Peer {
+                                    carrier,
+                                    from,
+                                    runs: payload,
+                                },
+                                None if by_ref => return Err(WcStatus::RemOpErr),
+                                _ => crate::copy::Src::Bytes(payload),
+                            };
+                            crate::copy::copy(&this.mem, sink, src, n).map_err(|e| match e {
+                                // The responder's memory could not be read:
+                                // its fault, as a READ it could not serve.
+                                crate::copy::CopyError::Peer(_) => WcStatus::RemOpErr,
+                                crate::copy::CopyError::Mem(_) => WcStatus::LocProtErr,
+                            })
                         });
+                    if by_ref && status.is_ok() {
+                        self.remote.stats.read_by_ref += n;
+                    }
                 }
             }
             Op::AtomicResp if status.is_ok() => {

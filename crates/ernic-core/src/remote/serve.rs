@@ -13,7 +13,7 @@ use crate::engine::Engine;
 use crate::grh::GRH_LEN;
 use crate::memory::DmaMemory;
 use crate::types::{NodeId, Rkey};
-use crate::wire::{HEADER_LEN, Op, Packet, Repr, flags};
+use crate::wire::{self, HEADER_LEN, Op, Packet, Repr, flags};
 use crate::wr::{RemoteAddr, SendFlags, SendOp, WcStatus};
 
 impl<M: DmaMemory> Engine<M> {
@@ -33,7 +33,7 @@ impl<M: DmaMemory> Engine<M> {
             }
         };
         if repr.op.is_reply() {
-            self.handle_reply(&repr, &msg.bytes()[HEADER_LEN..], now);
+            self.handle_reply(from, &repr, &msg.bytes()[HEADER_LEN..], now);
             self.remote.released.push(msg.buf);
             return;
         }
@@ -242,48 +242,87 @@ impl<M: DmaMemory> Engine<M> {
         Some(msg)
     }
 
-    /// Answers a READ request with the bytes, read straight into the reply.
+    /// Answers a READ request: with where the bytes lie, to a requester on
+    /// this host that reads this process's memory itself (it copies them
+    /// once, straight into its own buffers, when it takes the answer, and
+    /// drops the answer unread if the request is gone by then: nothing
+    /// is ever written into its memory from here); otherwise with the
+    /// bytes, read straight into the reply.
     fn serve_read(&mut self, from: NodeId, at: End, r: &Repr) {
         let len = r.len as usize;
-        let Some(mut carrier) = self.remote.carrier.take() else {
-            return;
-        };
         let ra = RemoteAddr {
             addr: r.addr,
             rkey: Rkey(r.rkey),
         };
-        let mut fill = |buf: &mut [u8]| {
-            let st = self
-                .respond_read(at, ra, Sink::Bytes(&mut buf[HEADER_LEN..]), len as u64)
-                .err()
-                .unwrap_or(WcStatus::Success);
-            let hdr = Repr {
-                flags: flags::LAST,
-                status: st,
-                src_qpn: r.src_qpn,
-                dst_qpn: r.dst_qpn,
-                req_id: r.req_id,
-                len: r.len,
-                total: r.total,
-                offset: r.offset,
-                sgid: r.dgid,
-                dgid: r.sgid,
-                ..Repr::new(Op::ReadResp)
-            };
-            hdr.emit(buf);
+        let mut refs = [(0u64, 0u64); wire::MAX_REF_RUNS];
+        let by_ref = self.cfg.send_by_ref
+            && r.len >= self.cfg.by_ref_min
+            && self
+                .remote
+                .carrier
+                .as_ref()
+                .is_some_and(|c| c.reads_from_me(from));
+        let answer = if by_ref {
+            self.read_runs(at, ra, u64::from(r.len), &mut refs)
+        } else {
+            Ok(None)
         };
-        let res = carrier.send(
-            from,
-            Outgoing {
-                reply: true,
-                tag: 0,
-                len: HEADER_LEN + len,
-                fill: &mut fill,
-            },
-        );
+        let Some(mut carrier) = self.remote.carrier.take() else {
+            return;
+        };
+        let hdr = |status: WcStatus, fl: u8, runs: usize| Repr {
+            flags: flags::LAST | fl,
+            status,
+            src_qpn: r.src_qpn,
+            dst_qpn: r.dst_qpn,
+            req_id: r.req_id,
+            len: r.len,
+            total: r.total,
+            offset: r.offset,
+            operand0: runs as u64,
+            sgid: r.dgid,
+            dgid: r.sgid,
+            ..Repr::new(Op::ReadResp)
+        };
+        let res = match answer {
+            Ok(Some(k)) => {
+                let h = hdr(WcStatus::Success, flags::BY_REF, k);
+                let mut fill = |buf: &mut [u8]| {
+                    h.emit(buf);
+                    wire::put_ref_runs(&mut buf[HEADER_LEN..], &refs[..k]);
+                };
+                let out = Outgoing {
+                    reply: true,
+                    tag: 0,
+                    len: h.buffer_len(),
+                    fill: &mut fill,
+                };
+                carrier.send(from, out)
+            }
+            // Not by reference, or a key check failed: the reply carries
+            // `len` bytes either way (the requester counts them back).
+            Ok(None) | Err(_) => {
+                let mut fill = |buf: &mut [u8]| {
+                    let st = self
+                        .respond_read(at, ra, Sink::Bytes(&mut buf[HEADER_LEN..]), len as u64)
+                        .err()
+                        .unwrap_or(WcStatus::Success);
+                    hdr(st, 0, 0).emit(buf);
+                };
+                let out = Outgoing {
+                    reply: true,
+                    tag: 0,
+                    len: HEADER_LEN + len,
+                    fill: &mut fill,
+                };
+                carrier.send(from, out)
+            }
+        };
         self.remote.carrier = Some(carrier);
-        if res.is_err() {
-            self.remote.stats.replies_dropped += 1;
+        match res {
+            Err(_) => self.remote.stats.replies_dropped += 1,
+            Ok(()) if matches!(answer, Ok(Some(_))) => self.remote.stats.sent_by_ref += 1,
+            Ok(()) => {}
         }
     }
 }

@@ -102,9 +102,11 @@ pub struct RemoteStats {
     /// Replies for requests no longer pending (flushed, timed out, or a QP
     /// that was destroyed), ignored.
     pub stale_replies: u64,
-    /// Messages sent with their payload by reference, to peers on this host.
+    /// Messages sent with their payload by reference, to peers on this host
+    /// (SEND and WRITE pieces, and answers to READs).
     pub sent_by_ref: u64,
-    /// Bytes read from peers' memory for by-reference payloads.
+    /// Bytes read from peers' memory for by-reference payloads (a SEND's or
+    /// WRITE's at the responder, a READ's answer at the requester).
     pub read_by_ref: u64,
 }
 
