@@ -40,7 +40,7 @@ impl CqOps for NativeCq {
     fn poll(&self, out: &mut [Completion]) -> Result<usize, Error> {
         let n = self.ring.pop_into(out)?;
         if n == 0 {
-            self.shared.progress();
+            self.shared.progress(Instant::now());
             if self.shared.has_timers() {
                 self.shared.run_timers();
             }
