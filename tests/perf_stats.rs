@@ -2,12 +2,12 @@
 //! after a known run, each side's file holds the exact counts of its
 //! device and QP.
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use ernic_ops::schema::StatsDoc;
+
+mod common;
 
 fn counter(doc: &StatsDoc, kind: &str, name: &str) -> u64 {
     doc.groups
@@ -31,30 +31,8 @@ fn perf_two_processes_leave_exact_counts_on_both_sides() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (sfile, cfile) = (dir.join("server.json"), dir.join("client.json"));
-    let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
-        .args(["perf", "write_bw", "--server", "-p", "0", "--stats-file"])
-        .arg(&sfile)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let err = server.stderr.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let port = loop {
-        let l = lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the server says where it waits");
-        if let Some(p) = l.split("on port ").nth(1) {
-            break p.split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let (mut server, port) =
+        common::perf_server(&["write_bw", "--stats-file", sfile.to_str().unwrap()]);
     let out = Command::new(env!("CARGO_BIN_EXE_ernic"))
         .args(["perf", "write_bw", "127.0.0.1", "-p", &port])
         .args(["-s", "64K", "-n", "1000", "--json", "--stats-file"])
@@ -66,7 +44,7 @@ fn perf_two_processes_leave_exact_counts_on_both_sides() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(server.wait().unwrap().success());
+    assert!(server.0.wait().unwrap().success());
 
     let c = read(&cfile);
     assert_eq!(c.instance.program, "ernic perf");

@@ -154,3 +154,45 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free local port")
 }
+
+/// A child process killed when dropped (a helper the test runs beside the
+/// processes it checks).
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `ernic perf ARGS --server -p 0` and answers it with the port it
+/// says it waits on (its stderr is read by a thread until it ends).
+pub fn perf_server(args: &[&str]) -> (Reaped, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ernic"))
+        .arg("perf")
+        .args(args)
+        .args(["--server", "-p", "0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start ernic perf --server");
+    let err = server.stderr.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let port = loop {
+        let l = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server says where it waits");
+        if let Some(p) = l.split("on port ").nth(1) {
+            break p.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    (Reaped(server), port)
+}
