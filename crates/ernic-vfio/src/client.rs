@@ -7,7 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::proto::{self, Capabilities, Command, FLAG_ERROR, FLAG_REPLY, HEADER_LEN, Header};
+use crate::proto::{
+    self, Capabilities, Command, FLAG_ERROR, FLAG_NO_REPLY, FLAG_REPLY, HEADER_LEN, Header,
+};
 use crate::sock;
 
 /// The largest reply body accepted (a 64 MiB region read and change).
@@ -196,6 +198,32 @@ impl Client {
         let mut b = proto::region_io_reply(offset, region, data.len() as u32).to_vec();
         b.extend_from_slice(data);
         self.request(Command::RegionWrite, &b, &[])?;
+        Ok(())
+    }
+
+    /// Writes `data` to `region` at `offset` as a posted write: the message
+    /// says no reply is wanted (`VFIO_USER_F_NO_REPLY`), and this returns
+    /// once it is sent, as QEMU's client posts a guest's MMIO writes. The
+    /// socket keeps the order: a later request is served after it. A write
+    /// the server refuses is lost, as a posted PCI write is.
+    pub fn region_write_posted(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &[u8; 8],
+    ) -> Result<(), ClientError> {
+        let mut b = [0u8; 16 + 8];
+        b[..16].copy_from_slice(&proto::region_io_reply(offset, region, 8));
+        b[16..].copy_from_slice(data);
+        self.id = self.id.wrapping_add(1);
+        let h = Header {
+            id: self.id,
+            command: Command::RegionWrite as u16,
+            size: (HEADER_LEN + b.len()) as u32,
+            flags: FLAG_NO_REPLY,
+            error: 0,
+        };
+        self.send(&[&h.to_bytes(), &b], &[])?;
         Ok(())
     }
 

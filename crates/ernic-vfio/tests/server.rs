@@ -407,6 +407,34 @@ fn a_client_maps_memory_wires_an_interrupt_and_the_device_dmas_into_it() {
     assert_eq!(srv.join().unwrap(), vec![true]);
 }
 
+/// Posted writes (`VFIO_USER_F_NO_REPLY`, as QEMU's client sends a guest's
+/// MMIO writes): each takes effect in order with what follows and gets no
+/// reply, not even a refused one; the next request's reply is its own.
+#[test]
+fn posted_writes_take_effect_in_order_and_get_no_reply() {
+    let (path, srv) = server(1);
+    let mut c = connect(&path);
+    version(&mut c);
+    c.region_write_posted(0, 0x20, b"first!!!").unwrap();
+    c.region_write_posted(0, 0x20, b"second!!").unwrap();
+    // Past the region's end: refused, silently.
+    c.region_write_posted(0, 4092, b"overflow").unwrap();
+    c.region_write_posted(0, 0x28, b"third!!!").unwrap();
+    assert_eq!(c.region_read(0, 0x20, 16).unwrap(), b"second!!third!!!");
+    // Nothing else is waiting on the socket: every reply so far was read.
+    c.stream().set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    let r = std::io::Read::read(&mut c.stream(), &mut b);
+    assert!(
+        r.as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "a stray reply: {r:?}"
+    );
+    c.stream().set_nonblocking(false).unwrap();
+    drop(c);
+    assert_eq!(srv.join().unwrap(), vec![true]);
+}
+
 #[test]
 fn hostile_clients_get_errors_and_the_next_client_is_served() {
     let (path, srv) = server(4);
