@@ -142,7 +142,7 @@ impl Shared {
                 continue;
             }
             let mut rs = c.reader();
-            if !self.read_frames(c, &mut rs, true) {
+            if !self.read_frames(c, &mut rs, true, true) {
                 return;
             }
         }
@@ -150,12 +150,16 @@ impl Shared {
 
     /// Reads and handles the frames that have arrived. With `blocking`, a
     /// frame with no room to go waits for it; without, it stays in the
-    /// reader for later. Returns false when the connection is done.
+    /// reader for later. The socket is read only with `socket` (a poller
+    /// that saw it was not readable takes just the ring's frames: a read
+    /// that finds nothing is a system call per frame). Returns false when
+    /// the connection is done.
     pub(super) fn read_frames(
         self: &Arc<Self>,
         c: &Arc<Conn>,
         rs: &mut ReadState,
         blocking: bool,
+        socket: bool,
     ) -> bool {
         // Frames taken from the peer's ring in a row before the socket is
         // looked at (heartbeats and control frames come that way).
@@ -178,6 +182,7 @@ impl Shared {
             let (h, buf) = match (earlier, from_ring) {
                 (Some(f), _) => f,
                 (None, Some((h, buf))) => arrived(c, h, buf),
+                (None, None) if !socket => return true,
                 (None, None) => match c.read_step(rs, &|n| self.buffer(n)) {
                     ReadStep::Pending if c.ring_readable() => continue,
                     ReadStep::Pending => return true,

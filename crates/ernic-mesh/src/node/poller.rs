@@ -140,7 +140,8 @@ impl Shared {
                     continue;
                 }
                 if let Some(mut rs) = c.try_reader() {
-                    self.read_frames(c, &mut rs, false);
+                    let socket = r || rs.has_pending();
+                    self.read_frames(c, &mut rs, false, socket);
                 }
             }
         }
