@@ -187,3 +187,59 @@ fn a_lost_peer_costs_retry_exceeded() {
     assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::RetryExcErr));
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
+
+/// A WRITE with immediate larger than one mesh piece (1 MiB), between two
+/// servers: it lands whole, and the receive it consumes completes once,
+/// with the whole length and the immediate.
+#[test]
+fn a_write_with_immediate_of_several_pieces_completes_one_receive() {
+    let Pair {
+        mut da,
+        mut db,
+        mut ca,
+        mut cb,
+        mut qa,
+        mut qb,
+        worker: _worker,
+    } = pair("imm");
+    const LEN: u64 = 3 << 20;
+    let (bufa, bufb) = (da.alloc(LEN).unwrap(), db.alloc(LEN + 4096).unwrap());
+    let (ma, mb) = (da.reg_mr(bufa).unwrap(), db.reg_mr(bufb).unwrap());
+    let data: Vec<u8> = (0..LEN).map(|i| (i * 13 / 7) as u8).collect();
+    da.write(&bufa, 0, &data);
+    // Two in a row, each consuming one of the receives.
+    for i in 0..2u64 {
+        db.post_recv(&mut qb, 9 + i, mb.sge(LEN, 0)).unwrap();
+    }
+    for i in 0..2u64 {
+        let op = SendOp::WriteImm(mb.remote(0), 0xabcd + i as u32);
+        da.post_send(
+            &mut qa,
+            &SendWr::new(1 + i, op).sgl(&[ma.sge(0, LEN as u32)]),
+        )
+        .unwrap();
+        let s = wait(&mut da, &mut ca, 1);
+        assert_eq!((s[0].wr_id, s[0].status), (1 + i, WcStatus::Success));
+        let r = wait(&mut db, &mut cb, 1);
+        assert_eq!(
+            (
+                r[0].wr_id,
+                r[0].status,
+                r[0].opcode,
+                r[0].byte_len,
+                r[0].imm
+            ),
+            (
+                9 + i,
+                WcStatus::Success,
+                WcOpcode::RecvRdmaWithImm,
+                LEN as u32,
+                Some(0xabcd + i as u32)
+            ),
+            "{r:?}"
+        );
+    }
+    let mut got = vec![0u8; LEN as usize];
+    db.read(&bufb, 0, &mut got);
+    assert!(got == data, "the write landed whole");
+}

@@ -197,16 +197,24 @@ fn a_write_with_immediate_larger_than_one_frame_crosses_the_mesh() {
     let ma = pa.reg_mr(len, Access::ALL).unwrap();
     let mb = pb.reg_mr(len, Access::ALL).unwrap();
     ma.write(len - 4, b"tail").unwrap();
+    // Two in a row: each consumes its own receive (the last piece takes the
+    // ring's head and must leave the ring with it).
     qb.post_recv(1, &[]).unwrap();
-    qa.post_send(
-        &SendWr::new(2, SendOp::WriteImm(mb.remote(0).unwrap(), 99))
-            .sgl(&[ma.sge(0, len as u32).unwrap()]),
-    )
-    .unwrap();
-    let r = cb.wait_one(T).unwrap().expect("the receive completes");
-    assert_eq!((r.wr_id, r.status, r.imm), (1, WcStatus::Success, Some(99)));
-    assert_eq!(r.byte_len, len as u32);
-    assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    qb.post_recv(3, &[]).unwrap();
+    for (send, recv, imm) in [(2, 1, 99), (4, 3, 100)] {
+        qa.post_send(
+            &SendWr::new(send, SendOp::WriteImm(mb.remote(0).unwrap(), imm))
+                .sgl(&[ma.sge(0, len as u32).unwrap()]),
+        )
+        .unwrap();
+        let r = cb.wait_one(T).unwrap().expect("the receive completes");
+        assert_eq!(
+            (r.wr_id, r.status, r.imm),
+            (recv, WcStatus::Success, Some(imm))
+        );
+        assert_eq!(r.byte_len, len as u32);
+        assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
+    }
     let mut t = [0u8; 4];
     mb.read(len - 4, &mut t).unwrap();
     assert_eq!(&t, b"tail");

@@ -134,6 +134,10 @@ impl<M: DmaMemory> Engine<M> {
             .ok()
             .and_then(|q| q.open_recv.take());
         let mut injected = None;
+        // Whether the receive was left open by an earlier piece (else it is
+        // the ring's head, taken for this piece: the first of a message, or
+        // the last of a WRITE_IMM sent in pieces).
+        let continuing = matches!(open, Some(_) if inc.offset > 0);
         let (rs, wr_id, rsgl) = match open {
             Some(o) if inc.offset > 0 => (o.source, o.wr_id, o.sgl),
             Some(o) => {
@@ -221,7 +225,6 @@ impl<M: DmaMemory> Engine<M> {
                 (true, false, Outcome::Done(WcStatus::Success, n))
             }
         };
-        let continuing = inc.offset > 0;
         if keep_open {
             let sgl = if continuing {
                 rsgl
