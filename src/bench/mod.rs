@@ -94,8 +94,12 @@ pub struct BenchArgs {
     max_bytes: u64,
     /// The transport's provider: `ernic` (the emulated fabric, over a TCP
     /// mesh between the ranks), `libfabric` (libfabric's choice, which
-    /// FI_PROVIDER steers), or `libfabric:PROV` (say `libfabric:tcp;ofi_rxm`
-    /// or `libfabric:shm`).
+    /// FI_PROVIDER steers), `libfabric:PROV` (say `libfabric:tcp;ofi_rxm`
+    /// or `libfabric:shm`), or `ionic:SOCKET=ADDR,...` (through the
+    /// emulated ionic NIC a guest sees: rank N attaches ernic's userspace
+    /// driver to the Nth `ernic-server --socket SOCKET`, known by ADDR,
+    /// one of that server's ERNIC_TCP_GUEST_GIDS; one SOCKET a rank, the
+    /// servers joined by a mesh).
     #[arg(long, default_value = "ernic", value_parser = parse_provider)]
     provider: ProviderChoice,
     /// Data rails per rank.
@@ -166,7 +170,15 @@ pub enum ProviderChoice {
     Ernic,
     /// libfabric's, by name or libfabric's choice.
     Libfabric(Option<String>),
+    /// ernic's verbs through the emulated ionic NIC: a server's socket and
+    /// the address (IPv4, its GID IPv4-mapped) its guest is known by, per
+    /// rank.
+    Ionic(Vec<(PathBuf, std::net::Ipv4Addr)>),
 }
+
+/// Shared memory each rank's driver takes beyond its buffers: rings,
+/// the rails' queues and their datagram buffers.
+const IONIC_OVERHEAD: u64 = 64 << 20;
 
 impl std::fmt::Display for ProviderChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -174,6 +186,14 @@ impl std::fmt::Display for ProviderChoice {
             ProviderChoice::Ernic => f.write_str("ernic"),
             ProviderChoice::Libfabric(None) => f.write_str("libfabric"),
             ProviderChoice::Libfabric(Some(p)) => write!(f, "libfabric:{p}"),
+            ProviderChoice::Ionic(socks) => {
+                f.write_str("ionic:")?;
+                for (i, (s, a)) in socks.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { "," };
+                    write!(f, "{sep}{}={a}", s.display())?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -183,17 +203,54 @@ fn parse_provider(s: &str) -> Result<ProviderChoice, String> {
         None if s == "ernic" => Ok(ProviderChoice::Ernic),
         None if s == "libfabric" => Ok(ProviderChoice::Libfabric(None)),
         Some(("libfabric", p)) if !p.is_empty() => Ok(ProviderChoice::Libfabric(Some(p.into()))),
+        Some(("ionic", list)) => list
+            .split(',')
+            .map(|one| {
+                let (sock, addr) = one.rsplit_once('=').ok_or_else(|| {
+                    format!("{one:?}: write SOCKET=ADDR (the guest address the server knows)")
+                })?;
+                let addr = addr
+                    .parse()
+                    .map_err(|_| format!("{addr:?} is not an IPv4 address"))?;
+                if sock.is_empty() {
+                    return Err(format!("{one:?}: no socket before ="));
+                }
+                Ok((PathBuf::from(sock), addr))
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map(ProviderChoice::Ionic),
         _ => Err(format!(
-            "{s:?}: write ernic, libfabric, or libfabric:PROV (for example libfabric:shm)"
+            "{s:?}: write ernic, libfabric, libfabric:PROV (for example libfabric:shm), \
+             or ionic:SOCKET=ADDR,..."
         )),
     }
 }
 
 impl ProviderChoice {
-    /// Opens the provider in a rank; `port` is the mesh manager's (ernic).
-    /// With ernic's provider, also the devices its rails open.
-    fn open(&self, port: u16) -> Result<(Box<dyn Provider>, Option<Devices>)> {
+    /// Opens the provider in rank `rank`; `port` is the mesh manager's
+    /// (ernic); `memory`, the bytes of buffers the rank will keep (ionic).
+    /// With ernic's verbs, also the devices its rails open.
+    fn open(
+        &self,
+        rank: usize,
+        port: u16,
+        memory: u64,
+    ) -> Result<(Box<dyn Provider>, Option<Devices>)> {
         match self {
+            ProviderChoice::Ionic(socks) => {
+                let (sock, addr) = socks
+                    .get(rank)
+                    .ok_or_else(|| anyhow!("no ionic socket for rank {rank}"))?;
+                let gid = ernic_verbs::Gid(addr.to_ipv6_mapped().octets());
+                let dev =
+                    ernic_ionic_driver::provider::open(sock, memory + IONIC_OVERHEAD, Some(gid))
+                        .with_context(|| {
+                            format!("attaching to the ionic device at {}", sock.display())
+                        })?;
+                let p = ErnicProvider::on_device(dev, ernic_net::verbs_provider::Depths::default());
+                let devices = p.devices();
+                Ok((Box::new(p), Some(devices)))
+            }
             ProviderChoice::Ernic => {
                 let mesh = Mesh::start(MeshConfig::new(MeshSpec::Worker {
                     host: "127.0.0.1".into(),
@@ -229,6 +286,15 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     }
     if !(2..=16).contains(&a.nodes) {
         bail!("--nodes {}: between 2 and 16", a.nodes);
+    }
+    if let ProviderChoice::Ionic(socks) = &a.provider {
+        if socks.len() != a.nodes {
+            bail!(
+                "--provider ionic: {} sockets for --nodes {}: one server a rank",
+                socks.len(),
+                a.nodes
+            );
+        }
     }
     if !(1..=15).contains(&a.rails) {
         bail!("--rails {}: between 1 and 15", a.rails);
@@ -266,7 +332,7 @@ fn parent(a: &BenchArgs) -> Result<()> {
             Mesh::start(MeshConfig::new(MeshSpec::Manager { port: 0 }))
                 .context("starting the mesh manager")?,
         ),
-        ProviderChoice::Libfabric(_) => None,
+        ProviderChoice::Libfabric(_) | ProviderChoice::Ionic(_) => None,
     };
     let port = mesh.as_ref().map_or(0, |m| m.listen_addr().port());
     let exe = std::env::current_exe().context("finding this program")?;

@@ -31,13 +31,49 @@ struct Me {
     send: SendComm,
     recv: RecvComm,
     /// Send area, receive area and scratch, one registration.
-    buf: Vec<u8>,
+    buf: RankBuf,
     mr: MrHandle,
     area: usize,
     rank: usize,
     n: usize,
     /// Idle polls before a waiting rank yields ([`IDLE_POLLS`]).
     idle_polls: u32,
+}
+
+/// A rank's buffers: its own memory, or memory its provider's device
+/// reaches when that device reaches no other (the ionic NIC's).
+enum RankBuf {
+    Heap(Vec<u8>),
+    Device(ernic_net::provider::Buffer),
+}
+
+impl std::ops::Deref for RankBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            RankBuf::Heap(v) => v,
+            RankBuf::Device(b) => {
+                // SAFETY: a provider's buffer is `len` bytes valid for
+                // reads and writes while it lives, and only this rank uses
+                // them (the device writes them only while a request that
+                // names them is out, during which the rank does not look).
+                unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) }
+            }
+        }
+    }
+}
+
+impl std::ops::DerefMut for RankBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            RankBuf::Heap(v) => v,
+            // SAFETY: as for `deref`, with `&mut self` making this the one
+            // slice of it.
+            RankBuf::Device(b) => unsafe {
+                std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len())
+            },
+        }
+    }
 }
 
 impl Me {
@@ -302,7 +338,8 @@ fn vm_hwm_kib() -> u64 {
 }
 
 fn serve(a: &BenchArgs, rank: usize, port: u16, told: &mut bool) -> Result<()> {
-    let (provider, devices) = a.provider.open(port)?;
+    let area = (a.max_bytes as usize).max(4).next_multiple_of(4096);
+    let (provider, devices) = a.provider.open(rank, port, 3 * area as u64)?;
     let injector = match &a.inject {
         Some(spec) => Some(Arc::new(
             Injector::parse(spec).map_err(|e| anyhow!("--inject {spec}: {e}"))?,
@@ -368,10 +405,14 @@ fn serve(a: &BenchArgs, rank: usize, port: u16, told: &mut bool) -> Result<()> {
             bail!("the ring did not connect in {T:?}");
         }
     }
-    let area = (a.max_bytes as usize).max(4).next_multiple_of(4096);
-    let mut buf = vec![0u8; 3 * area];
+    let mut buf = match provider.alloc_buffer(3 * area) {
+        Ok(Some(b)) => RankBuf::Device(b),
+        Ok(None) => RankBuf::Heap(vec![0u8; 3 * area]),
+        Err(e) => bail!("memory for the rank's buffers: {e}"),
+    };
     // SAFETY: `buf` is never moved or freed while `ep` lives: `Me` owns
-    // both and the endpoint is dropped first (field order).
+    // both and the endpoint is dropped first (field order); a heap
+    // buffer's bytes do not move when the Vec does.
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(anyhow::Error::new)?;
     let mut me = Me {
         ep,

@@ -65,13 +65,29 @@ impl Driver {
         len: u64,
         access: Access,
     ) -> Result<u32, Error> {
+        self.reg_range_iova_in(pd, addr, addr, len, access)
+    }
+
+    /// As [`reg_range_in`](Driver::reg_range_in), with SGEs and remote
+    /// addresses naming the bytes from `iova` on (the MR's virtual
+    /// address, as Linux registers a program's memory at the program's
+    /// own addresses): `len` bytes of driver memory at device address
+    /// `addr`.
+    pub fn reg_range_iova_in(
+        &mut self,
+        pd: Pd,
+        iova: u64,
+        addr: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<u32, Error> {
         let key = self.next_mr << 8;
         use fw::create_mr as f;
         let mut b = [0u8; f::LEN];
         // A whole command's array: no setter can run past it.
         let mut p = f::Packet::new_unchecked(&mut b);
         p.set_pd_id(pd.0);
-        p.set_va(addr);
+        p.set_va(iova);
         p.set_length(len);
         p.set_id_ver(key);
         p.set_map_count(1);

@@ -5,8 +5,10 @@
 //!
 //! The driver sits behind one lock: a call takes it, writes its WQE or
 //! admin command and rings the doorbell. Memory for regions is carved from
-//! the memory the driver shares with the server, so [`Pd::reg_mr`] works
-//! and `reg_user_mr` is refused: the device reaches nothing else.
+//! the memory the driver shares with the server, so [`Pd::reg_mr`] works,
+//! and `reg_user_mr` works for memory inside such a region (a program that
+//! places its buffers there, as the transport's bench does) and is refused
+//! for any other: the device reaches nothing else.
 //!
 //! [`device`] makes the verbs device of a driver already attached and
 //! answers a [`DriverHandle`] beside it, for what verbs do not cover (the
@@ -236,16 +238,30 @@ impl Provider for Ionic {
 
     fn reg_mr(&self, pd: PdId, mem: &MrMemory, access: Access) -> Result<u32, ernic_verbs::Error> {
         let mut st = self.shared.lock();
-        let ours = st
-            .bufs
-            .get(&mem.iova())
-            .is_some_and(|b| b.len >= mem.len() as u64);
-        if !ours {
-            return Err(ernic_verbs::Error::Unsupported(
-                "the ionic device reaches only memory it shares with the driver: use Pd::reg_mr",
-            ));
+        let len = mem.len() as u64;
+        let ours = st.bufs.get(&mem.iova()).is_some_and(|b| b.len >= len);
+        if ours {
+            return st
+                .d
+                .reg_range_in(Pd(pd.0), mem.iova(), len, access)
+                .map_err(dev_err);
         }
-        st.d.reg_range_in(Pd(pd.0), mem.iova(), mem.len() as u64, access)
+        // A program's registration of memory inside a region the driver
+        // gave out (`reg_user_mr` over `Mr::host_ptr`): the device reaches
+        // it where the driver's buffer lies, at the program's addresses.
+        let start = mem.ptr().as_ptr() as u64;
+        let inside = st.bufs.values().find_map(|b| {
+            let host = st.d.host_ptr(b)?.as_ptr() as u64;
+            let off = start.checked_sub(host)?;
+            (off.checked_add(len)? <= b.len).then(|| b.addr() + off)
+        });
+        let Some(addr) = inside else {
+            return Err(ernic_verbs::Error::Unsupported(
+                "the ionic device reaches only memory it shares with the driver: \
+                 use Pd::reg_mr, or memory inside such a region",
+            ));
+        };
+        st.d.reg_range_iova_in(Pd(pd.0), mem.iova(), addr, len, access)
             .map_err(dev_err)
     }
 

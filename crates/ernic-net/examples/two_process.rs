@@ -171,7 +171,7 @@ fn child(port: u16, a: Args) -> Result<(), String> {
     // dropped first, at the end of this function, after every request).
     let mr = unsafe { ep.reg(buf.as_mut_ptr(), buf.len()) }.map_err(|e| e.to_string())?;
     let (listen, handle) = ep.listen().map_err(|e| e.to_string())?;
-    let base = raw(provider.fabric(), 2, a.size)?;
+    let base = raw(provider.fabric().expect("rails on a fabric"), 2, a.size)?;
     println!("HANDLE {}", handle.to_hex());
     println!(
         "RAW {} {} {} {}",
@@ -360,7 +360,7 @@ fn parent(a: Args) -> Result<(), String> {
     let secs = start.elapsed().as_secs_f64();
     let gbps = (a.size * a.count) as f64 / secs / 1e9;
     // The same run's baseline: plain RDMA WRITEs between the same processes.
-    let base = raw(provider.fabric(), 1, a.size)?;
+    let base = raw(provider.fabric().expect("rails on a fabric"), 1, a.size)?;
     raw_connect(&base, peer_gid, peer_qpn)?;
     let mut stdin = kid.stdin.take().expect("piped");
     writeln!(stdin, "RAW {} {}", base.gid, base.qp.qpn().0).map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::provider::{
-    CqEntry, CqErrEntry, CqError, FiAddr, PostError, Provider, ProviderError, Rail,
+    Buffer, CqEntry, CqErrEntry, CqError, FiAddr, PostError, Provider, ProviderError, Rail,
 };
 
 /// What to inject.
@@ -69,6 +69,10 @@ impl<P: Provider> Chaos<P> {
 impl<P: Provider> Provider for Chaos<P> {
     fn name(&self) -> String {
         format!("chaos({})", self.inner.name())
+    }
+
+    fn alloc_buffer(&self, len: usize) -> Result<Option<Buffer>, ProviderError> {
+        self.inner.alloc_buffer(len)
     }
 
     fn open_rail(&self) -> Result<Box<dyn Rail>, ProviderError> {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use ernic_core::inject::{Event, Injector};
 
 use crate::provider::{
-    CqEntry, CqErrEntry, CqError, FiAddr, PostError, Provider, ProviderError, Rail,
+    Buffer, CqEntry, CqErrEntry, CqError, FiAddr, PostError, Provider, ProviderError, Rail,
 };
 
 /// A provider whose rails fail posts as `injector` says.
@@ -50,6 +50,10 @@ impl<P: Provider> Provider for Injected<P> {
         self.inner.name()
     }
 
+    fn alloc_buffer(&self, len: usize) -> Result<Option<Buffer>, ProviderError> {
+        self.inner.alloc_buffer(len)
+    }
+
     fn open_rail(&self) -> Result<Box<dyn Rail>, ProviderError> {
         Ok(Box::new(InjectedRail {
             inner: self.inner.open_rail()?,
@@ -67,6 +71,10 @@ impl Provider for Box<dyn Provider> {
 
     fn open_rail(&self) -> Result<Box<dyn Rail>, ProviderError> {
         (**self).open_rail()
+    }
+
+    fn alloc_buffer(&self, len: usize) -> Result<Option<Buffer>, ProviderError> {
+        (**self).alloc_buffer(len)
     }
 }
 

@@ -241,6 +241,62 @@ pub trait Rail: Send {
     fn cq_readerr(&mut self) -> Option<CqErrEntry>;
 }
 
+/// Memory a provider's devices reach, for a program to keep its buffers
+/// in (see [`Provider::alloc_buffer`]); it stays valid while this lives.
+pub struct Buffer {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    _keep: Box<dyn Send + Sync>,
+}
+
+impl Buffer {
+    /// `len` bytes at `ptr`, valid while `keep` lives.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes for as long
+    /// as `keep` lives, and nothing else in the process may use them.
+    pub unsafe fn new(
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        keep: Box<dyn Send + Sync>,
+    ) -> Buffer {
+        Buffer {
+            ptr,
+            len,
+            _keep: keep,
+        }
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The first byte, to write through.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A source of rails.
 pub trait Provider: Send + Sync + fmt::Debug {
     /// The provider's name, as users select it.
@@ -248,4 +304,12 @@ pub trait Provider: Send + Sync + fmt::Debug {
 
     /// Opens one rail.
     fn open_rail(&self) -> Result<Box<dyn Rail>, ProviderError>;
+
+    /// `len` bytes of memory its devices reach, when they reach only some
+    /// of the process's (an emulated NIC that DMAs only into memory it
+    /// shares with its driver): the program keeps its buffers there and
+    /// registers them as usual. `None`: any memory will do.
+    fn alloc_buffer(&self, _len: usize) -> Result<Option<Buffer>, ProviderError> {
+        Ok(None)
+    }
 }

@@ -11,6 +11,9 @@ pub(crate) struct Slots {
     ptr: NonNull<u8>,
     slot: usize,
     count: usize,
+    /// Where the memory came from when a provider gave it (its device
+    /// reaches no other memory); `None`: this value's own allocation.
+    given: Option<crate::provider::Buffer>,
 }
 
 // SAFETY: the memory is owned by this value and reached only through raw
@@ -30,7 +33,33 @@ impl Slots {
         // SAFETY: the layout has a non-zero size.
         let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })
             .unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Slots { ptr, slot, count }
+        Slots {
+            ptr,
+            slot,
+            count,
+            given: None,
+        }
+    }
+
+    /// As [`new`](Slots::new), in memory `p` gives when its devices reach
+    /// only such memory ([`Provider::alloc_buffer`]).
+    ///
+    /// [`Provider::alloc_buffer`]: crate::provider::Provider::alloc_buffer
+    pub fn new_for(
+        p: &dyn crate::provider::Provider,
+        slot: usize,
+        count: usize,
+    ) -> Result<Slots, crate::provider::ProviderError> {
+        let len = Slots::layout(slot, count).size();
+        Ok(match p.alloc_buffer(len)? {
+            Some(mut b) => Slots {
+                ptr: NonNull::new(b.as_mut_ptr()).expect("a buffer's pointer is not null"),
+                slot,
+                count,
+                given: Some(b),
+            },
+            None => Slots::new(slot, count),
+        })
     }
 
     /// The whole area's start and length, for registration.
@@ -93,6 +122,10 @@ impl Slots {
 
 impl Drop for Slots {
     fn drop(&mut self) {
+        if self.given.is_some() {
+            // The provider's buffer goes with this value.
+            return;
+        }
         // SAFETY: `ptr` came from `alloc_zeroed` with this layout.
         unsafe { dealloc(self.ptr.as_ptr(), Slots::layout(self.slot, self.count)) };
     }

@@ -2,7 +2,8 @@
 //! one process (loopback fabric) or across processes and hosts (a fabric on
 //! the mesh).
 //!
-//! Each rail is a device of its own with a PD, one CQ, a shared receive
+//! Each rail is a device of its own (or, over one NIC, a part of that
+//! device: [`ErnicProvider::on_device`]) with a PD, one CQ, a shared receive
 //! queue for the caller's rx buffers and a datagram QP for connection
 //! set-up. An RDM endpoint reaches each peer through two reliable
 //! connected QPs, made on `av_insert`:
@@ -31,8 +32,8 @@ use ernic_verbs::{
 };
 
 use crate::provider::{
-    CqEntry, CqErrEntry, CqError, CqFlags, FiAddr, MrReg, PostError, Provider, ProviderError, Rail,
-    RemoteAddressing,
+    Buffer, CqEntry, CqErrEntry, CqError, CqFlags, FiAddr, MrReg, PostError, Provider,
+    ProviderError, Rail, RemoteAddressing,
 };
 
 /// Bytes of an endpoint name: the rail's GID and its datagram QP number.
@@ -83,10 +84,20 @@ impl Default for Depths {
     }
 }
 
+/// Where a provider's rails get their devices.
+#[derive(Debug)]
+enum Source {
+    /// A device of its own for each rail, on this fabric.
+    Fabric(Fabric),
+    /// Every rail on this one device (its own PD, CQ and QPs on it): a
+    /// device that is a NIC of its own, such as the ionic driver's.
+    Device(Device),
+}
+
 /// Rails over ernic's verbs.
 #[derive(Debug)]
 pub struct ErnicProvider {
-    fabric: Fabric,
+    source: Source,
     devices: Devices,
     next: AtomicU16,
     wait: Duration,
@@ -99,13 +110,27 @@ impl ErnicProvider {
         ErnicProvider::with_depths(fabric, Depths::default())
     }
 
+    /// A provider whose rails all live on `device` (each with a PD, CQ and
+    /// QPs of its own), with the queue sizes `depths`: the transport over
+    /// one NIC, such as the emulated ionic device through its driver
+    /// (`ernic_ionic_driver::provider::open`). Its
+    /// [`alloc_buffer`](Provider::alloc_buffer) gives memory of the
+    /// device's own, for a device that reaches no other.
+    pub fn on_device(device: Device, depths: Depths) -> ErnicProvider {
+        ErnicProvider::build(Source::Device(device), depths)
+    }
+
     /// A provider whose rails have the queue sizes `depths` (each at least
     /// 1; the fabric refuses sizes beyond its own limits when a rail
     /// opens). Small queues make a rail cheap to open.
     pub fn with_depths(fabric: Fabric, depths: Depths) -> ErnicProvider {
+        ErnicProvider::build(Source::Fabric(fabric), depths)
+    }
+
+    fn build(source: Source, depths: Depths) -> ErnicProvider {
         let at_least_one = |n: u32| n.max(1);
         ErnicProvider {
-            fabric,
+            source,
             devices: Devices::default(),
             next: AtomicU16::new(1),
             wait: Duration::from_secs(10),
@@ -118,9 +143,12 @@ impl ErnicProvider {
         }
     }
 
-    /// The fabric the rails live on.
-    pub fn fabric(&self) -> &Fabric {
-        &self.fabric
+    /// The fabric the rails live on (`None` for rails on one device).
+    pub fn fabric(&self) -> Option<&Fabric> {
+        match &self.source {
+            Source::Fabric(f) => Some(f),
+            Source::Device(_) => None,
+        }
     }
 
     /// The devices its rails opened (one a rail), for their counters.
@@ -146,22 +174,46 @@ impl Provider for ErnicProvider {
     }
 
     fn open_rail(&self) -> Result<Box<dyn Rail>, ProviderError> {
-        let node = match self.fabric.mesh() {
-            None => 0,
-            Some(m) => {
-                m.wait_registered(self.wait)
-                    .ok_or_else(|| {
-                        ProviderError("this node never registered with the mesh manager".into())
-                    })?
-                    .0
-                    + 1
+        let dev = match &self.source {
+            Source::Device(d) => d.clone(),
+            Source::Fabric(fabric) => {
+                let node = match fabric.mesh() {
+                    None => 0,
+                    Some(m) => {
+                        m.wait_registered(self.wait)
+                            .ok_or_else(|| {
+                                ProviderError(
+                                    "this node never registered with the mesh manager".into(),
+                                )
+                            })?
+                            .0
+                            + 1
+                    }
+                };
+                let n = self.next.fetch_add(1, Ordering::Relaxed);
+                let gid = Gid(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0x6e65, node, n).octets());
+                fabric.open_device(gid).map_err(verr)?
             }
         };
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let gid = Gid(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0x6e65, node, n).octets());
-        let rail = ErnicRail::open(&self.fabric, gid, self.depths).map_err(verr)?;
-        (self.devices.0.lock().unwrap_or_else(|e| e.into_inner())).push(rail.dev.clone());
+        let rail = ErnicRail::open(dev, self.depths).map_err(verr)?;
+        let mut devices = self.devices.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !devices.iter().any(|d| d.gid() == rail.dev.gid()) {
+            devices.push(rail.dev.clone());
+        }
         Ok(Box::new(rail))
+    }
+
+    fn alloc_buffer(&self, len: usize) -> Result<Option<Buffer>, ProviderError> {
+        let Source::Device(dev) = &self.source else {
+            return Ok(None);
+        };
+        let pd = dev.alloc_pd().map_err(verr)?;
+        let mr = pd.reg_mr(len, Access::LOCAL_WRITE).map_err(verr)?;
+        let ptr = mr.host_ptr();
+        // SAFETY: the region's memory is `len` bytes at `ptr`, this
+        // process's, and lives as long as the region, which the buffer
+        // keeps; nothing else is given this memory.
+        Ok(Some(unsafe { Buffer::new(ptr, len, Box::new((pd, mr))) }))
     }
 }
 
@@ -216,8 +268,8 @@ struct ErnicRail {
 }
 
 impl ErnicRail {
-    fn open(fabric: &Fabric, gid: Gid, depths: Depths) -> Result<ErnicRail, VerbsError> {
-        let dev = fabric.open_device(gid)?;
+    fn open(dev: Device, depths: Depths) -> Result<ErnicRail, VerbsError> {
+        let gid = dev.gid();
         let pd = dev.alloc_pd()?;
         let cq = dev.create_cq(depths.cq)?;
         let srq = pd.create_srq(depths.srq, 1)?;

@@ -143,6 +143,14 @@ impl Mr {
         })
     }
 
+    /// Where the region's bytes are in this process: for a program that
+    /// keeps its own buffers in memory the device reaches (a device that
+    /// reaches only memory it shares, such as the ionic driver's, takes a
+    /// `reg_user_mr` of memory inside such a region).
+    pub fn host_ptr(&self) -> std::ptr::NonNull<u8> {
+        self.inner.mem.ptr()
+    }
+
     /// Copies bytes out of the region. On a fabric this is taken under the
     /// fabric lock, so the copy never overlaps one the device makes.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {

@@ -137,7 +137,7 @@ impl<M: DmaMemory> Engine<M> {
         // Whether the receive was left open by an earlier piece (else it is
         // the ring's head, taken for this piece: the first of a message, or
         // the last of a WRITE_IMM sent in pieces).
-        let continuing = matches!(open, Some(_) if inc.offset > 0);
+        let continuing = open.is_some() && inc.offset > 0;
         let (rs, wr_id, rsgl) = match open {
             Some(o) if inc.offset > 0 => (o.source, o.wr_id, o.sgl),
             Some(o) => {

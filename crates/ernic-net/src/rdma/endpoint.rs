@@ -74,7 +74,10 @@ pub(super) fn open_set(p: &dyn Provider, slot: usize, count: usize) -> Result<Ra
     let mut rail = p
         .open_rail()
         .map_err(|source| NetError::OpenRail { source })?;
-    let rx = Slots::new(slot, count);
+    let rx = Slots::new_for(p, slot, count).map_err(|source| NetError::RegisterBuffers {
+        which: "rx",
+        source,
+    })?;
     let (a, l) = rx.area();
     // SAFETY: `rx` lives in the same RailSet as the registration, and
     // `Endpoint::drop` closes the registration before the slots are freed.
@@ -138,7 +141,12 @@ impl Endpoint {
             && data
                 .iter()
                 .all(|d| d.rail.remote_addressing() == RemoteAddressing::Virtual);
-        let tx = Slots::new(CTL_SLOT, CTL_TX);
+        let tx = Slots::new_for(provider, CTL_SLOT, CTL_TX).map_err(|source| {
+            NetError::RegisterBuffers {
+                which: "tx",
+                source,
+            }
+        })?;
         let (a, l) = tx.area();
         let mut tx_regs = Vec::with_capacity(control_rails);
         for c in &mut ctls {
