@@ -340,15 +340,9 @@ fn write_and_send(p: &RcPair, len: usize) {
 #[test]
 fn large_payloads_between_nodes_on_one_host_are_read_from_the_sender() {
     let p = rc_pair_on("fd00::3a", "fd00::3b", 16, true);
-    let (fa, fb) = &p._fabrics;
-    let (ma, mb) = (fa.mesh().unwrap(), fb.mesh().unwrap());
     // Both links prove themselves soon after the connection is up.
-    let end = Instant::now() + T;
-    let both = |l: SameHostLink| l.reads_me && l.read_by_me;
-    while !both(ma.same_host(NodeId(1))) || !both(mb.same_host(NodeId(0))) {
-        assert!(Instant::now() < end, "the same-host path never came up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_same_host(&p);
+    let (fa, fb) = &p._fabrics;
     let len = 5 << 20;
     write_and_send(&p, len);
     // Both went by reference, in pieces of up to max_ref_piece, and B read
