@@ -215,6 +215,8 @@ fn a_write_with_immediate_larger_than_one_frame_crosses_the_mesh() {
         assert_eq!(r.byte_len, len as u32);
         assert_eq!(ca.wait_one(T).unwrap().unwrap().status, WcStatus::Success);
     }
+    // Each byte counted once at the responder, however many pieces.
+    assert_eq!(qb.counters().unwrap().get(Counter::RxBytes), 2 * len as u64);
     let mut t = [0u8; 4];
     mb.read(len - 4, &mut t).unwrap();
     assert_eq!(&t, b"tail");

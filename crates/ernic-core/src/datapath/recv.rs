@@ -215,12 +215,14 @@ impl<M: DmaMemory> Engine<M> {
                     }
                     c.invalidated = Some(rkey);
                 }
-                let counter = if matches!(inc.req.op, SendOp::WriteImm(..)) {
-                    Counter::RxWriteRequests
+                // A WRITE_IMM's earlier pieces were plain writes, counted
+                // as they came: this one adds its own bytes only.
+                let (counter, bytes) = if matches!(inc.req.op, SendOp::WriteImm(..)) {
+                    (Counter::RxWriteRequests, inc.len)
                 } else {
-                    Counter::RdmaRecvs
+                    (Counter::RdmaRecvs, inc.total)
                 };
-                self.count_rx(at.dev, at.qpn, counter, inc.total);
+                self.count_rx(at.dev, at.qpn, counter, bytes);
                 self.push_recv_completion(at.dev, at.qpn, c);
                 (true, false, Outcome::Done(WcStatus::Success, n))
             }
