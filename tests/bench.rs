@@ -120,16 +120,6 @@ fn bench_refuses_bad_input_in_one_line() {
     }
 }
 
-/// A server process that is killed when the test ends.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The collectives through the emulated ionic NIC a guest sees: two
 /// `ernic-server`s joined by a mesh, each rank's transport on ernic's
 /// userspace driver attached to one of them (its buffers in the memory it
@@ -151,7 +141,7 @@ fn bench_runs_through_the_emulated_ionic_nic_of_two_servers() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        (Server(child), sock)
+        (common::Reaped(child), sock)
     };
     let (_a, sa) = spawn("a.sock", "10.0.9.1", format!("tcp:manager:listen:{port}"));
     let (_b, sb) = spawn("b.sock", "10.0.9.2", format!("tcp:worker:127.0.0.1:{port}"));

@@ -101,6 +101,8 @@ enum Source {
 #[derive(Debug)]
 pub struct ErnicProvider {
     source: Source,
+    /// The PD of the buffers `alloc_buffer` gives, once it gave one.
+    buffer_pd: Mutex<Option<Pd>>,
     devices: Devices,
     next: AtomicU16,
     wait: Duration,
@@ -134,6 +136,7 @@ impl ErnicProvider {
         let at_least_one = |n: u32| n.max(1);
         ErnicProvider {
             source,
+            buffer_pd: Mutex::new(None),
             devices: Devices::default(),
             next: AtomicU16::new(1),
             wait: Duration::from_secs(10),
@@ -210,13 +213,18 @@ impl Provider for ErnicProvider {
         let Source::Device(dev) = &self.source else {
             return Ok(None);
         };
-        let pd = dev.alloc_pd().map_err(verr)?;
+        // One PD for every buffer (a region keeps its PD alive).
+        let mut pd = self.buffer_pd.lock().unwrap_or_else(|e| e.into_inner());
+        let pd = match &mut *pd {
+            Some(pd) => pd,
+            none => none.insert(dev.alloc_pd().map_err(verr)?),
+        };
         let mr = pd.reg_mr(len, Access::LOCAL_WRITE).map_err(verr)?;
         let ptr = mr.host_ptr();
         // SAFETY: the region's memory is `len` bytes at `ptr`, this
         // process's, and lives as long as the region, which the buffer
         // keeps; nothing else is given this memory.
-        Ok(Some(unsafe { Buffer::new(ptr, len, Box::new((pd, mr))) }))
+        Ok(Some(unsafe { Buffer::new(ptr, len, Box::new(mr)) }))
     }
 }
 
